@@ -1,0 +1,37 @@
+"""scrapy-rfc9309: robots.txt exactly as RFC 9309 says, for Scrapy.
+
+The core (``parse``, ``RobotsTxt`` ...) is pure Python and imports no Scrapy;
+the Scrapy layer (``RobotsTxtMiddleware``, ``CrawlDelayExtension``, ``Addon``)
+is imported lazily, on first use of its names.
+"""
+
+from .robots import Decision, Diagnostic, RobotsTxt, Rule, Verdict, parse
+
+__version__ = "0.1.0"
+
+_SCRAPY_LAYER = {
+    "RobotsTxtMiddleware": "scrapy_rfc9309.middleware",
+    "CrawlDelayExtension": "scrapy_rfc9309.throttle",
+    "Addon": "scrapy_rfc9309.addon",
+}
+
+__all__ = [
+    "Addon",
+    "CrawlDelayExtension",
+    "Decision",
+    "Diagnostic",
+    "RobotsTxt",
+    "RobotsTxtMiddleware",
+    "Rule",
+    "Verdict",
+    "parse",
+]
+
+
+def __getattr__(name: str):
+    module = _SCRAPY_LAYER.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scrapy_rfc9309' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,15 @@
+"""The pure RFC 9309 core: no Scrapy, no Twisted, no I/O.
+
+* :mod:`.decode` - bytes to text (limit, BOM, charset)
+* :mod:`.parser` - text to groups of rules, with diagnostics
+* :mod:`.patterns` - percent-encoding, URL paths, ``*``/``$`` matching
+* :mod:`.robotstxt` - the parsed file: ``check``, ``crawl_delay``, ``sitemaps``
+* :mod:`.verdicts` - ``Decision``, ``Verdict``, ``Rule``
+* :mod:`.access` - HTTP access results to policies and cache lifetimes
+"""
+
+from .diagnostics import Diagnostic
+from .robotstxt import RobotsTxt, check_token, parse
+from .verdicts import Decision, Rule, Verdict
+
+__all__ = ["Decision", "Diagnostic", "Rule", "RobotsTxt", "Verdict", "check_token", "parse"]

@@ -1,0 +1,101 @@
+"""Bytes to text: the parse limit, the byte order mark, and the charset.
+
+RFC 9309 files are UTF-8.  Real ones are sometimes Latin-1 or Windows-1252;
+those are decoded with the charset the server declared (or ISO-8859-1) and
+reported, never rejected.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from .diagnostics import Diagnostic
+
+#: RFC 9309 section 2.5: crawlers must parse at least 500 KiB.
+MIN_PARSE_BYTES = 512_000
+DEFAULT_PARSE_BYTES = 512_000
+
+_BOM = b"\xef\xbb\xbf"
+_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:-]+)", re.IGNORECASE)
+
+
+def charset_of(content_type: str | bytes | None) -> str | None:
+    """The codec named by a Content-Type header, if Python knows it."""
+    if not content_type:
+        return None
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    m = _CHARSET.search(content_type)
+    if not m:
+        return None
+    try:
+        return codecs.lookup(m.group(1)).name
+    except LookupError:
+        return None
+
+
+def decode_body(
+    body: bytes | str,
+    content_type: str | bytes | None,
+    max_bytes: int,
+    diagnostics: list[Diagnostic],
+) -> str:
+    """The text to parse: at most ``max_bytes`` octets, BOM skipped."""
+    max_bytes = max(int(max_bytes), MIN_PARSE_BYTES)
+    if isinstance(body, str):
+        if body[:1] == "\ufeff":
+            body = body[1:]
+            diagnostics.append(Diagnostic(1, "bom", "a UTF-8 byte order mark was skipped"))
+        if len(body) > max_bytes // 4 and not body.isascii() or len(body) > max_bytes:
+            raw = body.encode("utf-8", "surrogatepass")
+            if len(raw) > max_bytes:
+                body = raw[:max_bytes].decode("utf-8", "ignore")
+                _truncated(body, max_bytes, diagnostics)
+        return body
+
+    body = bytes(body)
+    if body[:1] == b"\xef":
+        n = 3 if body.startswith(_BOM) else 2 if body.startswith(_BOM[:2]) else 1
+        body = body[n:]
+        what = "a UTF-8 byte order mark" if n == 3 else "a partial UTF-8 byte order mark"
+        diagnostics.append(Diagnostic(1, "bom", f"{what} was skipped"))
+    cut = len(body) > max_bytes
+    if cut:
+        body = body[:max_bytes]
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if cut and exc.start >= len(body) - 3 and exc.reason == "unexpected end of data":
+            # the limit fell inside a multi-byte character
+            text = body[: exc.start].decode("utf-8", "replace")
+        else:
+            text = _fallback(body, content_type, exc, diagnostics)
+    if cut:
+        _truncated(text, max_bytes, diagnostics)
+    return text
+
+
+def _fallback(
+    body: bytes, content_type: str | bytes | None, exc: UnicodeDecodeError, diagnostics: list[Diagnostic]
+) -> str:
+    line = body.count(b"\n", 0, exc.start) + 1
+    charset = charset_of(content_type)
+    if charset in (None, "utf-8"):
+        charset = "iso8859-1"
+    try:
+        text = body.decode(charset)
+    except (UnicodeDecodeError, LookupError):
+        charset = "iso8859-1"
+        text = body.decode(charset)
+    diagnostics.append(
+        Diagnostic(line, "invalid_utf8", f"invalid UTF-8 (first at byte {exc.start}); decoded as {charset}")
+    )
+    return text
+
+
+def _truncated(text: str, max_bytes: int, diagnostics: list[Diagnostic]) -> None:
+    line = text.count("\n") + 1
+    diagnostics.append(
+        Diagnostic(line, "truncated", f"the body is over {max_bytes:,} bytes; the rest was ignored")
+    )

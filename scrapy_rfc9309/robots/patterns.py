@@ -1,0 +1,142 @@
+"""Paths and patterns: percent-encoding (RFC 9309 section 2.2.2), the path of
+a URL, and matching with ``*`` and ``$`` in linear time.
+
+Both sides, the URL and the rule, go through the same normalisation, so that
+``/caf%c3%a9``, ``/café`` and ``/caf%C3%A9`` are one path:
+
+* non-ASCII characters become their UTF-8 octets as ``%XX`` (upper-case hex);
+* every ``%xx`` escape gets upper-case hex;
+* escapes of unreserved characters (``A-Z a-z 0-9 - . _ ~``) are decoded;
+* escapes of reserved characters stay encoded (``%2F`` is not ``/``), except
+  ``%2A`` and ``%24``, which stand for a literal ``*`` and ``$`` (section 2.2.3).
+
+No pattern ever reaches a regex engine: a wildcard pattern is split on ``*``
+into literal pieces and matched with ``str.find``, leftmost first.  For
+patterns anchored only at the start that greedy walk is exact, and its cost is
+bounded by (number of pieces) x (length of the path).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_ASCII = "".join(map(chr, range(128)))
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+#: escapes decoded when matching: unreserved characters plus the literal * and $
+_DECODED = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED or chr(c) in "*$"}
+_DECODED_CANON = {k: v for k, v in _DECODED.items() if v not in "*$"}
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    hx = match.group(1).upper()
+    return _DECODED.get(hx) or "%" + hx
+
+
+def _fix_escape_canon(match: re.Match[str]) -> str:
+    hx = match.group(1).upper()
+    return _DECODED_CANON.get(hx) or "%" + hx
+
+
+def _encode_non_ascii(text: str) -> str:
+    return quote(text, safe=_ASCII, errors="surrogatepass")
+
+
+def normalize(text: str) -> str:
+    """The matching form of a path or of one literal piece of a pattern."""
+    if not text.isascii():
+        text = _encode_non_ascii(text)
+    if "%" in text:
+        text = _ESCAPE.sub(_fix_escape, text)
+    return text
+
+
+def canonical(text: str) -> str:
+    """A pattern as written, normalised but with ``%2A``/``%24`` kept encoded;
+    its length in octets is the rule's priority."""
+    if not text.isascii():
+        text = _encode_non_ascii(text)
+    if "%" in text:
+        text = _ESCAPE.sub(_fix_escape_canon, text)
+    return text
+
+
+def path_of(url: str) -> str:
+    """``path;params?query`` of an absolute URL (or of a path), without the
+    fragment, normalised; ``/`` when the URL has no path.
+
+    Cuts with ``str.find`` rather than ``urlsplit`` (this runs per request).
+    """
+    if url[:1] == "/" and url[:2] != "//":
+        path = url
+    else:
+        start = url.find("//")
+        if start < 0 or (url.find("/") < start):
+            # no authority: a relative reference such as "page.html" or "?q"
+            path = "/" + url if url[:1] not in ("/", "?", ";") else url
+        else:
+            start += 2
+            end = len(url)
+            for sep in "/?#":
+                i = url.find(sep, start)
+                if 0 <= i < end:
+                    end = i
+            path = url[end:]
+    hash_at = path.find("#")
+    if hash_at >= 0:
+        path = path[:hash_at]
+    if path[:1] != "/":
+        path = "/" + path
+    if path.isascii() and "%" not in path:
+        return path
+    return normalize(path)
+
+
+# Compiled rule kinds.
+PREFIX = 0  # path.startswith(lit)
+EXACT = 1  # path == lit
+WILD = 2  # pieces matched leftmost in order, not anchored at the end
+WILD_END = 3  # as WILD, and the last piece ends the path
+
+
+def compile_pattern(raw: str) -> tuple[int, object, int]:
+    """``(kind, data, priority)`` for a non-empty pattern as written in a file.
+
+    ``data`` is a string for PREFIX/EXACT and a tuple of literal pieces for the
+    wildcard kinds; ``priority`` is the pattern's length in octets.
+    """
+    priority = len(canonical(raw))
+    anchored = raw.endswith("$")
+    body = raw[:-1] if anchored else raw
+    if "*" not in body:
+        lit = normalize(body)
+        return (EXACT if anchored else PREFIX), lit, priority
+    pieces = tuple(normalize(p) for p in body.split("*"))
+    # Collapse runs of '*' (empty inner pieces) so matching does no useless work.
+    if len(pieces) > 2:
+        inner = tuple(p for p in pieces[1:-1] if p)
+        pieces = (pieces[0], *inner, pieces[-1])
+    if not anchored and pieces[-1] == "" and len(pieces) == 2:
+        # "/foo*" is the prefix "/foo"
+        return PREFIX, pieces[0], priority
+    return (WILD_END if anchored else WILD), pieces, priority
+
+
+def wild_match(path: str, pieces: tuple[str, ...], anchored: bool) -> bool:
+    """Match ``pieces`` (a pattern split on ``*``) against ``path``."""
+    first = pieces[0]
+    if not path.startswith(first):
+        return False
+    pos = len(first)
+    last = len(pieces) - 1
+    for i in range(1, last):
+        found = path.find(pieces[i], pos)
+        if found < 0:
+            return False
+        pos = found + len(pieces[i])
+    tail = pieces[last]
+    if anchored:
+        # the tail must end the path, after everything matched so far
+        return path.endswith(tail) and len(path) - len(tail) >= pos
+    return path.find(tail, pos) >= 0
