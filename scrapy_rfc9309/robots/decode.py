@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from .diagnostics import Diagnostic
+from .diagnostics import DiagnosticLog
 
 #: RFC 9309 section 2.5: crawlers must parse at least 500 KiB.
 MIN_PARSE_BYTES = 512_000
@@ -39,14 +39,14 @@ def decode_body(
     body: bytes | str,
     content_type: str | bytes | None,
     max_bytes: int,
-    diagnostics: list[Diagnostic],
+    diagnostics: DiagnosticLog,
 ) -> str:
     """The text to parse: at most ``max_bytes`` octets, BOM skipped."""
     max_bytes = max(int(max_bytes), MIN_PARSE_BYTES)
     if isinstance(body, str):
         if body[:1] == "\ufeff":
             body = body[1:]
-            diagnostics.append(Diagnostic(1, "bom", "a UTF-8 byte order mark was skipped"))
+            diagnostics.add(1, "bom", "full")
         if len(body) > max_bytes // 4 and not body.isascii() or len(body) > max_bytes:
             raw = body.encode("utf-8", "surrogatepass")
             if len(raw) > max_bytes:
@@ -58,8 +58,7 @@ def decode_body(
     if body[:1] == b"\xef":
         n = 3 if body.startswith(_BOM) else 2 if body.startswith(_BOM[:2]) else 1
         body = body[n:]
-        what = "a UTF-8 byte order mark" if n == 3 else "a partial UTF-8 byte order mark"
-        diagnostics.append(Diagnostic(1, "bom", f"{what} was skipped"))
+        diagnostics.add(1, "bom", "full" if n == 3 else "partial")
     cut = len(body) > max_bytes
     if cut:
         body = body[:max_bytes]
@@ -77,7 +76,7 @@ def decode_body(
 
 
 def _fallback(
-    body: bytes, content_type: str | bytes | None, exc: UnicodeDecodeError, diagnostics: list[Diagnostic]
+    body: bytes, content_type: str | bytes | None, exc: UnicodeDecodeError, diagnostics: DiagnosticLog
 ) -> str:
     line = body.count(b"\n", 0, exc.start) + 1
     charset = charset_of(content_type)
@@ -88,14 +87,10 @@ def _fallback(
     except (UnicodeDecodeError, LookupError):
         charset = "iso8859-1"
         text = body.decode(charset)
-    diagnostics.append(
-        Diagnostic(line, "invalid_utf8", f"invalid UTF-8 (first at byte {exc.start}); decoded as {charset}")
-    )
+    diagnostics.add(line, "invalid_utf8", f"first invalid byte at offset {exc.start}; decoded as {charset}")
     return text
 
 
-def _truncated(text: str, max_bytes: int, diagnostics: list[Diagnostic]) -> None:
+def _truncated(text: str, max_bytes: int, diagnostics: DiagnosticLog) -> None:
     line = text.count("\n") + 1
-    diagnostics.append(
-        Diagnostic(line, "truncated", f"the body is over {max_bytes:,} bytes; the rest was ignored")
-    )
+    diagnostics.add(line, "truncated", f"parsed the first {max_bytes:,} bytes")

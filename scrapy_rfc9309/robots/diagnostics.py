@@ -3,10 +3,15 @@
 A diagnostic never changes how the file is read: it tells the site owner (or
 the crawler operator) where the file departs from RFC 9309 and which leniency
 the parser applied instead of failing.
+
+Real files can carry thousands of them (an HTML page served as robots.txt
+gives one per line), so they are kept compactly and turned into
+:class:`Diagnostic` objects only when asked for.
 """
 
 from __future__ import annotations
 
+from array import array
 from typing import NamedTuple
 
 
@@ -25,13 +30,14 @@ class Diagnostic(NamedTuple):
 #: Every code the parser may report, with what it means.  Kept in one place
 #: so the README and the ``scrapy robots --lint`` output stay in step.
 CODES: dict[str, str] = {
-    "bom": "a UTF-8 byte order mark (full or partial) was skipped",
+    "bom": "a UTF-8 byte order mark was skipped",
     "invalid_utf8": "the body is not valid UTF-8; decoded with a fallback charset",
     "truncated": "the body is larger than the parse limit; the rest was ignored",
     "line_too_long": "the line is longer than 16,663 bytes; the rest was ignored",
+    "html_body": "the body looks like an HTML page; only lines that look like records were read",
     "missing_colon": "no colon after the key; whitespace accepted as the separator",
     "key_typo": "a misspelt or extended key was accepted",
-    "unknown_key": "the key is not one this parser knows; the line was ignored",
+    "unknown_key": "the key is not part of RFC 9309; the line was ignored",
     "unparsable_line": "the line is not a 'key: value' record; it was ignored",
     "outside_group": "the record comes before any User-agent line; it was ignored",
     "user_agent_trimmed": "the user-agent value was cut to its product token",
@@ -41,3 +47,35 @@ CODES: dict[str, str] = {
     "invalid_request_rate": "Request-rate is not 'n/m[s|m|h]'; it was ignored",
     "sitemap_not_absolute": "the Sitemap value is not an absolute URL",
 }
+_CODE_LIST = list(CODES)
+_CODE_ID = {code: i for i, code in enumerate(_CODE_LIST)}
+DETAIL_CHARS = 80
+
+
+class DiagnosticLog:
+    """Diagnostics as three parallel compact arrays: line, code, detail."""
+
+    __slots__ = ("lines", "codes", "details")
+
+    def __init__(self) -> None:
+        self.lines = array("I")
+        self.codes = bytearray()
+        self.details: list[str | None] = []
+
+    def add(self, line: int, code: str, detail: str | None = None) -> None:
+        self.lines.append(line)
+        self.codes.append(_CODE_ID[code])
+        if detail is not None and len(detail) > DETAIL_CHARS:
+            detail = detail[:DETAIL_CHARS] + "..."
+        self.details.append(detail)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def to_list(self) -> list[Diagnostic]:
+        out = []
+        for line, code_id, detail in zip(self.lines, self.codes, self.details):
+            code = _CODE_LIST[code_id]
+            message = CODES[code] if detail is None else f"{CODES[code]}: {detail}"
+            out.append(Diagnostic(line, code, message))
+        return out

@@ -43,11 +43,19 @@ def _encode_non_ascii(text: str) -> str:
     return quote(text, safe=_ASCII, errors="surrogatepass")
 
 
+# An escape that normalisation would change: lower-case hex, or an
+# unreserved/"*"/"$" character.  Most real URLs have none, and one C-level
+# search is cheaper than calling back into Python for every escape.
+_NEEDS_FIX = re.compile(
+    r"%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|3[0-9]|4[1-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE]|2[DE4A])"
+)
+
+
 def normalize(text: str) -> str:
     """The matching form of a path or of one literal piece of a pattern."""
     if not text.isascii():
         text = _encode_non_ascii(text)
-    if "%" in text:
+    if "%" in text and _NEEDS_FIX.search(text):
         text = _ESCAPE.sub(_fix_escape, text)
     return text
 
@@ -62,30 +70,22 @@ def canonical(text: str) -> str:
     return text
 
 
+# Scheme and authority, or a scheme-relative authority ("//host"); what
+# follows is the path.  A linear pattern over a URL, never over robots.txt data.
+_AUTHORITY = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?//[^/?#]*")
+
+
 def path_of(url: str) -> str:
     """``path;params?query`` of an absolute URL (or of a path), without the
     fragment, normalised; ``/`` when the URL has no path.
 
-    Cuts with ``str.find`` rather than ``urlsplit`` (this runs per request).
+    One anchored regex match instead of ``urlsplit``: this runs per request.
     """
-    if url[:1] == "/" and url[:2] != "//":
-        path = url
-    else:
-        start = url.find("//")
-        if start < 0 or (url.find("/") < start):
-            # no authority: a relative reference such as "page.html" or "?q"
-            path = "/" + url if url[:1] not in ("/", "?", ";") else url
-        else:
-            start += 2
-            end = len(url)
-            for sep in "/?#":
-                i = url.find(sep, start)
-                if 0 <= i < end:
-                    end = i
-            path = url[end:]
-    hash_at = path.find("#")
-    if hash_at >= 0:
-        path = path[:hash_at]
+    m = _AUTHORITY.match(url)
+    path = url[m.end() :] if m is not None else url
+    cut = path.find("#")
+    if cut >= 0:
+        path = path[:cut]
     if path[:1] != "/":
         path = "/" + path
     if path.isascii() and "%" not in path:
@@ -93,34 +93,36 @@ def path_of(url: str) -> str:
     return normalize(path)
 
 
-# Compiled rule kinds.
-PREFIX = 0  # path.startswith(lit)
-EXACT = 1  # path == lit
-WILD = 2  # pieces matched leftmost in order, not anchored at the end
-WILD_END = 3  # as WILD, and the last piece ends the path
+# Compiled rule kinds, and what a compiled rule ``(kind, a, b, n)`` means:
+PREFIX = 0  # path.startswith(a)
+EXACT = 1  # path == a
+SUB = 2  # "a*b": path.startswith(a) and b occurs at or after n = len(a)
+SUB_END = 3  # "a*b$": path.startswith(a), path.endswith(b), len(path) >= n = len(a) + len(b)
+WILD = 4  # pieces a (a tuple) matched leftmost in order
+WILD_END = 5  # as WILD, and the last piece ends the path
 
 
-def compile_pattern(raw: str) -> tuple[int, object, int]:
-    """``(kind, data, priority)`` for a non-empty pattern as written in a file.
-
-    ``data`` is a string for PREFIX/EXACT and a tuple of literal pieces for the
-    wildcard kinds; ``priority`` is the pattern's length in octets.
-    """
+def compile_pattern(raw: str) -> tuple[int, object, str, int, int]:
+    """``(kind, a, b, n, priority)`` for a non-empty pattern as written in a
+    file; ``priority`` is the pattern's length in octets."""
     priority = len(canonical(raw))
     anchored = raw.endswith("$")
     body = raw[:-1] if anchored else raw
     if "*" not in body:
-        lit = normalize(body)
-        return (EXACT if anchored else PREFIX), lit, priority
-    pieces = tuple(normalize(p) for p in body.split("*"))
-    # Collapse runs of '*' (empty inner pieces) so matching does no useless work.
-    if len(pieces) > 2:
-        inner = tuple(p for p in pieces[1:-1] if p)
-        pieces = (pieces[0], *inner, pieces[-1])
-    if not anchored and pieces[-1] == "" and len(pieces) == 2:
-        # "/foo*" is the prefix "/foo"
-        return PREFIX, pieces[0], priority
-    return (WILD_END if anchored else WILD), pieces, priority
+        return (EXACT if anchored else PREFIX), normalize(body), "", 0, priority
+    pieces = [normalize(p) for p in body.split("*")]
+    # Empty inner pieces (runs of '*') match anywhere: drop them.
+    pieces = [pieces[0], *(p for p in pieces[1:-1] if p), pieces[-1]]
+    if not anchored and pieces[-1] == "":
+        pieces.pop()
+        if len(pieces) == 1:
+            return PREFIX, pieces[0], "", 0, priority  # "/foo*" is the prefix "/foo"
+    if len(pieces) == 2:
+        a, b = pieces
+        if anchored:
+            return SUB_END, a, b, len(a) + len(b), priority
+        return SUB, a, b, len(a), priority
+    return (WILD_END if anchored else WILD), tuple(pieces), "", 0, priority
 
 
 def wild_match(path: str, pieces: tuple[str, ...], anchored: bool) -> bool:

@@ -14,8 +14,8 @@ from typing import Iterable
 
 from . import patterns
 from .decode import DEFAULT_PARSE_BYTES
-from .diagnostics import Diagnostic
-from .parser import Group, read
+from .diagnostics import Diagnostic, DiagnosticLog
+from .parser import Group, Parsed, read
 from .verdicts import (
     ALLOW_IMPLICIT,
     ALLOW_ROBOTS_TXT,
@@ -27,7 +27,16 @@ from .verdicts import (
 )
 
 _TOKEN = re.compile(r"[A-Za-z_-]+\Z")
-_PREFIX, _EXACT, _WILD, _WILD_END = patterns.PREFIX, patterns.EXACT, patterns.WILD, patterns.WILD_END
+_PREFIX, _EXACT, _SUB, _SUB_END, _WILD_END = (
+    patterns.PREFIX,
+    patterns.EXACT,
+    patterns.SUB,
+    patterns.SUB_END,
+    patterns.WILD_END,
+)
+SUB_END = patterns.SUB_END
+_BATCH = 6  # see _batched()
+_BATCH_MIN = 4
 _path_of = patterns.path_of
 _wild_match = patterns.wild_match
 
@@ -45,85 +54,123 @@ def check_token(user_agent: str) -> str:
 class _Matcher:
     """The compiled rules of one crawler token."""
 
-    __slots__ = ("buckets", "generic", "by_char", "crawl_delay", "request_rate", "specific")
+    __slots__ = ("buckets", "crawl_delay", "request_rate", "specific")
 
-    def __init__(self, groups: list[Group], specific: bool) -> None:
+    def __init__(self, groups: list[Group], specific: bool, texts: list[str], marks) -> None:
         self.specific = specific
         compiled = []
         seen = set()
         for group in groups:
-            for allow, raw, line in group.rules:
+            for i in range(group.start, group.end):
+                raw, mark = texts[i], marks[i]
+                allow = bool(mark & 1)
                 if (allow, raw) in seen:
                     continue
                 seen.add((allow, raw))
-                kind, data, priority = patterns.compile_pattern(raw)
                 decision = Decision(
                     allow,
                     Verdict.ALLOWED_EXPLICIT if allow else Verdict.DISALLOWED_EXPLICIT,
-                    Rule(allow, raw, line),
+                    Rule(allow, raw, mark >> 1),
                 )
-                compiled.append((priority, allow, kind, data, decision))
+                kind, a, b, n, priority = patterns.compile_pattern(raw)
+                compiled.append((priority, allow, len(compiled), (kind, a, b, n, decision)))
                 if allow:
                     extra = _index_htm(raw)
                     if extra is not None:
-                        kind, data, priority = patterns.compile_pattern(extra)
-                        compiled.append((priority, allow, kind, data, decision))
+                        kind, a, b, n, priority = patterns.compile_pattern(extra)
+                        compiled.append((priority, allow, len(compiled), (kind, a, b, n, decision)))
         # Longest first; Allow before Disallow on equal length; then file order.
-        compiled.sort(key=lambda r: (-r[0], not r[1], r[4].rule.line))
-        entries = [(kind, data, decision) for _, _, kind, data, decision in compiled]
+        compiled.sort(key=lambda r: (-r[0], not r[1], r[2]))
+        entries = [r[3] for r in compiled]
         # Bucket by the character after the leading '/': a path can only match
-        # rules of its own bucket, plus the rules whose literal prefix is
-        # shorter than two characters (kept in every bucket, in order).
-        self.generic = []
-        self.by_char: dict[str, list] = {}
+        # the rules of its own bucket, plus the rules whose literal prefix is
+        # shorter than two characters (those are in every bucket, in order).
+        generic, by_char = [], {}
         for entry in entries:
-            lead = entry[1] if entry[0] <= _EXACT else entry[1][0]
+            lead = entry[1] if entry[0] <= SUB_END else entry[1][0]
             if len(lead) >= 2 and lead[0] == "/":
-                self.by_char.setdefault(lead[1], []).append(entry)
+                by_char.setdefault(lead[1], []).append(entry)
             else:
-                self.generic.append(entry)
-        self.buckets: dict[str, tuple] = {}
-        self._finish_buckets(entries)
+                generic.append(entry)
+        self.buckets: dict[str, tuple] = {"": _bucket(generic)}
+        if by_char:
+            order = {id(e): i for i, e in enumerate(entries)}
+            for char, own in by_char.items():
+                self.buckets[char] = _bucket(sorted(own + generic, key=lambda e: order[id(e)]))
         delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
         self.crawl_delay = max(delays) if delays else None
         rates = [g.request_rate for g in groups if g.request_rate is not None]
         self.request_rate = max(rates, key=lambda r: r[1] / r[0]) if rates else None
 
-    def _finish_buckets(self, entries: list) -> None:
-        order = {id(e): i for i, e in enumerate(entries)}
-        generic = self.generic
-        for char, own in self.by_char.items():
-            merged = sorted(own + generic, key=lambda e: order[id(e)])
-            self.buckets[char] = _bucket(merged)
-        self.buckets[""] = _bucket(generic)
-
     def decide(self, path: str) -> Decision:
         bucket = self.buckets.get(path[1:2])
         if bucket is None:
             bucket = self.buckets[""]
-        prefixes, entries = bucket
-        if prefixes is not None and not path.startswith(prefixes):
-            return ALLOW_IMPLICIT
-        for kind, data, decision in entries:
+        prefixes, others, entries = bucket
+        # Plain prefix rules are ruled out all at once; when none matches,
+        # only the (few) wildcard and exact rules are left to try.
+        if not prefixes or not path.startswith(prefixes):
+            entries = others
+        for kind, a, b, n, decision in entries:
             if kind == _PREFIX:
-                if path.startswith(data):
+                if path.startswith(a):
+                    return decision
+            elif kind == _SUB:
+                if path.startswith(a) and path.find(b, n) >= 0:
+                    return decision
+            elif kind == _SUB_END:
+                if path.endswith(b) and len(path) >= n and path.startswith(a):
                     return decision
             elif kind == _EXACT:
-                if path == data:
+                if path == a:
                     return decision
-            elif _wild_match(path, data, kind == _WILD_END):
+            elif kind == _BATCH:
+                # a: literals, b: their decisions; the literal must occur at or after n
+                hay = path[n:] if n else path
+                if any(map(hay.__contains__, a)):
+                    for literal, found in zip(a, b):
+                        if literal in hay:
+                            return found
+            elif _wild_match(path, a, kind == _WILD_END):
                 return decision
         return ALLOW_IMPLICIT
 
 
 def _bucket(entries: list) -> tuple:
-    """``(prefixes, entries)``: when every entry is a plain prefix rule, one
-    ``str.startswith(tuple)`` call rules out the common no-match case."""
-    if entries and all(kind == _PREFIX for kind, _, _ in entries):
-        return tuple(data for _, data, _ in entries), entries
-    if not entries:
-        return (), entries
-    return None, entries
+    """``(prefixes, others, entries)``: the literals of the plain prefix rules
+    (for one ``str.startswith(tuple)`` test), the other rules, and all rules,
+    each list in priority order."""
+    prefixes = tuple(a for kind, a, _, _, _ in entries if kind == _PREFIX)
+    others = [e for e in entries if e[0] != _PREFIX]
+    return prefixes, _batched(others), _batched(entries)
+
+
+def _batched(entries: list) -> list:
+    """Fold runs of "contains" rules (``/*literal`` and ``*literal``, common in
+    real files by the hundred) into one entry tested at C speed."""
+    out: list = []
+    run: list = []
+
+    def flush() -> None:
+        if len(run) >= _BATCH_MIN:
+            n = run[0][3]
+            out.append((_BATCH, tuple(e[2] for e in run), tuple(e[4] for e in run), n, None))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for entry in entries:
+        kind, a, b, n, _ = entry
+        if kind == _SUB and len(a) <= 1 and b and (not run or run[0][1] == a):
+            run.append(entry)
+            continue
+        flush()
+        if kind == _SUB and len(a) <= 1 and b:
+            run.append(entry)
+        else:
+            out.append(entry)
+    flush()
+    return out
 
 
 def _index_htm(raw: str) -> str | None:
@@ -139,24 +186,23 @@ class RobotsTxt:
     when the file is unavailable, deny all when it is unreachable).
 
     Immutable after construction apart from the per-token compile cache;
-    safe to share between all requests of an origin.
+    safe to share between all requests of an origin.  Kept compact (see
+    :mod:`.parser`): a crawl may hold many thousands of these.
     """
 
-    __slots__ = ("_groups", "sitemaps", "diagnostics", "_matchers", "_fixed")
+    __slots__ = ("_patterns", "_marks", "_groups", "sitemaps", "_diagnostics", "_matchers", "_fixed")
 
-    def __init__(
-        self,
-        groups: list[Group] | None = None,
-        sitemaps: list[str] | None = None,
-        diagnostics: list[Diagnostic] | None = None,
-        fixed: Decision | None = None,
-    ) -> None:
-        self._groups = groups or []
-        #: Sitemap URLs in file order, duplicates removed.
-        self.sitemaps: list[str] = sitemaps or []
-        #: Problems found while parsing, with their line numbers.
-        self.diagnostics: list[Diagnostic] = diagnostics or []
-        self._matchers: dict[str, _Matcher] = {}
+    def __init__(self, parsed: Parsed | None = None, fixed: Decision | None = None) -> None:
+        if parsed is None:
+            self._patterns, self._marks, self._groups = "", (), []
+            self.sitemaps: list[str] = []
+            self._diagnostics: DiagnosticLog | None = None
+        else:
+            self._patterns, self._marks, self._groups = parsed.patterns, parsed.marks, parsed.groups
+            #: Sitemap URLs in file order, duplicates removed.
+            self.sitemaps = parsed.sitemaps
+            self._diagnostics = parsed.diagnostics
+        self._matchers: dict[str, _Matcher] | None = None
         self._fixed = fixed
 
     # -- constructors -------------------------------------------------------
@@ -167,8 +213,7 @@ class RobotsTxt:
         content_type: str | bytes | None = None,
         max_bytes: int = DEFAULT_PARSE_BYTES,
     ) -> RobotsTxt:
-        result = read(body, content_type, max_bytes)
-        return cls(result.groups, result.sitemaps, result.diagnostics)
+        return cls(read(body, content_type, max_bytes))
 
     @classmethod
     def allow_all(cls, verdict: Verdict = Verdict.ALLOWED_UNAVAILABLE) -> RobotsTxt:
@@ -182,6 +227,13 @@ class RobotsTxt:
         decision = DENY_UNREACHABLE if verdict is Verdict.UNKNOWN_UNREACHABLE else Decision(False, verdict)
         return cls(fixed=decision)
 
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Problems found while parsing, with their line numbers, in file order."""
+        if self._diagnostics is None:
+            return []
+        return self._diagnostics.to_list()
+
     # -- questions ----------------------------------------------------------
     @property
     def fixed_verdict(self) -> Verdict | None:
@@ -194,9 +246,18 @@ class RobotsTxt:
         ``user_agent`` is a product token (``[A-Za-z_-]+``); anything else
         raises ``ValueError``.
         """
-        matcher = self._matchers.get(user_agent)
-        if matcher is None:
-            matcher = self._matcher(user_agent)
+        matchers = self._matchers
+        if matchers is not None and self._fixed is None:
+            matcher = matchers.get(user_agent)
+            if matcher is not None:
+                path = _path_of(url)
+                if path == "/robots.txt":
+                    return ALLOW_ROBOTS_TXT
+                return matcher.decide(path)
+        return self._check_first(url, user_agent)
+
+    def _check_first(self, url: str, user_agent: str) -> Decision:
+        matcher = self._matcher(user_agent)  # validates the token, compiles once
         if self._fixed is not None:
             return self._fixed
         path = _path_of(url)
@@ -209,17 +270,17 @@ class RobotsTxt:
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """Seconds between requests asked by the crawler's group, or None."""
-        matcher = self._matchers.get(user_agent) or self._matcher(user_agent)
+        matcher = self._matcher(user_agent)
         return matcher.crawl_delay
 
     def request_rate(self, user_agent: str) -> tuple[int, float] | None:
         """``(requests, seconds)`` asked by the crawler's group, or None."""
-        matcher = self._matchers.get(user_agent) or self._matcher(user_agent)
+        matcher = self._matcher(user_agent)
         return matcher.request_rate
 
     def min_delay(self, user_agent: str) -> float | None:
         """The larger of Crawl-delay and the gap implied by Request-rate."""
-        matcher = self._matchers.get(user_agent) or self._matcher(user_agent)
+        matcher = self._matcher(user_agent)
         delays = [d for d in (matcher.crawl_delay,) if d is not None]
         if matcher.request_rate is not None:
             delays.append(matcher.request_rate[1] / matcher.request_rate[0])
@@ -227,7 +288,7 @@ class RobotsTxt:
 
     def applies_specifically(self, user_agent: str) -> bool:
         """True when a group names this crawler (so ``*`` groups are ignored)."""
-        matcher = self._matchers.get(user_agent) or self._matcher(user_agent)
+        matcher = self._matcher(user_agent)
         return matcher.specific
 
     def groups_for(self, user_agent: str) -> list[Group]:
@@ -245,19 +306,26 @@ class RobotsTxt:
         return list(seen)
 
     def _matcher(self, user_agent: str) -> _Matcher:
+        matchers = self._matchers
+        if matchers is None:
+            matchers = self._matchers = {}
+        matcher = matchers.get(user_agent)
+        if matcher is not None:
+            return matcher
         token = check_token(user_agent)
-        matcher = self._matchers.get(token)
+        matcher = matchers.get(token)
         if matcher is None:
             groups, specific = _select(self._groups, token)
-            matcher = _Matcher(groups, specific)
-            self._matchers[token] = matcher
-        self._matchers[user_agent] = matcher
+            patterns = self._patterns.split("\n") if groups else []
+            matcher = _Matcher(groups, specific, patterns, self._marks)
+            matchers[token] = matcher
+        matchers[user_agent] = matcher
         return matcher
 
     def __repr__(self) -> str:
         if self._fixed is not None:
             return f"<RobotsTxt {self._fixed.verdict.value}>"
-        rules = sum(len(g.rules) for g in self._groups)
+        rules = len(self._marks)
         return f"<RobotsTxt {len(self._groups)} groups, {rules} rules, {len(self.sitemaps)} sitemaps>"
 
 
