@@ -78,19 +78,44 @@ def decode_body(
 def _fallback(
     body: bytes, content_type: str | bytes | None, exc: UnicodeDecodeError, diagnostics: DiagnosticLog
 ) -> str:
-    line = body.count(b"\n", 0, exc.start) + 1
+    """Decode a body that is not valid UTF-8.
+
+    A charset declared by the server is trusted for the whole body.  With
+    none, each line that is valid UTF-8 stays UTF-8 and only the lines with
+    invalid bytes are read as ISO-8859-1, so one stray byte in a comment
+    cannot change how the non-ASCII rules of the other lines match.
+    """
+    line = _line_at(body, exc.start, b"\r", b"\n")
     charset = charset_of(content_type)
-    if charset in (None, "utf-8"):
-        charset = "iso8859-1"
-    try:
-        text = body.decode(charset)
-    except (UnicodeDecodeError, LookupError):
-        charset = "iso8859-1"
-        text = body.decode(charset)
-    diagnostics.add(line, "invalid_utf8", f"first invalid byte at offset {exc.start}; decoded as {charset}")
-    return text
+    if charset not in (None, "utf-8"):
+        try:
+            text = body.decode(charset)
+        except (UnicodeError, LookupError):  # UnicodeError: e.g. the "undefined" codec
+            pass
+        else:
+            diagnostics.add(line, "invalid_utf8", f"first invalid byte at offset {exc.start}; decoded as {charset}")
+            return text
+    lines = body.split(b"\n")
+    bad = 0
+    for i, raw in enumerate(lines):
+        try:
+            lines[i] = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            lines[i] = raw.decode("iso8859-1")
+            bad += 1
+    diagnostics.add(
+        line,
+        "invalid_utf8",
+        f"first invalid byte at offset {exc.start}; {bad:,} line(s) with invalid bytes decoded as iso8859-1",
+    )
+    return "\n".join(lines)
 
 
 def _truncated(text: str, max_bytes: int, diagnostics: DiagnosticLog) -> None:
-    line = text.count("\n") + 1
+    line = _line_at(text, len(text), "\r", "\n")
     diagnostics.add(line, "truncated", f"parsed the first {max_bytes:,} bytes")
+
+
+def _line_at(data, end: int, cr, lf) -> int:
+    """The 1-based line holding offset ``end``: CR, LF and CRLF each end a line."""
+    return data.count(lf, 0, end) + data.count(cr, 0, end) - data.count(cr + lf, 0, end) + 1

@@ -49,7 +49,7 @@ CODES: dict[str, str] = {
 }
 _CODE_LIST = list(CODES)
 _CODE_ID = {code: i for i, code in enumerate(_CODE_LIST)}
-DETAIL_CHARS = 80
+DETAIL_CHARS = 120
 
 
 class DiagnosticLog:

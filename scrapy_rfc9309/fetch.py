@@ -1,0 +1,336 @@
+"""Downloading one origin's robots.txt through the crawl's own engine.
+
+The fetch goes through ``crawler.engine.download_async``, so it uses the
+crawl's proxy, headers, cookies and TLS settings, but it must not be changed
+by the settings meant for pages.  Each hop carries meta that switches those
+off:
+
+* ``dont_redirect`` + ``handle_httpstatus_all``: redirects are followed here,
+  up to ``RFC9309_MAX_REDIRECTS``, across hosts, whatever ``REDIRECT_ENABLED``
+  or ``REDIRECT_MAX_TIMES`` say, and statuses reach us untouched;
+* ``allow_offsite``: ``allowed_domains`` limits pages, not robots.txt (a
+  redirected robots.txt usually lives on another host);
+* ``dont_cache``: HttpCache must not serve yesterday's rules for weeks;
+* ``dont_retry``: 5xx and network errors are an access result, not a reason to
+  try again (``RFC9309_UNREACHABLE = "wait"`` decides about trying again);
+* ``dont_obey_robotstxt``: the fetch passes through neither this plugin's
+  middleware nor Scrapy's own;
+* ``download_timeout`` = ``RFC9309_FETCH_TIMEOUT`` (per hop);
+* ``download_maxsize`` = 0 and ``download_warnsize`` = 0: a positive limit
+  would cancel a body whose Content-Length exceeds it before the first byte,
+  turning a large robots.txt into a failure.  The body is bounded here
+  instead: a ``bytes_received`` handler stops the transfer (``StopDownload``
+  with ``fail=False``, which keeps the bytes received) once it has more than
+  ``RFC9309_MAX_BYTES`` plus a little slack;
+* ``download_fail_on_dataloss``: a body cut by the network is unreachable, not
+  a shorter file (a lost tail could hold a Disallow).
+
+Compression: Scrapy's HttpCompressionMiddleware decodes with
+``download_maxsize`` as the limit and *fails* the response when the decoded
+body is larger.  So a ``response_downloaded`` handler, which runs before any
+middleware sees the response, moves this fetch's ``Content-Encoding`` aside,
+and the body is decoded here with ``zlib``, never producing more than the
+parse limit: a larger (or a deliberately huge, "bomb") body is truncated,
+not failed.  The fetch asks for ``gzip, deflate`` only, the codings the
+standard library can decode.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request, signals
+from scrapy.exceptions import StopDownload
+from scrapy.http.request import NO_CALLBACK
+
+from .origins import robots_url
+from .robots.access import Access, classify_error, classify_status, freshness
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from .settings import Rfc9309Settings
+
+logger = logging.getLogger(__name__)
+
+#: request meta key that marks a robots.txt fetch (its value is the transfer state)
+FETCH_META_KEY = "rfc9309_robots_fetch"
+ACCEPT_ENCODING = b"gzip, deflate"
+#: bytes read past the parse limit before the transfer is stopped: enough for a
+#: compressed body to decode past the limit, so truncation is seen
+SLACK_BYTES = 65_536
+#: how far past the limit a compressed body is decoded just to count what was cut
+COUNT_LIMIT = 64 * 1024 * 1024
+#: meta keys of the page request that choose the network path; copied to the fetch
+PATH_META_KEYS = ("proxy", "bindaddress")
+
+
+class ContentDecodingError(Exception):
+    """A 2xx body that cannot be decoded (unknown or corrupt Content-Encoding)."""
+
+
+class _Transfer:
+    """What the signal handlers learn about one hop while it downloads."""
+
+    __slots__ = ("limit", "received", "stopped", "encodings")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.received = 0
+        self.stopped = False
+        self.encodings: list[bytes] = []
+
+
+@dataclass
+class FetchResult:
+    """The outcome of one robots.txt fetch, redirects included."""
+
+    access: Access
+    #: status of the last response, None after a network error
+    status: int | None
+    url: str
+    #: stats class of each hop, e.g. ["3xx", "3xx", "2xx"] or ["error/DownloadTimeoutError"];
+    #: every class but the last is a followed redirect
+    classes: list[str] = field(default_factory=list)
+    #: the decoded body, at most the parse limit (2xx only)
+    body: bytes = b""
+    content_type: str | None = None
+    error: BaseException | None = None
+    #: bytes cut from the body (a lower bound when the transfer was stopped); 0 if none
+    truncated_bytes: int = 0
+    #: seconds the response says it stays fresh (Cache-Control / Expires), or None
+    fresh_for: float | None = None
+    #: why a 3xx ended the fetch ("more than 5 redirects", ...), else ""
+    note: str = ""
+
+    @property
+    def outcome(self) -> str:
+        """The stats class of the final hop."""
+        return self.classes[-1]
+
+    @property
+    def redirects(self) -> int:
+        return len(self.classes) - 1
+
+
+class RobotsFetcher:
+    """Fetches robots.txt files; one instance per crawler."""
+
+    def __init__(self, crawler: Crawler, settings: Rfc9309Settings) -> None:
+        self.crawler = crawler
+        self.settings = settings
+        crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+        crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
+
+    async def fetch(self, origin: str, trigger: Request | None = None) -> FetchResult:
+        """Fetch ``origin``'s robots.txt, following redirects.  Never raises
+        for network trouble: that is an access result."""
+        url = robots_url(origin)
+        classes: list[str] = []
+        limit = self.settings.max_redirects
+        for hop in range(limit + 1):
+            request = self._request(url, trigger)
+            try:
+                response = await self.crawler.engine.download_async(request)
+            except Exception as exc:  # a network error, or a middleware that dropped the fetch
+                access, name = classify_error(exc)
+                classes.append(name)
+                return FetchResult(access, None, url, classes, error=exc)
+            access, name = classify_status(response.status)
+            if access is Access.REDIRECT:
+                target = _location(response)
+                if target is None:
+                    classes.append("3xx_unfollowable")
+                    return FetchResult(
+                        Access.UNAVAILABLE, response.status, url, classes, note="a redirect without a usable Location"
+                    )
+                if hop == limit:
+                    classes.append("too_many_redirects")
+                    return FetchResult(
+                        Access.UNAVAILABLE, response.status, url, classes, note=f"more than {limit} redirects"
+                    )
+                classes.append("3xx")
+                url = target
+                continue
+            classes.append(name)
+            result = FetchResult(access, response.status, response.url, classes, fresh_for=_fresh_for(response))
+            if access is Access.SUCCESS:
+                try:
+                    self._read_body(response, request.meta[FETCH_META_KEY], result)
+                except ContentDecodingError as exc:
+                    classes[-1] = classify_error(exc)[1]
+                    return FetchResult(Access.UNREACHABLE, response.status, response.url, classes, error=exc)
+            return result
+        raise AssertionError("unreachable: the loop returns on its last hop")  # pragma: no cover
+
+    # -- one hop --------------------------------------------------------------
+    def _request(self, url: str, trigger: Request | None) -> Request:
+        meta: dict[str, Any] = {
+            FETCH_META_KEY: _Transfer(self.settings.max_bytes + SLACK_BYTES),
+            "dont_obey_robotstxt": True,
+            "dont_redirect": True,
+            "handle_httpstatus_all": True,
+            "dont_retry": True,
+            "dont_cache": True,
+            "allow_offsite": True,
+            "download_timeout": self.settings.fetch_timeout,
+            "download_maxsize": 0,
+            "download_warnsize": 0,
+            "download_fail_on_dataloss": True,
+        }
+        if trigger is not None:
+            for key in PATH_META_KEYS:
+                if key in trigger.meta:
+                    meta[key] = trigger.meta[key]
+        return Request(
+            url,
+            callback=NO_CALLBACK,
+            dont_filter=True,
+            meta=meta,
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
+        )
+
+    def _read_body(self, response: Response, transfer: _Transfer, result: FetchResult) -> None:
+        max_bytes = self.settings.max_bytes
+        encodings = transfer.encodings + response.headers.getlist("Content-Encoding")
+        raw = response.body
+        if encodings:
+            body, total = decode_content(raw, encodings, max_bytes)
+        else:
+            body = raw
+            total = len(raw)
+            declared = response.headers.get("Content-Length")
+            if transfer.stopped and declared and declared.isdigit():
+                total = max(total, int(declared))
+        result.content_type = _header(response, "Content-Type")
+        if len(body) > max_bytes or total > max_bytes:
+            result.truncated_bytes = max(total, len(body)) - max_bytes
+            body = cut_body(body, max_bytes)
+        result.body = body
+
+    # -- signal handlers (see the module docstring) --------------------------
+    def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
+        transfer = request.meta.get(FETCH_META_KEY)
+        if not isinstance(transfer, _Transfer):
+            return
+        transfer.received += len(data)
+        if transfer.received > transfer.limit:
+            transfer.stopped = True
+            raise StopDownload(fail=False)
+
+    def _response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        transfer = request.meta.get(FETCH_META_KEY)
+        if not isinstance(transfer, _Transfer):
+            return
+        encodings = response.headers.getlist("Content-Encoding")
+        if encodings:
+            transfer.encodings = list(encodings)
+            del response.headers["Content-Encoding"]
+
+
+# -- helpers -------------------------------------------------------------------
+def _header(response: Response, name: str) -> str | None:
+    values = response.headers.getlist(name)
+    if not values:
+        return None
+    return ", ".join(v.decode("latin-1") for v in values)
+
+
+def _fresh_for(response: Response) -> float | None:
+    return freshness(
+        _header(response, "Cache-Control"),
+        _header(response, "Expires"),
+        _header(response, "Date"),
+        _header(response, "Age"),
+        now=time.time(),
+    )
+
+
+def _location(response: Response) -> str | None:
+    location = response.headers.get("Location")
+    if not location:
+        return None
+    target = urljoin(response.url, location.decode("latin-1").strip())
+    if urlsplit(target).scheme.lower() not in ("http", "https"):
+        return None  # never follow robots.txt to file:, data:, ftp: ...
+    return target
+
+
+def decode_content(body: bytes, encodings: list[bytes], limit: int) -> tuple[bytes, int]:
+    """Undo ``Content-Encoding`` (gzip, x-gzip, deflate, identity), producing at
+    most ``limit + 1`` bytes.  Returns ``(decoded, total)`` where ``total`` is
+    how many bytes the whole body decodes to (counted, not kept, up to
+    ``COUNT_LIMIT`` past the limit).  Raises ContentDecodingError."""
+    codings = [c.strip().lower() for value in encodings for c in value.split(b",")]
+    total = len(body)
+    # Codings are listed in the order they were applied: undo the last first.
+    for coding in reversed(codings):
+        if coding in (b"", b"identity"):
+            continue
+        if coding in (b"gzip", b"x-gzip"):
+            body, total = _inflate(body, limit, wbits=47)  # 32 + 15: gzip or zlib header
+        elif coding == b"deflate":
+            try:
+                body, total = _inflate(body, limit, wbits=15)
+            except ContentDecodingError:
+                body, total = _inflate(body, limit, wbits=-15)  # raw deflate, as some servers send
+        else:
+            raise ContentDecodingError(f"unsupported Content-Encoding {coding.decode('latin-1')!r}")
+    return body, total
+
+
+def _inflate(data: bytes, limit: int, wbits: int) -> tuple[bytes, int]:
+    out: list[bytes] = []
+    size = 0
+    total = 0
+    rest = data
+    try:
+        while rest:  # more than one gzip member is allowed
+            decoder = zlib.decompressobj(wbits)
+            chunk = decoder.decompress(rest, max(1, limit + 1 - size))
+            out.append(chunk)
+            size += len(chunk)
+            total += len(chunk)
+            if size > limit:
+                total += _count_rest(decoder, COUNT_LIMIT)
+                break
+            rest = decoder.unused_data if decoder.eof else b""
+    except zlib.error as exc:
+        # Corrupt, not merely cut short (a stopped transfer decodes without error):
+        # what follows the damage is unknown, so the file is not read at all.
+        raise ContentDecodingError(f"corrupt compressed body after {size} bytes: {exc}") from None
+    return b"".join(out), total
+
+
+def _count_rest(decoder: Any, budget: int) -> int:
+    """Decode what is left only to count it, never holding more than 1 MiB."""
+    counted = 0
+    tail = decoder.unconsumed_tail
+    while tail and counted < budget:
+        counted += len(decoder.decompress(tail, 1 << 20))
+        tail = decoder.unconsumed_tail
+    return counted
+
+
+def cut_body(body: bytes, limit: int) -> bytes:
+    """The first ``limit`` bytes, minus a UTF-8 character the cut split (so
+    the parser does not mistake a UTF-8 file for Latin-1)."""
+    if len(body) <= limit:
+        return body
+    cut = body[:limit]
+    i = len(cut) - 1
+    continuation = 0
+    while i >= 0 and continuation < 3 and (cut[i] & 0xC0) == 0x80:
+        i -= 1
+        continuation += 1
+    if i >= 0 and cut[i] >= 0xC0:
+        needed = 2 if cut[i] < 0xE0 else 3 if cut[i] < 0xF0 else 4
+        if continuation + 1 < needed:
+            cut = cut[:i]
+    return cut

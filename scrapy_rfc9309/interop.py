@@ -1,0 +1,54 @@
+"""Scrapy's ``robots_parsed`` signal, for extensions written for the built-in
+middleware.
+
+Scrapy sends ``robots_parsed`` with a ``robotparser`` object that answers
+``allowed(url, user_agent)`` and ``crawl_delay(user_agent)``, where
+``user_agent`` is whatever the extension holds: a product token, a full
+User-Agent string, or bytes.  :class:`RobotParserAdapter` answers both from a
+:class:`~scrapy_rfc9309.RobotsTxt`, deriving the token the same way the
+middleware does.  It also satisfies Scrapy's ``RobotParser`` interface, so it
+can serve as ``ROBOTSTXT_PARSER`` for code that builds parsers itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.robotstxt import RobotParser
+
+from .robots import RobotsTxt, parse
+from .useragent import lenient_token
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+class RobotParserAdapter(RobotParser):
+    """A :class:`RobotsTxt` behind Scrapy's ``RobotParser`` interface."""
+
+    def __init__(self, robots: RobotsTxt, default_token: str) -> None:
+        #: the governing file or policy, for code that knows this plugin
+        self.robots = robots
+        self.default_token = default_token
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> RobotParserAdapter:
+        from .settings import Rfc9309Settings
+
+        settings = Rfc9309Settings.from_settings(crawler.settings)
+        return cls(parse(robotstxt_body, max_bytes=settings.max_bytes), settings.user_agent)
+
+    def _token(self, user_agent: str | bytes | None) -> str:
+        """The product token of ``user_agent``; the crawl's own when it names none."""
+        return lenient_token(user_agent) or self.default_token
+
+    def allowed(self, url: str | bytes, user_agent: str | bytes) -> bool:
+        if isinstance(url, bytes):
+            url = url.decode("utf-8", "replace")
+        return self.robots.can_fetch(url, self._token(user_agent))
+
+    def crawl_delay(self, user_agent: str | bytes) -> float | None:
+        return self.robots.crawl_delay(self._token(user_agent))
+
+    def __repr__(self) -> str:
+        return f"<RobotParserAdapter {self.robots!r}>"

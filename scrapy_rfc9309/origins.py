@@ -1,0 +1,86 @@
+"""The one place that decides which robots.txt governs a URL.
+
+RFC 9309 section 2.3: the rules of ``/robots.txt`` apply to the scheme, host
+and port it was fetched from, and to nothing else - ``http`` and ``https`` of
+one host are two origins, and so are two ports.  The key is written
+``"scheme://host:port"``: lower-case host in IDNA (ASCII) form, the default
+port made explicit, no userinfo, IPv6 literals in brackets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from scrapy import Request
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _idna(host: str) -> str:
+    if host.isascii():
+        return host
+    try:
+        return ".".join(label.encode("idna").decode("ascii") if label else label for label in host.split("."))
+    except UnicodeError:
+        # Not representable in IDNA 2003: keep the Unicode form, still one key per host.
+        return host
+
+
+def _key(scheme: str, netloc: str) -> str | None:
+    default = DEFAULT_PORTS.get(scheme)
+    if default is None or not netloc:
+        return None
+    if "@" in netloc or "[" in netloc or not netloc.isascii():
+        return _slow_key(scheme, netloc, default)
+    # the common case, with string operations only (this runs for every request)
+    host, colon, port = netloc.rpartition(":")
+    if not colon:
+        host, port = netloc, ""
+    if port and not (port.isdigit() and int(port) <= 65535):
+        return None
+    if not host:
+        return None
+    return f"{scheme}://{host.lower()}:{int(port) if port else default}"
+
+
+def _slow_key(scheme: str, netloc: str, default: int) -> str | None:
+    """Userinfo, IPv6 literals and non-ASCII hosts, through urllib."""
+    parts = urlsplit("//" + netloc)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname
+    if not host:
+        return None
+    host = _idna(host)
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port if port is not None else default}"
+
+
+def origin_of(url: str) -> str | None:
+    """``"scheme://host:port"`` of an http(s) URL; None for ``data:``, ``file:``
+    and any other scheme, and for URLs without a host or with a bad port."""
+    parts = urlsplit(url)
+    return _key(parts.scheme.lower(), parts.netloc)
+
+
+def origin_of_request(request: Request) -> str | None:
+    """:func:`origin_of` for a Scrapy request, reusing its cached URL split."""
+    from scrapy.utils.httpobj import urlparse_cached
+
+    parts = urlparse_cached(request)
+    return _key(parts.scheme.lower(), parts.netloc)
+
+
+def robots_url(origin: str) -> str:
+    """The robots.txt URL of a canonical origin (default port left out, as a
+    browser would write it)."""
+    scheme, _, hostport = origin.partition("://")
+    host, _, port = hostport.rpartition(":")
+    if DEFAULT_PORTS.get(scheme) == int(port):
+        return f"{scheme}://{host}/robots.txt"
+    return origin + "/robots.txt"

@@ -1,0 +1,193 @@
+"""Every ``RFC9309_*`` setting, read once and handed down as frozen objects.
+
+``Rfc9309Settings.from_settings(crawler.settings)`` validates everything at
+start-up (a bad value stops the crawl before the first request, with a message
+naming the setting) and resolves the per-origin overrides of
+``RFC9309_ORIGINS`` into :class:`OriginPolicy` objects.  Per-spider values
+come for free: Scrapy builds one settings object per crawler, so a spider's
+``custom_settings`` are already merged in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .origins import origin_of
+from .robots.access import UNREACHABLE_POLICIES
+from .useragent import derive_token
+
+#: RFC 9309 section 2.4: a cached robots.txt should not be used for more than 24 hours.
+MAX_CACHE_SECONDS = 86_400
+#: RFC 9309 section 2.5: at least 500 KiB must be parsed.
+MIN_MAX_BYTES = 512_000
+
+DEFAULTS: dict[str, Any] = {
+    "RFC9309_ENABLED": True,
+    "RFC9309_MAX_BYTES": 512_000,
+    "RFC9309_MAX_REDIRECTS": 5,
+    "RFC9309_FETCH_TIMEOUT": 30.0,
+    "RFC9309_UNREACHABLE": "deny",
+    "RFC9309_UNREACHABLE_WAIT": 300.0,
+    "RFC9309_RETRY_UNREACHABLE_SECONDS": 300.0,
+    "RFC9309_CACHE_SECONDS": 86_400.0,
+    "RFC9309_CACHE_MIN_SECONDS": 60.0,
+    "RFC9309_CACHE_MAX_ORIGINS": 10_000,
+    "RFC9309_STORAGE": "scrapy_rfc9309.storage.memory.MemoryStorage",
+    "RFC9309_ORIGINS": {},
+    "RFC9309_CRAWL_DELAY": True,
+    "RFC9309_MAX_CRAWL_DELAY": 60.0,
+}
+
+_ORIGIN_KEYS = ("obey", "user_agent", "unreachable")
+
+
+@dataclass(frozen=True)
+class OriginPolicy:
+    """What applies to one origin once every override is resolved."""
+
+    obey: bool
+    #: the product token robots.txt groups are selected with
+    user_agent: str
+    #: "deny", "wait" or "allow"
+    unreachable: str
+
+
+@dataclass(frozen=True)
+class Rfc9309Settings:
+    enabled: bool = True
+    max_bytes: int = 512_000
+    max_redirects: int = 5
+    fetch_timeout: float = 30.0
+    unreachable: str = "deny"
+    unreachable_wait: float = 300.0
+    retry_unreachable_seconds: float = 300.0
+    cache_seconds: float = 86_400.0
+    cache_min_seconds: float = 60.0
+    cache_max_origins: int = 10_000
+    storage: str = "scrapy_rfc9309.storage.memory.MemoryStorage"
+    #: the crawl's product token, and where it came from (for the start-up log line)
+    user_agent: str = "Scrapy"
+    user_agent_source: str = "USER_AGENT"
+    #: canonical origin -> its resolved policy (only origins named in RFC9309_ORIGINS)
+    origins: Mapping[str, OriginPolicy] = field(default_factory=lambda: MappingProxyType({}))
+    # -- read by the Crawl-delay extension (scrapy_rfc9309.throttle) --
+    crawl_delay: bool = True
+    max_crawl_delay: float = 60.0
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Rfc9309Settings:
+        """Read and validate; ``settings`` is a Scrapy ``BaseSettings`` (or a
+        plain mapping, for tests of the pure parts)."""
+        get = _getter(settings)
+        enabled = _bool(get("RFC9309_ENABLED"), "RFC9309_ENABLED")
+        max_bytes = _number(get("RFC9309_MAX_BYTES"), "RFC9309_MAX_BYTES", int)
+        if max_bytes < MIN_MAX_BYTES:
+            raise ValueError(
+                f"RFC9309_MAX_BYTES={max_bytes} is below {MIN_MAX_BYTES:,}: RFC 9309 section 2.5 "
+                "requires parsing at least 500 KiB"
+            )
+        cache_seconds = _number(get("RFC9309_CACHE_SECONDS"), "RFC9309_CACHE_SECONDS", float)
+        if cache_seconds > MAX_CACHE_SECONDS:
+            cache_seconds = float(MAX_CACHE_SECONDS)  # the RFC's 24 hours is a cap, not a default
+        unreachable = _policy(get("RFC9309_UNREACHABLE"), "RFC9309_UNREACHABLE")
+        ua_setting = get("ROBOTSTXT_USER_AGENT")
+        source = "ROBOTSTXT_USER_AGENT" if ua_setting else "USER_AGENT"
+        token = derive_token(ua_setting or get("USER_AGENT"))
+        origins = _origins(get("RFC9309_ORIGINS") or {}, token, unreachable)
+        return cls(
+            enabled=enabled,
+            max_bytes=max_bytes,
+            max_redirects=_number(get("RFC9309_MAX_REDIRECTS"), "RFC9309_MAX_REDIRECTS", int),
+            fetch_timeout=_number(get("RFC9309_FETCH_TIMEOUT"), "RFC9309_FETCH_TIMEOUT", float, positive=True),
+            unreachable=unreachable,
+            unreachable_wait=_number(get("RFC9309_UNREACHABLE_WAIT"), "RFC9309_UNREACHABLE_WAIT", float),
+            retry_unreachable_seconds=_number(
+                get("RFC9309_RETRY_UNREACHABLE_SECONDS"), "RFC9309_RETRY_UNREACHABLE_SECONDS", float
+            ),
+            cache_seconds=cache_seconds,
+            cache_min_seconds=_number(get("RFC9309_CACHE_MIN_SECONDS"), "RFC9309_CACHE_MIN_SECONDS", float),
+            cache_max_origins=_number(
+                get("RFC9309_CACHE_MAX_ORIGINS"), "RFC9309_CACHE_MAX_ORIGINS", int, positive=True
+            ),
+            storage=str(get("RFC9309_STORAGE")),
+            user_agent=token,
+            user_agent_source=source,
+            origins=MappingProxyType(origins),
+            crawl_delay=_bool(get("RFC9309_CRAWL_DELAY"), "RFC9309_CRAWL_DELAY"),
+            max_crawl_delay=_number(get("RFC9309_MAX_CRAWL_DELAY"), "RFC9309_MAX_CRAWL_DELAY", float),
+        )
+
+    def for_origin(self, origin: str) -> OriginPolicy:
+        """The policy of ``origin`` (a canonical origin string)."""
+        policy = self.origins.get(origin)
+        if policy is None:
+            return OriginPolicy(True, self.user_agent, self.unreachable)
+        return policy
+
+
+def _getter(settings: Any):
+    def get(name: str) -> Any:
+        value = settings.get(name) if hasattr(settings, "get") else None
+        if value is None and name in DEFAULTS:
+            return DEFAULTS[name]
+        if value is None and name == "USER_AGENT":
+            return "Scrapy"  # Scrapy's default names its product so; only a plain mapping lacks it
+        return value
+
+    return get
+
+
+def _bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise ValueError(f"{name}={value!r} is not a boolean")
+
+
+def _number(value: Any, name: str, kind: type, positive: bool = False):
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is not a number") from None
+    if number < 0 or (positive and number == 0):
+        raise ValueError(f"{name}={value!r} must be {'positive' if positive else 'zero or more'}")
+    return number
+
+
+def _policy(value: Any, name: str) -> str:
+    if not isinstance(value, str) or value.lower() not in UNREACHABLE_POLICIES:
+        raise ValueError(f"{name}={value!r}: choose one of {', '.join(UNREACHABLE_POLICIES)}")
+    return value.lower()
+
+
+def _origins(raw: Any, token: str, unreachable: str) -> dict[str, OriginPolicy]:
+    if isinstance(raw, str):
+        import json
+
+        raw = json.loads(raw)  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"RFC9309_ORIGINS must be a dict of origin -> overrides, not {type(raw).__name__}")
+    resolved: dict[str, OriginPolicy] = {}
+    for key, overrides in raw.items():
+        origin = origin_of(str(key))
+        if origin is None:
+            raise ValueError(f"RFC9309_ORIGINS: {key!r} is not an http(s) origin such as 'https://example.com'")
+        if not isinstance(overrides, Mapping):
+            raise ValueError(f"RFC9309_ORIGINS[{key!r}] must be a dict such as {{'obey': False}}")
+        unknown = set(overrides) - set(_ORIGIN_KEYS)
+        if unknown:
+            raise ValueError(
+                f"RFC9309_ORIGINS[{key!r}]: unknown key(s) {sorted(unknown)}; known: {', '.join(_ORIGIN_KEYS)}"
+            )
+        obey = _bool(overrides.get("obey", True), f"RFC9309_ORIGINS[{key!r}]['obey']")
+        user_agent = overrides.get("user_agent")
+        origin_token = derive_token(user_agent) if user_agent else token
+        policy = overrides.get("unreachable")
+        origin_unreachable = _policy(policy, f"RFC9309_ORIGINS[{key!r}]['unreachable']") if policy else unreachable
+        resolved[origin] = OriginPolicy(obey, origin_token, origin_unreachable)
+    return resolved

@@ -1,0 +1,75 @@
+"""The default backend: a bounded in-process LRU dict."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Generic, TypeVar
+
+from .base import RobotsEntry, RobotsStorage
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LruDict(Generic[K, V]):
+    """A dict that keeps at most ``max_size`` keys, forgetting the least
+    recently used; ``on_evict(key)`` is called for each key it forgets."""
+
+    __slots__ = ("_data", "max_size", "on_evict")
+
+    def __init__(self, max_size: int, on_evict: Callable[[K], None] | None = None) -> None:
+        if max_size < 1:
+            raise ValueError("max_size must be at least 1")
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self.max_size = max_size
+        self.on_evict = on_evict
+
+    def get(self, key: K) -> V | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def peek(self, key: K) -> V | None:
+        """``get`` without making the key recently used."""
+        return self._data.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.max_size:
+            old, _ = self._data.popitem(last=False)
+            if self.on_evict is not None:
+                self.on_evict(old)
+
+    def pop(self, key: K) -> V | None:
+        return self._data.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+
+class MemoryStorage(RobotsStorage):
+    """Entries in process memory, at most ``max_origins`` of them (LRU)."""
+
+    def __init__(self, max_origins: int = 10_000) -> None:
+        self._entries: LruDict[str, RobotsEntry] = LruDict(max_origins)
+
+    @classmethod
+    def from_rfc9309_settings(cls, settings) -> MemoryStorage:
+        return cls(settings.cache_max_origins)
+
+    async def get(self, origin: str) -> RobotsEntry | None:
+        return self._entries.get(origin)
+
+    async def put(self, origin: str, entry: RobotsEntry) -> None:
+        self._entries.put(origin, entry)
+
+    async def delete(self, origin: str) -> None:
+        self._entries.pop(origin)
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,120 @@
+"""Origin keys and the settings object (no crawl)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scrapy_rfc9309.origins import origin_of, robots_url
+from scrapy_rfc9309.settings import OriginPolicy, Rfc9309Settings
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("http://Example.COM/a?b#c", "http://example.com:80"),
+        ("HTTPS://example.com/", "https://example.com:443"),
+        ("http://example.com:8080", "http://example.com:8080"),
+        ("http://example.com:80/x", "http://example.com:80"),
+        ("http://example.com:/x", "http://example.com:80"),
+        ("http://example.com:0080/x", "http://example.com:80"),
+        ("http://example.com:99999/x", None),
+        ("http://:80/x", None),
+        ("http://User@Example.com:8080/", "http://example.com:8080"),
+        ("https://user:secret@example.com/x", "https://example.com:443"),
+        ("http://bücher.example/", "http://xn--bcher-kva.example:80"),
+        ("http://[::1]:8000/x", "http://[::1]:8000"),
+        ("http://127.0.0.2:8001/a", "http://127.0.0.2:8001"),
+        ("data:text/plain,hi", None),
+        ("file:///etc/passwd", None),
+        ("ftp://example.com/x", None),
+        ("http://example.com:bad/", None),
+        ("/relative", None),
+    ],
+)
+def test_origin_of(url, origin):
+    assert origin_of(url) == origin
+
+
+def test_http_and_https_of_one_host_are_two_origins():
+    assert origin_of("http://example.com/") != origin_of("https://example.com/")
+
+
+def test_robots_url_leaves_out_the_default_port():
+    assert robots_url("http://example.com:80") == "http://example.com/robots.txt"
+    assert robots_url("https://example.com:443") == "https://example.com/robots.txt"
+    assert robots_url("http://example.com:443") == "http://example.com:443/robots.txt"
+    assert robots_url("http://[::1]:80") == "http://[::1]/robots.txt"
+
+
+def test_defaults():
+    s = Rfc9309Settings.from_settings({})
+    assert (s.enabled, s.max_bytes, s.max_redirects, s.unreachable) == (True, 512_000, 5, "deny")
+    assert (s.cache_seconds, s.cache_max_origins, s.fetch_timeout) == (86_400, 10_000, 30.0)
+    assert (s.crawl_delay, s.max_crawl_delay) == (True, 60.0)
+
+
+def test_token_from_user_agent_settings():
+    assert Rfc9309Settings.from_settings({"USER_AGENT": "ExampleBot/1.0"}).user_agent == "ExampleBot"
+    s = Rfc9309Settings.from_settings({"USER_AGENT": "ExampleBot/1.0", "ROBOTSTXT_USER_AGENT": "OtherBot"})
+    assert (s.user_agent, s.user_agent_source) == ("OtherBot", "ROBOTSTXT_USER_AGENT")
+    with pytest.raises(ValueError):
+        Rfc9309Settings.from_settings({"USER_AGENT": "Bot2000/1.0"})
+
+
+def test_cache_seconds_are_capped_at_a_day():
+    assert Rfc9309Settings.from_settings({"RFC9309_CACHE_SECONDS": 7 * 86_400}).cache_seconds == 86_400
+    assert Rfc9309Settings.from_settings({"RFC9309_CACHE_SECONDS": "600"}).cache_seconds == 600
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"RFC9309_MAX_BYTES": 1000},
+        {"RFC9309_UNREACHABLE": "sometimes"},
+        {"RFC9309_FETCH_TIMEOUT": 0},
+        {"RFC9309_CACHE_MAX_ORIGINS": 0},
+        {"RFC9309_MAX_REDIRECTS": -1},
+        {"RFC9309_ENABLED": "perhaps"},
+        {"RFC9309_ORIGINS": {"example.com": {"obey": False}}},
+        {"RFC9309_ORIGINS": {"https://example.com": {"obey": False, "delay": 3}}},
+        {"RFC9309_ORIGINS": {"https://example.com": {"unreachable": "never"}}},
+        {"RFC9309_ORIGINS": {"https://example.com": {"user_agent": "B0t/1"}}},
+        {"RFC9309_ORIGINS": ["https://example.com"]},
+    ],
+)
+def test_bad_settings_stop_the_crawl(bad):
+    with pytest.raises(ValueError):
+        Rfc9309Settings.from_settings({"USER_AGENT": "ExampleBot", **bad})
+
+
+def test_origin_overrides_resolve_to_canonical_keys():
+    s = Rfc9309Settings.from_settings(
+        {
+            "USER_AGENT": "ExampleBot",
+            "RFC9309_UNREACHABLE": "wait",
+            "RFC9309_ORIGINS": {
+                "https://Intranet.Example/": {"obey": False},
+                "http://partner.example:8080": {"user_agent": "PartnerBot/2", "unreachable": "allow"},
+            },
+        }
+    )
+    assert s.for_origin("https://intranet.example:443") == OriginPolicy(False, "ExampleBot", "wait")
+    assert s.for_origin("http://partner.example:8080") == OriginPolicy(True, "PartnerBot", "allow")
+    assert s.for_origin("http://other.example:80") == OriginPolicy(True, "ExampleBot", "wait")
+
+
+def test_origins_from_the_command_line_as_json():
+    s = Rfc9309Settings.from_settings({"RFC9309_ORIGINS": '{"http://a.example": {"obey": false}}'})
+    assert s.for_origin("http://a.example:80").obey is False
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://Example.COM/a", "https://user:pw@example.com:8443/x", "http://[::1]:8000/", "http://bücher.example/"],
+)
+def test_request_origin_matches_url_origin(url):
+    from scrapy import Request
+
+    from scrapy_rfc9309.origins import origin_of_request
+
+    assert origin_of_request(Request(url)) == origin_of(url)

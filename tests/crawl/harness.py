@@ -1,0 +1,193 @@
+"""Run a real Scrapy crawl and collect what became of every request.
+
+``await crawl([...])`` (inside a ``pytest_twisted.ensureDeferred`` test) runs
+a spider that sends the given requests (plus follow-ups issued from callbacks,
+optionally after a pause), records one :class:`Outcome` per request - a
+response or a failure - and returns them with the crawl's stats and the
+signals the plugin sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import scrapy
+from scrapy import signals
+from scrapy.crawler import AsyncCrawlerRunner
+from twisted.internet.defer import Deferred
+
+from scrapy_rfc9309.signals import robots_txt_ready
+
+#: the plugin enabled by hand, as the README shows
+MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "scrapy_rfc9309.RobotsTxtMiddleware": 100,
+}
+
+BASE_SETTINGS: dict[str, Any] = {
+    "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
+    "USER_AGENT": "ExampleBot/1.0 (+https://example.com/bot)",
+    "TELNETCONSOLE_ENABLED": False,
+    "LOG_LEVEL": "DEBUG",
+    "RETRY_ENABLED": False,
+    "CONCURRENT_REQUESTS": 16,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+    "DOWNLOAD_TIMEOUT": 10,
+    "RFC9309_FETCH_TIMEOUT": 5,
+    "RFC9309_CACHE_MIN_SECONDS": 0,
+}
+
+
+@dataclass
+class Req:
+    """A request the spider sends; ``then`` are sent from its callback (or
+    errback), each after waiting its own ``pause`` seconds."""
+
+    url: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    then: list[Req] = field(default_factory=list)
+    pause: float = 0.0
+    dont_filter: bool = True
+
+
+@dataclass
+class Outcome:
+    url: str
+    #: the response status, or None when the request failed
+    status: int | None = None
+    #: the failure's exception class name and message, or None
+    error: str | None = None
+    message: str = ""
+    #: time.monotonic() when the callback / errback ran
+    at: float = 0.0
+
+
+@dataclass
+class Result:
+    outcomes: list[Outcome]
+    stats: dict[str, Any]
+    #: (time.monotonic(), kwargs) of each robots_txt_ready / robots_parsed signal
+    ready: list[tuple[float, dict[str, Any]]]
+    parsed: list[tuple[float, dict[str, Any]]]
+    sent: int
+    crawler: Any = None
+
+    def outcome(self, url: str) -> Outcome:
+        found = [o for o in self.outcomes if o.url == url]
+        assert len(found) == 1, f"{url}: {len(found)} outcomes in {self.outcomes}"
+        return found[0]
+
+    def stat(self, key: str, default: Any = 0) -> Any:
+        return self.stats.get("rfc9309/" + key, default)
+
+    def rfc(self) -> dict[str, Any]:
+        """Every rfc9309/ stat, without the prefix."""
+        return {k[len("rfc9309/") :]: v for k, v in self.stats.items() if k.startswith("rfc9309/")}
+
+    def ignored(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.error == "IgnoreRequest"]
+
+
+class ProbeSpider(scrapy.Spider):
+    name = "probe"
+
+    def __init__(self, *args: Any, plan: list[Req], outcomes: list[Outcome], counter: list[int], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.plan = plan
+        self.outcomes = outcomes
+        self.counter = counter
+
+    def _request(self, spec: Req) -> scrapy.Request:
+        self.counter[0] += 1
+        meta = dict(spec.meta)
+        meta["probe"] = spec
+        return scrapy.Request(
+            spec.url, callback=self.ok, errback=self.failed, meta=meta, dont_filter=spec.dont_filter
+        )
+
+    async def start(self):
+        for spec in self.plan:
+            yield self._request(spec)
+
+    async def _follow(self, spec: Req):
+        for nxt in spec.then:
+            if nxt.pause:
+                await asyncio.sleep(nxt.pause)
+            yield self._request(nxt)
+
+    async def ok(self, response):
+        spec: Req = response.meta["probe"]
+        self.outcomes.append(Outcome(spec.url, status=response.status, at=time.monotonic()))
+        async for request in self._follow(spec):
+            yield request
+
+    async def failed(self, failure):
+        spec: Req = failure.request.meta["probe"]
+        exc = failure.value
+        self.outcomes.append(Outcome(spec.url, error=type(exc).__name__, message=str(exc), at=time.monotonic()))
+        async for request in self._follow(spec):
+            yield request
+
+
+async def crawl(
+    plan: list[Req | str],
+    settings: dict[str, Any] | None = None,
+    spider_attrs: dict[str, Any] | None = None,
+) -> Result:
+    """Crawl ``plan`` (URLs or :class:`Req`) with BASE_SETTINGS updated by
+    ``settings``; ``spider_attrs`` become class attributes of the spider
+    (``allowed_domains``, ``custom_settings``, ``handle_httpstatus_list``...)."""
+    specs = [p if isinstance(p, Req) else Req(p) for p in plan]
+    merged = dict(BASE_SETTINGS)
+    merged.update(settings or {})
+    spider_cls = type("ProbeSpider", (ProbeSpider,), dict(spider_attrs or {}))
+    runner = AsyncCrawlerRunner(merged)
+    crawler = runner.create_crawler(spider_cls)
+    outcomes: list[Outcome] = []
+    counter = [0]
+    ready: list[tuple[float, dict[str, Any]]] = []
+    parsed: list[tuple[float, dict[str, Any]]] = []
+
+    def on_ready(**kwargs: Any) -> None:
+        kwargs.pop("signal", None)
+        kwargs.pop("sender", None)
+        ready.append((time.monotonic(), kwargs))
+
+    def on_parsed(**kwargs: Any) -> None:
+        kwargs.pop("signal", None)
+        kwargs.pop("sender", None)
+        parsed.append((time.monotonic(), kwargs))
+
+    crawler.signals.connect(on_ready, signal=robots_txt_ready)
+    crawler.signals.connect(on_parsed, signal=signals.robots_parsed)
+    await Deferred.fromFuture(runner.crawl(crawler, plan=specs, outcomes=outcomes, counter=counter))
+    return Result(outcomes, dict(crawler.stats.get_stats()), ready, parsed, counter[0], crawler)
+
+
+def check_accounting(result: Result) -> None:
+    """Every request ended exactly once, and the plugin's stats add up."""
+    assert len(result.outcomes) == result.sent, (len(result.outcomes), result.sent)
+    for outcome in result.outcomes:
+        assert (outcome.status is None) != (outcome.error is None), outcome
+    rfc = result.rfc()
+    allowed = sum(v for k, v in rfc.items() if k.startswith("requests/allowed/"))
+    denied = sum(v for k, v in rfc.items() if k.startswith("requests/denied/"))
+    assert rfc.get("requests/checked", 0) == allowed + denied + rfc.get("requests/errors", 0), rfc
+    consulted = rfc.get("requests/checked", 0) - rfc.get("requests/allowed/allowed_not_obeyed", 0)
+    consulted -= rfc.get("requests/denied/invalid_user_agent", 0)
+    assert rfc.get("cache/hits", 0) + rfc.get("cache/misses", 0) == consulted, rfc
+    terminal = sum(v for k, v in rfc.items() if k.startswith("fetch/") and _terminal(k))
+    assert rfc.get("fetch/count", 0) == terminal, rfc
+    access = sum(v for k, v in rfc.items() if k.startswith("access/"))
+    assert rfc.get("fetch/count", 0) == access, rfc
+    # a robots.txt denial is an IgnoreRequest naming its verdict, nothing else is
+    forbidden = [o for o in result.outcomes if o.message.startswith("Forbidden by robots.txt: ")]
+    assert len(forbidden) == denied, (forbidden, rfc)
+
+
+def _terminal(key: str) -> bool:
+    name = key[len("fetch/") :]
+    return name not in ("count", "3xx", "truncated", "bytes_truncated")
