@@ -1,0 +1,360 @@
+"""The embedded demo site: one small HTTP server per origin, on loopback.
+
+Each origin shows one RFC 9309 case (its ``case``), serves its robots.txt
+answer from ``routes`` and a small HTML page for any other path.  Every
+request is recorded server-side with a ``time.monotonic()`` timestamp, so the
+demo's table reports what the servers saw (the robots.txt redirect chain, the
+smallest gap between two page requests, pages that should never have arrived)
+rather than what the crawler believes it did.
+
+Addresses: origin *n* listens on ``127.0.0.<n+2>``, all on one port
+(``RFC9309_DEMO_PORT``, default 9309).  Where only 127.0.0.1 is configured
+(macOS), or with ``RFC9309_DEMO_ONE_HOST=1``, origins share 127.0.0.1 and
+use consecutive ports instead.  Nothing here touches the internet.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Mapping
+from urllib.parse import urlsplit
+
+PORT_ENV = "RFC9309_DEMO_PORT"
+#: set to 1 to use the one-host layout (as on macOS) where several hosts would work
+ONE_HOST_ENV = "RFC9309_DEMO_ONE_HOST"
+DEFAULT_PORT = 9309
+#: origin names, in table order; "moved-to" only serves the end of a redirect chain
+NAMES = ("rules", "allow", "wildcards", "missing", "down", "moved", "moved-to", "delay", "bom", "html", "intranet")
+
+
+def _multi_host_loopback() -> bool:
+    """Whether 127.0.0.2 can be bound (Linux: all of 127/8 is loopback)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.2", 0))
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
+def _addresses() -> dict[str, tuple[str, int]]:
+    base = int(os.environ.get(PORT_ENV, DEFAULT_PORT))
+    if os.environ.get(ONE_HOST_ENV) != "1" and _multi_host_loopback():
+        return {name: (f"127.0.0.{i + 2}", base) for i, name in enumerate(NAMES)}
+    return {name: ("127.0.0.1", base + i) for i, name in enumerate(NAMES)}
+
+
+ADDRESSES = _addresses()
+#: True when every origin is on 127.0.0.1 (one host, several ports)
+ONE_HOST = len({host for host, _ in ADDRESSES.values()}) == 1
+#: name -> canonical origin, e.g. ORIGINS["intranet"] == "http://127.0.0.12:9309"
+ORIGINS: dict[str, str] = {name: f"http://{host}:{port}" for name, (host, port) in ADDRESSES.items()}
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes = b""
+    content_type: str = "text/plain"
+    location: str | None = None
+
+
+@dataclass(frozen=True)
+class DemoOrigin:
+    name: str
+    #: the RFC 9309 case it shows, for the table
+    case: str
+    #: path -> answer (robots.txt and redirect hops); any other path is a page
+    routes: Mapping[str, Answer]
+    #: the paths the demo spider requests
+    pages: tuple[str, ...] = ()
+
+    @property
+    def origin(self) -> str:
+        return ORIGINS[self.name]
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ADDRESSES[self.name]
+
+    def url(self, path: str) -> str:
+        return self.origin + path
+
+
+def _robots(text: str, content_type: str = "text/plain", prefix: bytes = b"") -> Answer:
+    return Answer(200, prefix + text.encode("utf-8"), content_type)
+
+
+def plan() -> list[DemoOrigin]:
+    """What each origin serves and which pages the demo asks for."""
+    o = ORIGINS
+    return [
+        DemoOrigin(
+            "rules",
+            "ordinary rules",
+            {
+                "/robots.txt": _robots(
+                    "# Everyone else stays out; DemoBot has a group of its own.\n"
+                    "User-agent: *\n"
+                    "Disallow: /\n"
+                    "\n"
+                    "User-agent: DemoBot\n"
+                    "Disallow: /private/\n"
+                    "Disallow: /drafts/\n"
+                    "\n"
+                    f"Sitemap: {o['rules']}/sitemap.xml\n"
+                ),
+                "/sitemap.xml": Answer(
+                    200,
+                    (
+                        '<?xml version="1.0" encoding="UTF-8"?>\n'
+                        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                        f"<url><loc>{o['rules']}/about.html</loc></url>\n"
+                        f"<url><loc>{o['rules']}/team.html</loc></url>\n"
+                        f"<url><loc>{o['rules']}/private/salaries.html</loc></url>\n"
+                        "</urlset>\n"
+                    ).encode(),
+                    "application/xml",
+                ),
+            },
+            ("/about.html", "/private/salaries.html", "/drafts/post.html"),
+        ),
+        DemoOrigin(
+            "allow",
+            "Allow inside Disallow",
+            {"/robots.txt": _robots("User-agent: *\nDisallow: /shop/\nAllow: /shop/catalog/\n")},
+            ("/shop/cart.html", "/shop/catalog/shoes.html"),
+        ),
+        DemoOrigin(
+            "wildcards",
+            "wildcards * and $",
+            {"/robots.txt": _robots("User-agent: *\nDisallow: /*.pdf$\nDisallow: /*sessionid=\n")},
+            ("/docs/manual.pdf", "/docs/manual.pdf.html", "/search?q=shoes", "/search?sessionid=42"),
+        ),
+        DemoOrigin(
+            "missing",
+            "404: allow all",
+            # An error page that happens to look like rules: a 4xx body is never read.
+            {"/robots.txt": Answer(404, b"User-agent: *\nDisallow: /\n")},
+            ("/index.html", "/private/notes.html"),
+        ),
+        DemoOrigin(
+            "down",
+            "503: deny all",
+            {"/robots.txt": Answer(503, b"<html><body>Service Unavailable</body></html>", "text/html")},
+            ("/index.html", "/news.html"),
+        ),
+        DemoOrigin(
+            "moved",
+            "redirect to other port" if ONE_HOST else "redirect to other host",
+            {"/robots.txt": Answer(301, location=f"{o['moved-to']}/old-robots.txt")},
+            ("/index.html", "/archive/2019.html"),
+        ),
+        DemoOrigin(
+            "moved-to",
+            "redirect target",
+            {
+                "/old-robots.txt": Answer(302, location=f"{o['moved-to']}/robots.txt"),
+                "/robots.txt": _robots("User-agent: *\nDisallow: /archive/\n"),
+            },
+        ),
+        DemoOrigin(
+            "delay",
+            "Crawl-delay: 1",
+            {"/robots.txt": _robots("User-agent: *\nCrawl-delay: 1\nDisallow: /cart/\n")},
+            ("/p1.html", "/p2.html", "/p3.html", "/p4.html", "/cart/checkout.html"),
+        ),
+        DemoOrigin(
+            "bom",
+            "UTF-8 byte order mark",
+            # Without BOM handling the first line is not "User-agent" and the group is lost.
+            {"/robots.txt": _robots("User-agent: *\nDisallow: /private/\n", prefix=b"\xef\xbb\xbf")},
+            ("/index.html", "/private/x.html"),
+        ),
+        DemoOrigin(
+            "html",
+            "HTML page as robots.txt",
+            {
+                "/robots.txt": _robots(
+                    "<!DOCTYPE html>\n<html><head><title>Welcome!</title></head>\n"
+                    "<body><h1>Welcome to our shop</h1>\n<p>The page you asked for moved.</p>\n"
+                    "</body></html>\n",
+                    "text/html",
+                )
+            },
+            ("/index.html", "/private/x.html"),
+        ),
+        DemoOrigin(
+            "intranet",
+            "per-origin override",
+            {"/robots.txt": _robots("User-agent: *\nDisallow: /\n")},
+            ("/wiki/home.html", "/wiki/team.html"),
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class Hit:
+    #: time.monotonic() when the request line was read
+    at: float
+    path: str
+    status: int
+
+
+@dataclass
+class _Origin:
+    spec: DemoOrigin
+    httpd: ThreadingHTTPServer
+    thread: threading.Thread
+    hits: list[Hit] = field(default_factory=list)
+
+
+class DemoSite:
+    """Every demo origin, serving in threads of its own until :meth:`stop`."""
+
+    def __init__(self, origins: list[DemoOrigin]) -> None:
+        self.origins = origins
+        self._by_name = {origin.name: origin for origin in origins}
+        self._running: dict[str, _Origin] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls) -> DemoSite:
+        """Bind and serve every origin; ``RuntimeError`` naming the address
+        when one cannot be bound."""
+        site = cls(plan())
+        try:
+            for origin in site.origins:
+                site._serve(origin)
+        except BaseException:
+            site.stop()
+            raise
+        return site
+
+    def _serve(self, spec: DemoOrigin) -> None:
+        host, port = spec.address
+        try:
+            httpd = _Server((host, port), _handler(self, spec.name))
+        except OSError as exc:
+            raise RuntimeError(
+                f"the demo site cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                f"choose another port, e.g. {PORT_ENV}=19309 scrapy crawl demo"
+            ) from exc
+        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self._running[spec.name] = _Origin(spec, httpd, thread)
+        thread.start()
+
+    def stop(self) -> None:
+        """Stop serving (idempotent); what the servers saw stays readable."""
+        for running in self._running.values():
+            if running.thread.is_alive():
+                running.httpd.shutdown()
+                running.thread.join(5)
+            running.httpd.server_close()
+
+    # -- what the servers saw -------------------------------------------------
+    def _record(self, name: str, hit: Hit) -> None:
+        with self._lock:
+            self._running[name].hits.append(hit)
+
+    def hits(self, name: str) -> list[Hit]:
+        with self._lock:
+            running = self._running.get(name)
+            return list(running.hits) if running else []
+
+    def page_times(self, name: str) -> list[float]:
+        """Arrival times of page requests (not robots.txt, not redirect hops)."""
+        routes = self._by_name[name].routes
+        return sorted(hit.at for hit in self.hits(name) if hit.path not in routes)
+
+    def pages_seen(self, name: str) -> set[str]:
+        routes = self._by_name[name].routes
+        return {hit.path for hit in self.hits(name) if hit.path not in routes}
+
+    def min_gap(self, name: str) -> float | None:
+        """The smallest time between two page requests to the origin."""
+        times = self.page_times(name)
+        return min((b - a for a, b in zip(times, times[1:])), default=None)
+
+    def robots_chain(self, name: str) -> list[tuple[str, int]]:
+        """``[(url, status), ...]`` of the origin's robots.txt as the servers
+        answered it, following the redirects they sent; empty if never asked."""
+        chain: list[tuple[str, int]] = []
+        url = self._by_name[name].url("/robots.txt")
+        while len(chain) < 10:
+            parts = urlsplit(url)
+            owner = next((o for o in self.origins if o.address == (parts.hostname, parts.port)), None)
+            if owner is None or not any(hit.path == parts.path for hit in self.hits(owner.name)):
+                break
+            answer = owner.routes.get(parts.path)
+            status = answer.status if answer else 200
+            chain.append((url, status))
+            if answer is None or answer.location is None:
+                break
+            url = answer.location
+        return chain
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+
+def _handler(site: DemoSite, name: str) -> type[BaseHTTPRequestHandler]:
+    spec = site._by_name[name]
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "RFC9309Demo/1.0"
+
+        def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+            arrived = time.monotonic()
+            answer = spec.routes.get(self.path)
+            if answer is None:
+                page = f"<html><body><h1>{spec.case}</h1><p>{self.path}</p></body></html>"
+                answer = Answer(200, page.encode(), "text/html")
+            site._record(name, Hit(arrived, self.path, answer.status))
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.body)))
+            if answer.location:
+                self.send_header("Location", answer.location)
+            self.end_headers()
+            self.wfile.write(answer.body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass  # the crawl's own log says enough
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (ConnectionError, OSError):
+                pass  # the crawler closed the connection
+
+    return Handler
+
+
+def main() -> None:
+    """``python -m demo_project.demo_site``: serve the site alone (Ctrl-C
+    stops it), e.g. to try ``scrapy robots`` against it."""
+    site = DemoSite.start()
+    for origin in site.origins:
+        print(f"{origin.origin}/robots.txt  {origin.case}")
+    print("serving; Ctrl-C to stop", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        site.stop()
+
+
+if __name__ == "__main__":
+    main()

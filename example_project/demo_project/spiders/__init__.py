@@ -1,0 +1,1 @@
+"""The example project's spiders: ``demo`` and ``sitemap_demo``."""

@@ -1,0 +1,49 @@
+"""``scrapy crawl sitemap_demo``: a SitemapSpider fed from robots.txt, which is downloaded once.
+
+Scrapy's own way, ``sitemap_urls = [".../robots.txt"]``, downloads robots.txt
+as a page after the middleware already fetched it.  Here the ``Sitemap:``
+lines come from the plugin's cache through
+:func:`scrapy_rfc9309.sitemaps.robots_sitemaps`.  The pages the sitemap lists
+are still checked against robots.txt: /private/salaries.html is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.spiders import SitemapSpider
+
+from scrapy_rfc9309.sitemaps import robots_sitemaps
+
+from ..demo_site import ORIGINS
+from .base import DemoSiteSpider
+
+
+class SitemapDemoSpider(DemoSiteSpider, SitemapSpider):
+    name = "sitemap_demo"
+    custom_settings = {"ROBOTSTXT_USER_AGENT": "DemoBot"}
+    sitemap_rules = [("", "parse_page")]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sitemaps: list[str] = []
+        self.pages: list[str] = []
+
+    async def start(self):
+        self.sitemaps = self.sitemap_urls = await robots_sitemaps(self.crawler, ORIGINS["rules"])
+        async for request in super().start():
+            yield request
+
+    def parse_page(self, response: Any) -> Any:
+        self.pages.append(response.url)
+        yield {"url": response.url}
+
+    def report(self) -> str:
+        hits = self.site.hits("rules")
+        lines = [
+            f"sitemaps listed in {ORIGINS['rules']}/robots.txt: {', '.join(self.sitemaps) or 'none'}",
+            *(f"crawled from the sitemap: {url}" for url in sorted(self.pages)),
+            f"robots.txt requests seen by the server: {sum(hit.path == '/robots.txt' for hit in hits)}",
+            f"sitemap.xml requests seen by the server: {sum(hit.path == '/sitemap.xml' for hit in hits)}",
+        ]
+        return "\n".join(lines) + "\n"

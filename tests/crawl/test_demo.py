@@ -1,0 +1,250 @@
+"""The example project, run as a user runs it: ``scrapy crawl demo`` in
+``example_project/``, in a subprocess, against its embedded loopback site.
+
+The expected verdicts and line numbers follow from the robots.txt bodies in
+``example_project/demo_project/demo_site.py`` and RFC 9309, not from a
+previous run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[2] / "example_project"
+TIMEOUT = 90
+
+
+def _free_port() -> int:
+    """A port free on every demo host (127.0.0.1-12), not only on 127.0.0.1:
+    other tests' servers take ephemeral ports on 127.0.0.2 and 127.0.0.3."""
+    hosts = [f"127.0.0.{i}" for i in range(1, 13)] if _multi_host() else ["127.0.0.1"]
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port + 11 > 65535:
+            continue
+        try:
+            for host in hosts:
+                for offset in range(11) if host == "127.0.0.1" else (0,):
+                    with socket.socket() as sock:
+                        sock.bind((host, port + offset))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port for the demo site")
+
+
+def _scrapy(*args: str, port: int, **extra_env: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "RFC9309_DEMO_"))}
+    env["RFC9309_DEMO_PORT"] = str(port)
+    env.update(extra_env)
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+
+
+def _multi_host() -> bool:
+    try:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.2", 0))
+    except OSError:
+        return False
+    return True
+
+
+class Block:
+    """One origin of the table: its cells, by column."""
+
+    def __init__(self, rows: list[dict[str, str]]) -> None:
+        self.rows = rows
+        self.address = rows[0]["ORIGIN"]
+        self.case = rows[1]["ORIGIN"]
+        self.robots = [row["ROBOTS.TXT"] for row in rows if row["ROBOTS.TXT"]]
+        self.delay = rows[0]["DELAY"]
+        self.gap = rows[0]["MIN GAP"]
+        self.pages = {row["PAGE"]: row["VERDICT"] for row in rows if row["PAGE"]}
+
+
+def parse_table(stdout: str) -> tuple[str, dict[str, Block], list[str]]:
+    """Title, blocks by case, footer lines: read by the header's column positions."""
+    lines = stdout.splitlines()
+    title = lines[0]
+    header_at = next(i for i, line in enumerate(lines) if line.startswith("ORIGIN "))
+    header = lines[header_at]
+    names = ["ORIGIN", "ROBOTS.TXT", "DELAY", "MIN GAP", "PAGE", "VERDICT"]
+    starts = [header.index(name) for name in names]
+    blocks: dict[str, Block] = {}
+    current: list[dict[str, str]] = []
+    footer: list[str] = []
+    for line in lines[header_at + 2 :]:
+        if line.startswith("-----"):
+            block = Block(current)
+            blocks[block.case.strip("()")] = block
+            current = []
+        elif current or line.startswith("127.0.0."):
+            bounds = [*starts[1:], None]
+            current.append({n: line[s:e].strip() for n, s, e in zip(names, starts, bounds)})
+        else:
+            footer.append(line)
+    return title, blocks, footer
+
+
+@pytest.fixture(scope="module")
+def demo() -> tuple[subprocess.CompletedProcess, int]:
+    port = _free_port()
+    return _scrapy("crawl", "demo", port=port), port
+
+
+@pytest.fixture(scope="module")
+def table(demo):
+    process, _ = demo
+    assert process.returncode == 0, process.stderr[-3000:]
+    return parse_table(process.stdout)
+
+
+def test_demo_ends_with_one_table_on_stdout(demo, table):
+    process, _ = demo
+    title, blocks, footer = table
+    # the spider-level override (custom_settings) beats settings.py's USER_AGENT (ExampleBot)
+    assert "product token 'DemoBot' (from ROBOTSTXT_USER_AGENT)" in title
+    assert len(blocks) == 10
+    assert footer[0].startswith("16 pages allowed, 10 denied, 0 errors")
+    # nothing but the table on stdout; Scrapy's log went to stderr, before the table was printed
+    assert process.stdout.startswith("scrapy-rfc9309 demo:")
+    assert "Spider closed (finished)" in process.stderr and "Spider closed" not in process.stdout
+    # the add-on replaced the built-in middleware
+    assert "scrapy_rfc9309.middleware.RobotsTxtMiddleware" in process.stderr
+    assert "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware" not in process.stderr
+
+
+def test_no_denied_page_reached_a_server_and_each_robots_txt_was_fetched_once(table):
+    _, _, footer = table
+    assert "denied pages that reached a server: 0" in footer[0]
+    assert footer[0].endswith("robots.txt requests per origin: 1")
+
+
+def test_ordinary_rules_use_the_group_naming_the_agent(table):
+    block = table[1]["ordinary rules"]
+    assert block.robots[0] == "200 -> 2 rules"
+    # the '*' group says "Disallow: /"; DemoBot's own group does not forbid /about.html
+    assert block.pages["/about.html"] == "allowed  allowed_implicit"
+    assert block.pages["/private/salaries.html"] == "DENIED   disallowed_explicit (line 6: Disallow: /private/)"
+    assert block.pages["/drafts/post.html"] == "DENIED   disallowed_explicit (line 7: Disallow: /drafts/)"
+
+
+def test_allow_inside_disallow_and_wildcards(table):
+    allow = table[1]["Allow inside Disallow"]
+    assert allow.pages["/shop/cart.html"] == "DENIED   disallowed_explicit (line 2: Disallow: /shop/)"
+    assert allow.pages["/shop/catalog/shoes.html"] == "allowed  allowed_explicit (line 3: Allow: /shop/catalog/)"
+    wild = table[1]["wildcards * and $"]
+    assert wild.pages["/docs/manual.pdf"] == "DENIED   disallowed_explicit (line 2: Disallow: /*.pdf$)"
+    assert wild.pages["/docs/manual.pdf.html"] == "allowed  allowed_implicit"  # "$" anchors the end
+    assert wild.pages["/search?q=shoes"] == "allowed  allowed_implicit"
+    assert wild.pages["/search?sessionid=42"] == "DENIED   disallowed_explicit (line 3: Disallow: /*sessionid=)"
+
+
+def test_404_allows_all_and_503_denies_all(table):
+    missing = table[1]["404: allow all"]
+    assert missing.robots == ["404 -> allow all"]
+    # the 404 body says "Disallow: /": it is never read
+    assert set(missing.pages.values()) == {"allowed  allowed_unavailable"}
+    assert len(missing.pages) == 2
+    down = table[1]["503: deny all"]
+    assert down.robots == ["503 -> deny all"]
+    assert set(down.pages.values()) == {"DENIED   unknown_unreachable"}
+    assert down.gap == "-"  # no page request reached the server
+
+
+def test_redirect_chain_to_another_host(demo, table):
+    _, port = demo
+    moved = table[1]["redirect to other host" if _multi_host() else "redirect to other port"]
+    assert moved.robots[0] == "301 -> 302 -> 200 -> 1 rule"
+    target = f"127.0.0.8:{port}" if _multi_host() else f"127.0.0.1:{port + 6}"
+    assert moved.robots[1] == f"(file at {target})"
+    # the rules of the file at the end of the chain apply to the origin first asked
+    assert moved.pages["/archive/2019.html"] == "DENIED   disallowed_explicit (line 2: Disallow: /archive/)"
+    assert moved.pages["/index.html"] == "allowed  allowed_implicit"
+
+
+def test_crawl_delay_is_a_floor_measured_by_the_server(table):
+    delay = table[1]["Crawl-delay: 1"]
+    assert delay.delay == "1 s"
+    gap = float(re.fullmatch(r"(\d+\.\d+) s", delay.gap).group(1))
+    assert gap >= 0.9  # AutoThrottle (on, start delay 0) and 8 per domain did not shorten it
+    assert sum(verdict.startswith("allowed") for verdict in delay.pages.values()) == 4
+    assert delay.pages["/cart/checkout.html"] == "DENIED   disallowed_explicit (line 3: Disallow: /cart/)"
+    # no other origin asked for a delay: none was applied there
+    others = [block for case, block in table[1].items() if case != "Crawl-delay: 1"]
+    assert {block.delay for block in others} == {"-"}
+
+
+def test_bom_and_html_page(table):
+    bom = table[1]["UTF-8 byte order mark"]
+    assert "line 1: bom" in bom.robots
+    # the group after the BOM was read: its Disallow holds
+    assert bom.pages["/private/x.html"] == "DENIED   disallowed_explicit (line 2: Disallow: /private/)"
+    html = table[1]["HTML page as robots.txt"]
+    assert html.robots[0] == "200 -> 0 rules"
+    assert "line 1: html_body" in html.robots
+    assert set(html.pages.values()) == {"allowed  allowed_implicit"}
+
+
+def test_per_origin_override_is_never_fetched(table):
+    intranet = table[1]["per-origin override"]
+    assert intranet.robots == ["not requested", "(obey: False)"]
+    # its robots.txt says "Disallow: /"; RFC9309_ORIGINS says obey: False
+    assert set(intranet.pages.values()) == {"allowed  allowed_not_obeyed"}
+
+
+def test_sitemap_spider_reads_sitemaps_without_a_second_robots_download():
+    process = _scrapy("crawl", "sitemap_demo", port=_free_port())
+    assert process.returncode == 0, process.stderr[-3000:]
+    out = process.stdout
+    assert re.search(r"^sitemaps listed in http://\S+/robots.txt: http://\S+/sitemap\.xml$", out, re.M)
+    crawled = re.findall(r"^crawled from the sitemap: \S+(/[\w/.]+)$", out, re.M)
+    # the sitemap lists three pages; robots.txt still forbids /private/ to DemoBot
+    assert crawled == ["/about.html", "/team.html"]
+    assert "robots.txt requests seen by the server: 1" in out
+    assert "sitemap.xml requests seen by the server: 1" in out
+
+
+def test_busy_port_fails_the_crawl_with_advice():
+    port = _free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1" if not _multi_host() else "127.0.0.2", port))
+        sock.listen()
+        process = _scrapy("crawl", "demo", port=port)
+    assert process.returncode != 0
+    assert "RFC9309_DEMO_PORT" in process.stderr
+    assert process.stdout == ""
+
+
+def test_one_host_layout_keeps_each_origin_on_its_own_slot():
+    """The layout used where only 127.0.0.1 exists (macOS): one host, a port
+    per origin.  Scrapy's default slot is the host, so without a slot per
+    origin the Crawl-delay floor would land on every origin."""
+    port = _free_port()
+    process = _scrapy("crawl", "demo", port=port, RFC9309_DEMO_ONE_HOST="1")
+    assert process.returncode == 0, process.stderr[-3000:]
+    _, blocks, footer = parse_table(process.stdout)
+    assert {block.address for block in blocks.values()} == {f"127.0.0.1:{port + i}" for i in range(11) if i != 6}
+    delay = blocks["Crawl-delay: 1"]
+    assert delay.delay == "1 s" and float(delay.gap.split()[0]) >= 0.9
+    # the floor stayed on the Crawl-delay origin's own slot: another origin's
+    # pages came well within the floor (on a shared slot they would be a floor apart)
+    assert float(blocks["wildcards * and $"].gap.split()[0]) < float(delay.gap.split()[0]) / 2
+    assert blocks["redirect to other port"].robots[1] == f"(file at 127.0.0.1:{port + 6})"
+    assert footer[0].startswith("16 pages allowed, 10 denied, 0 errors")
