@@ -19,6 +19,14 @@ Stats (all under ``rfc9309/``) add up:
   (``fetch/2xx``, ``fetch/4xx``, ``fetch/429``, ``fetch/5xx``, ``fetch/other``,
   ``fetch/error/<Class>``, ``fetch/too_many_redirects``,
   ``fetch/3xx_unfollowable``); ``fetch/3xx`` counts redirects followed.
+
+The store behind the cache (``RFC9309_STORAGE``: memory, SQLite, Redis) is
+wrapped in :class:`~scrapy_rfc9309.storage.FallbackStorage`: unreachable at
+start-up it stops the crawl before its first request (finish reason
+``rfc9309_storage_unavailable``); lost mid-crawl, process memory stands in.
+With a store that other processes share, one of them fetches each origin's
+robots.txt while the others wait for the stored result, and allowed requests
+wait for a cluster-wide Crawl-delay slot (:class:`~scrapy_rfc9309.throttle.SharedPacing`).
 """
 
 from __future__ import annotations
@@ -31,10 +39,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
 
 from .fetch import FETCH_META_KEY, FetchResult, RobotsFetcher
@@ -44,7 +51,17 @@ from .robots import RobotsTxt, Verdict, parse
 from .robots.access import Access, cache_seconds, policy_for
 from .settings import OriginPolicy, Rfc9309Settings
 from .signals import robots_txt_ready
-from .storage import LruDict, RobotsEntry, RobotsStorage
+from .storage import (
+    STALE_MAX_SECONDS,
+    FallbackStorage,
+    Lease,
+    LruDict,
+    RobotsEntry,
+    StorageUnavailable,
+    build_storage,
+    display_url,
+)
+from .throttle import SharedPacing
 from .useragent import derive_token
 
 if TYPE_CHECKING:
@@ -67,6 +84,13 @@ PREFETCH_MIN = 64
 #: counts are kept locally and added to Scrapy's stats at most this often (and at close):
 #: one StatsCollector.inc_value costs about 2 us, as much as the rest of a check
 STATS_FLUSH_SECONDS = 1.0
+#: a shared store's fetch lease: poll for the holder's result this often (doubling)
+CLAIM_POLL_FIRST = 0.05
+CLAIM_POLL_MAX = 0.5
+#: seconds waited for a live lease holder beyond its longest possible fetch
+CLAIM_MARGIN = 10.0
+#: finish reason of a crawl whose store cannot be reached at start-up
+STORAGE_UNAVAILABLE = "rfc9309_storage_unavailable"
 _ALLOWED = {v: f"requests/allowed/{v.value}" for v in Verdict}
 _DENIED = {v: f"requests/denied/{v.value}" for v in Verdict}
 
@@ -110,7 +134,10 @@ class RobotsTxtMiddleware:
         self.settings = settings
         self.stats = crawler.stats
         self.fetcher = RobotsFetcher(crawler, settings)
-        self.storage = _build_storage(settings)
+        self.storage = FallbackStorage(build_storage(settings), count=self._inc)
+        self._pacing: SharedPacing | None = None
+        if self.storage.shared and settings.crawl_delay:
+            self._pacing = SharedPacing(crawler, self.storage, settings.max_crawl_delay)
         # origin -> (entry, governing RobotsTxt); the parsed files live only here
         self._known: LruDict[str, tuple[RobotsEntry, RobotsTxt]] = LruDict(
             settings.cache_max_origins, on_evict=self._evicted
@@ -140,6 +167,13 @@ class RobotsTxtMiddleware:
             settings.cache_max_origins,
             extra={"spider": crawler.spider},
         )
+        if settings.storage != "memory":
+            logger.info(
+                "RFC 9309 robots.txt store: %s; stored copies used when robots.txt is unreachable: %s",
+                display_url(settings.storage),
+                "up to 30 days" if settings.stale_if_unreachable else "no",
+                extra={"spider": crawler.spider},
+            )
         return cls(crawler, settings)
 
     # -- the decision ----------------------------------------------------------
@@ -181,6 +215,10 @@ class RobotsTxtMiddleware:
         decision = robots.check(request.url, token)
         if decision.allowed:
             self._inc(_ALLOWED[decision.verdict])
+            if self._pacing is not None and decision.verdict is not Verdict.ALLOWED_ROBOTS_TXT:
+                floor = self._pacing.floor(robots, token)
+                if floor:
+                    await self._pacing.wait_turn(origin, floor, request)
             return None
         self._inc(_DENIED[decision.verdict])
         reason = decision.reason
@@ -217,18 +255,44 @@ class RobotsTxtMiddleware:
     async def _obtain(self, origin: str, request: Request, policy: OriginPolicy) -> RobotsTxt:
         previous = self._known.peek(origin)
         stale, stale_robots = previous if previous is not None else (None, None)
-        if stale is None:
-            stored = await self.storage.get(origin)
-            if stored is not None and stored.is_fresh():
-                self._inc("cache/storage_hits")
-                return await self._publish(origin, stored, request, policy)
-            stale = stored
+        stored = await self.storage.get(origin)
+        if stored is not None and stored.is_fresh():
+            self._inc("cache/storage_hits")
+            return await self._publish(origin, stored, request, policy)
+        if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
+            stale, stale_robots = stored, None  # newer than ours: another worker's, or an earlier run's
+
+        lease, stored = await self._claim(origin, policy)
+        if stored is not None:  # another worker fetched it meanwhile
+            self._inc("cache/storage_hits")
+            return await self._publish(origin, stored, request, policy)
         if stale is not None:
             self._inc("cache/expiries")
+        try:
+            entry, robots = await self._fetch(origin, request, policy, stale, stale_robots)
+            if self._pacing is not None:
+                # before the entry is visible: no worker's first page may follow the fetch too closely
+                await self._pacing.note_fetch(origin, self._pacing.floor(robots, policy.user_agent))
+            await self.storage.put(origin, entry)
+        finally:
+            if lease is not None:
+                await self.storage.release(lease)
+        return await self._publish(origin, entry, request, policy, robots)
 
+    async def _fetch(
+        self,
+        origin: str,
+        request: Request,
+        policy: OriginPolicy,
+        stale: RobotsEntry | None,
+        stale_robots: RobotsTxt | None,
+    ) -> tuple[RobotsEntry, RobotsTxt]:
+        """Fetch robots.txt (retrying in "wait" mode) into the entry to store
+        and the policy it means."""
+        usable = self._stale_usable(stale)
         result = await self.fetcher.fetch(origin, request)
         self._count_fetch(origin, result)
-        if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not _usable(stale):
+        if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not usable:
             deadline = time.monotonic() + self.settings.unreachable_wait
             delay = WAIT_FIRST_DELAY
             while result.access is Access.UNREACHABLE and (left := deadline - time.monotonic()) > 0:
@@ -238,16 +302,69 @@ class RobotsTxtMiddleware:
                 self._count_fetch(origin, result)
 
         entry = self._entry(result)
-        if result.access is Access.UNREACHABLE and _usable(stale):
-            # RFC 9309 section 2.4: an unreachable file may be replaced by the cached
-            # copy; it is kept until the next retry of the unreachable one.
+        if result.access is Access.UNREACHABLE and usable:
+            # RFC 9309 sections 2.3.1.4 and 2.4: an unreachable file may be replaced
+            # by a stored copy (younger than 30 days); it is kept until the next
+            # retry of the unreachable one.  fetched_at stays that of the copy.
             assert stale is not None
             self._inc("cache/stale_used")
             entry = replace(stale, expires_at=entry.expires_at)
-        else:
-            stale_robots = None
-        await self.storage.put(origin, entry)
-        return await self._publish(origin, entry, request, policy, stale_robots)
+            return entry, stale_robots if stale_robots is not None else self._policy_of(entry, policy)
+        return entry, self._policy_of(entry, policy)
+
+    async def _claim(self, origin: str, policy: OriginPolicy) -> tuple[Lease | None, RobotsEntry | None]:
+        """Become the process that fetches ``origin``'s robots.txt: ``(lease,
+        None)``; or get the entry another process stored meanwhile: ``(None,
+        entry)``; or, after waiting longer than any fetch can take, ``(None,
+        None)`` (fetch anyway).  A store of one process grants at once."""
+        storage = self.storage
+        settings = self.settings
+        bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
+        if policy.unreachable == "wait":
+            bound += settings.unreachable_wait
+        deadline = time.monotonic() + bound
+        delay = CLAIM_POLL_FIRST
+        waited = False
+        while True:
+            lease = await storage.claim(origin)
+            if lease is not None:
+                if storage.shared and not storage.down:
+                    # the holder may have stored its result and let go just before we asked
+                    entry = await storage.get(origin)
+                    if entry is not None and entry.is_fresh():
+                        await storage.release(lease)
+                        return None, entry
+                return lease, None
+            if not waited:
+                waited = True
+                self._inc("storage/lock_waits")
+            if time.monotonic() > deadline:
+                self._inc("storage/lock_timeouts")
+                logger.warning(
+                    "robots.txt of %s: another worker has been fetching it for %g s; fetching it here too",
+                    origin, bound, extra={"spider": self.crawler.spider},
+                )  # fmt: skip
+                return None, None
+            await _sleep(delay)
+            delay = min(delay * 2, CLAIM_POLL_MAX)
+            entry = await storage.get(origin)
+            if entry is not None and entry.is_fresh():
+                return None, entry
+
+    def _stale_usable(self, entry: RobotsEntry | None) -> bool:
+        """Whether a stale entry may stand in for an unreachable file: a real
+        file, younger than 30 days, and RFC9309_STALE_IF_UNREACHABLE on."""
+        return (
+            entry is not None
+            and self.settings.stale_if_unreachable
+            and entry.access == Access.SUCCESS.value
+            and entry.age() < STALE_MAX_SECONDS
+        )
+
+    def _policy_of(self, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
+        access = Access(entry.access)
+        parsed = parse(entry.body, entry.content_type, self.settings.max_bytes) if access is Access.SUCCESS else None
+        return policy_for(access, policy.unreachable, parsed)
 
     async def _publish(
         self,
@@ -261,8 +378,7 @@ class RobotsTxtMiddleware:
         ``robots`` is the entry's policy when it is already parsed."""
         access = Access(entry.access)
         if robots is None:
-            parsed = parse(entry.body, entry.content_type, self.settings.max_bytes) if access is Access.SUCCESS else None
-            robots = policy_for(access, policy.unreachable, parsed)
+            robots = self._policy_of(entry, policy)
         self._known.put(origin, (entry, robots))
         self._inc(f"origins/{access.value}")
         self.crawler.signals.send_catch_log(
@@ -359,7 +475,16 @@ class RobotsTxtMiddleware:
 
     # -- crawl life --------------------------------------------------------------
     async def _spider_opened(self, spider: Spider) -> None:
-        await self.storage.open()
+        try:
+            await self.storage.open()
+        except StorageUnavailable as exc:
+            logger.error(
+                "RFC9309_STORAGE: cannot use the robots.txt store (%s). Start it, correct RFC9309_STORAGE, "
+                "or set RFC9309_STORAGE = 'memory' to keep robots.txt in this process only. "
+                "The crawl stops before its first request.",
+                exc, extra={"spider": spider},
+            )  # fmt: skip
+            raise CloseSpider(STORAGE_UNAVAILABLE) from exc
 
     async def _spider_closed(self, spider: Spider, reason: str) -> None:
         self._flush()
@@ -379,17 +504,6 @@ class RobotsTxtMiddleware:
 
 
 # -- helpers -------------------------------------------------------------------
-def _build_storage(settings: Rfc9309Settings) -> RobotsStorage:
-    cls = load_object(settings.storage)
-    factory = getattr(cls, "from_rfc9309_settings", None)
-    return factory(settings) if factory is not None else cls()
-
-
-def _usable(entry: RobotsEntry | None) -> bool:
-    """A stale entry that may stand in for an unreachable file: a real file."""
-    return entry is not None and entry.access == Access.SUCCESS.value
-
-
 @lru_cache(maxsize=256)
 def _request_token(value: str | bytes) -> str:
     return derive_token(value)

@@ -34,7 +34,10 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_CACHE_SECONDS": 86_400.0,
     "RFC9309_CACHE_MIN_SECONDS": 60.0,
     "RFC9309_CACHE_MAX_ORIGINS": 10_000,
-    "RFC9309_STORAGE": "scrapy_rfc9309.storage.memory.MemoryStorage",
+    # None: "memory", or a SQLite file inside JOBDIR when JOBDIR is set
+    "RFC9309_STORAGE": None,
+    "RFC9309_STALE_IF_UNREACHABLE": True,
+    "RFC9309_REDIS_PREFIX": "rfc9309:",
     "RFC9309_ORIGINS": {},
     "RFC9309_CRAWL_DELAY": True,
     "RFC9309_MAX_CRAWL_DELAY": 60.0,
@@ -66,7 +69,11 @@ class Rfc9309Settings:
     cache_seconds: float = 86_400.0
     cache_min_seconds: float = 60.0
     cache_max_origins: int = 10_000
-    storage: str = "scrapy_rfc9309.storage.memory.MemoryStorage"
+    #: the store URL, resolved (see scrapy_rfc9309.storage.factory)
+    storage: str = "memory"
+    #: use a stored file younger than 30 days when a re-fetch is unreachable
+    stale_if_unreachable: bool = True
+    redis_prefix: str = "rfc9309:"
     #: the crawl's product token, and where it came from (for the start-up log line)
     user_agent: str = "Scrapy"
     user_agent_source: str = "USER_AGENT"
@@ -111,7 +118,9 @@ class Rfc9309Settings:
             cache_max_origins=_number(
                 get("RFC9309_CACHE_MAX_ORIGINS"), "RFC9309_CACHE_MAX_ORIGINS", int, positive=True
             ),
-            storage=str(get("RFC9309_STORAGE")),
+            storage=_storage(get("RFC9309_STORAGE"), get("JOBDIR")),
+            stale_if_unreachable=_bool(get("RFC9309_STALE_IF_UNREACHABLE"), "RFC9309_STALE_IF_UNREACHABLE"),
+            redis_prefix=str(get("RFC9309_REDIS_PREFIX")),
             user_agent=token,
             user_agent_source=source,
             origins=MappingProxyType(origins),
@@ -163,6 +172,19 @@ def _policy(value: Any, name: str) -> str:
     if not isinstance(value, str) or value.lower() not in UNREACHABLE_POLICIES:
         raise ValueError(f"{name}={value!r}: choose one of {', '.join(UNREACHABLE_POLICIES)}")
     return value.lower()
+
+
+def _storage(value: Any, jobdir: Any) -> str:
+    """RFC9309_STORAGE, or when it is not set: a SQLite file in JOBDIR, else memory."""
+    if value:
+        return str(value)
+    if jobdir:
+        import os
+
+        from .storage.factory import JOBDIR_FILE
+
+        return "sqlite://" + os.path.join(str(jobdir), JOBDIR_FILE)
+    return "memory"
 
 
 def _origins(raw: Any, token: str, unreachable: str) -> dict[str, OriginPolicy]:

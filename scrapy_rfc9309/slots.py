@@ -24,6 +24,10 @@ API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
   the spider opens, i.e. after every component's ``__init__`` connected its
   own; pydispatcher calls receivers in connection order, so ours runs after
   AutoThrottle's and before the queue is processed.
+* ``Slot.lastseen`` (``time.monotonic()`` of the slot's last start) with
+  ``Slot.delay`` and the jitter: :func:`seconds_until_free` reads them so the
+  cluster-wide Crawl-delay can reserve a start time only once this worker's
+  own slot would start the request at once (see ``throttle.SharedPacing``).
 * ``Downloader._slot_gc`` drops idle slots and ``_get_slot`` builds a fresh
   one with the default delay; the floor is re-applied to the new object on
   the next ``request_reached_downloader`` (sent before the queue is
@@ -32,6 +36,7 @@ API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +46,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["SlotFloors"]
+__all__ = ["SlotFloors", "seconds_until_free"]
 
 # Jitter is narrowed a hair more than the exact bound so that float rounding
 # can never put the low end of the range a few ulps under the floor.
@@ -157,6 +162,22 @@ class SlotFloors:
         key = request.meta.get("download_slot")
         if key is not None and key in self._floors:
             self.enforce(key)
+
+
+def seconds_until_free(crawler: Crawler, request: Request) -> float:
+    """How long until the download slot of *request* would surely start it
+    without waiting: its last start plus the longest delay its jitter allows,
+    minus now (0 when the slot does not exist yet or is idle long enough)."""
+    engine = crawler.engine
+    if engine is None or engine.downloader is None:
+        return 0.0
+    downloader = engine.downloader
+    key = request.meta.get("download_slot")
+    slot = downloader.slots.get(str(key) if key is not None else downloader.get_slot_key(request))
+    if slot is None or not slot.lastseen:
+        return 0.0
+    longest = slot.delay * (1 + _get_jitter(slot))
+    return max(0.0, slot.lastseen + longest - time.monotonic())
 
 
 def _allowed_jitter(delay: float, floor: float, base: float) -> float:

@@ -24,7 +24,13 @@ Stats (prefix ``rfc9309/crawl_delay/``):
 * ``requests_delayed`` - requests that reached the downloader on a slot where
   the floor was binding: the slot's own delay (``DOWNLOAD_DELAY``,
   ``DOWNLOAD_SLOTS``, AutoThrottle) or its jitter range would have allowed a
-  shorter gap.
+  shorter gap;
+* ``cluster/requests_held``, ``cluster/max_wait`` - with a shared store
+  (Redis), requests held for a cluster-wide time slot, and the longest hold.
+
+With a shared store, :class:`SharedPacing` adds the cluster-wide half: each
+worker reserves every request's start time in the store, so all workers
+together keep the floor, not only each worker's own slot.
 """
 
 from __future__ import annotations
@@ -34,19 +40,23 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import DeferredLock
+from twisted.internet.task import deferLater
 
 from .origins import origin_of_request
 from .settings import Rfc9309Settings
 from .signals import robots_txt_ready
-from .slots import SlotFloors
+from .slots import SlotFloors, seconds_until_free
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
     from .robots import RobotsTxt
+    from .storage import RobotsStorage
 
-__all__ = ["CrawlDelayExtension"]
+__all__ = ["CrawlDelayExtension", "SharedPacing"]
 
 logger = logging.getLogger(__name__)
 
@@ -165,3 +175,69 @@ class CrawlDelayExtension:
         if floor != (self._slots.floor_of(key) or 0.0):
             logger.debug("Crawl-delay floor of download slot %r: %g s", key, floor)
         self._slots.set_floor(key, floor or None)
+
+
+class SharedPacing:
+    """Crawl-delay across the processes that share a store (Redis).
+
+    Each worker's download slot keeps the floor between *its own* requests
+    (:class:`CrawlDelayExtension`); N workers would still reach the origin N
+    times as often.  So before an allowed request leaves the middleware, it
+    waits for a time slot reserved atomically in the store, at least the floor
+    after the previous one of any worker.
+
+    The request is held in the middleware's ``process_request`` (an ``await``
+    on a reactor timer): the downloader's slot queue is synchronous and cannot
+    wait on the store, and a held request counts against
+    ``CONCURRENT_REQUESTS`` just as one waiting in a slot queue does.  To keep
+    the time between the reservation and the real start short, a worker
+    reserves one slot per origin at a time, and only once its own download
+    slot would start the request at once; so the starts of all workers are
+    the floor apart, give or take the milliseconds of the hand-over.
+    """
+
+    def __init__(self, crawler: Crawler, storage: RobotsStorage, cap: float) -> None:
+        self._crawler = crawler
+        self._stats = crawler.stats
+        self._storage = storage
+        self._cap = cap
+        self._locks: dict[str, DeferredLock] = {}
+
+    def floor(self, robots: RobotsTxt, user_agent: str) -> float:
+        """The floor of ``robots`` for ``user_agent`` (capped), 0 for none."""
+        delay = robots.min_delay(user_agent)
+        if not delay or delay <= 0:
+            return 0.0
+        return min(delay, self._cap)
+
+    async def wait_turn(self, origin: str, floor: float, request: Request) -> None:
+        """Hold ``request`` until its cluster-wide time slot on ``origin``."""
+        lock = self._locks.get(origin)
+        if lock is None:
+            lock = self._locks[origin] = DeferredLock()
+        await maybe_deferred_to_future(lock.acquire())
+        try:
+            local = seconds_until_free(self._crawler, request)
+            if local > 0:
+                await _sleep(local)
+            wait = await self._storage.reserve(origin, floor)
+            if wait > 0:
+                self._stats.inc_value(STATS + "cluster/requests_held")
+                self._stats.max_value(STATS + "cluster/max_wait", round(wait, 3))
+                await _sleep(wait)
+        finally:
+            lock.release()
+            if not lock.locked and not lock.waiting:
+                self._locks.pop(origin, None)
+
+    async def note_fetch(self, origin: str, floor: float) -> None:
+        """A robots.txt of ``origin`` was just fetched: the first page of any
+        worker comes at least ``floor`` later."""
+        if floor > 0:
+            await self._storage.note_start(origin, floor)
+
+
+async def _sleep(seconds: float) -> None:
+    from twisted.internet import reactor
+
+    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))

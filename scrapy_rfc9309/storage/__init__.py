@@ -1,13 +1,25 @@
 """Robots.txt result storage: one async interface, pluggable backends.
 
-``RFC9309_STORAGE`` names the backend class (default
-``scrapy_rfc9309.storage.memory.MemoryStorage``).  A backend is built with its
-``from_rfc9309_settings(settings)`` class method when it has one (it receives
-the frozen :class:`~scrapy_rfc9309.settings.Rfc9309Settings`), else with no
-arguments.
+``RFC9309_STORAGE`` selects the backend (see :mod:`.factory`): ``"memory"``
+(default), ``"sqlite:///path/robots.sqlite"`` (chosen automatically inside
+``JOBDIR``), ``"redis://host:port/db"`` (clusters), or a class path.  The
+SQLite and Redis modules are imported only when named.
 """
 
-from .base import RobotsEntry, RobotsStorage
+from .base import STALE_MAX_SECONDS, Lease, RobotsEntry, RobotsStorage, StorageUnavailable, display_url
+from .factory import build_storage
+from .fallback import FallbackStorage
 from .memory import LruDict, MemoryStorage
 
-__all__ = ["LruDict", "MemoryStorage", "RobotsEntry", "RobotsStorage"]
+__all__ = [
+    "STALE_MAX_SECONDS",
+    "FallbackStorage",
+    "Lease",
+    "LruDict",
+    "MemoryStorage",
+    "RobotsEntry",
+    "RobotsStorage",
+    "StorageUnavailable",
+    "build_storage",
+    "display_url",
+]

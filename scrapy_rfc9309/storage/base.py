@@ -1,10 +1,17 @@
 """Where robots.txt results are kept between fetches.
 
-One small async interface, so a persistent backend (SQLite, Redis: a later
-issue) can sit where the memory one sits now.  What is stored is what was
-fetched - the access result, the status and the body (at most the parse
-limit) - not the parsed object: a backend shared between processes or kept
-across runs stores bytes, and the reader parses them again.
+One small async interface, so the memory, SQLite and Redis backends sit in
+the same place behind the middleware.  What is stored is what was fetched -
+the access result, the status and the body (at most the parse limit) - not
+the parsed object: a backend shared between processes or kept across runs
+stores bytes, and the reader parses them again.
+
+Two optional parts only matter to a store that other processes share
+(``shared = True``, Redis): a lease, so that one worker of a cluster fetches
+an origin's robots.txt while the others wait for its result, and time-slot
+reservations, so that the workers together keep an origin's Crawl-delay.
+The defaults suit a store of one process: the lease is always granted and no
+reservation ever waits.
 """
 
 from __future__ import annotations
@@ -12,6 +19,25 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+
+#: RFC 9309 section 2.3.1.4: a stored copy may stand in for an unreachable
+#: robots.txt for about 30 days; persistent backends keep entries that long.
+STALE_MAX_SECONDS = 30 * 86_400
+
+
+def display_url(url: str) -> str:
+    """``url`` with its password, if any, masked (for logs and messages)."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
+
+
+class StorageUnavailable(Exception):
+    """The backend cannot be reached or read (connection refused, timeout,
+    unreadable file).  The message names the store; the middleware turns it
+    into a start-up error, or, mid-crawl, into a fallback to memory."""
 
 
 @dataclass(frozen=True)
@@ -34,13 +60,37 @@ class RobotsEntry:
     def is_fresh(self, now: float | None = None) -> bool:
         return (time.time() if now is None else now) < self.expires_at
 
+    def age(self, now: float | None = None) -> float:
+        """Seconds since the file was fetched."""
+        return (time.time() if now is None else now) - self.fetched_at
+
+    def retention(self, now: float | None = None) -> float:
+        """Seconds a persistent backend should still keep the entry: while it
+        is fresh, and while it may stand in for an unreachable file."""
+        now = time.time() if now is None else now
+        return max(self.expires_at, self.fetched_at + STALE_MAX_SECONDS) - now
+
+
+class Lease:
+    """The right to fetch one origin's robots.txt on behalf of every process
+    sharing the store.  This one, of a single-process store, holds nothing."""
+
+    async def release(self) -> None:
+        """Give the right back (after the result is stored)."""
+
 
 class RobotsStorage(ABC):
     """Async key-value store of :class:`RobotsEntry` by canonical origin.
 
     Backends may drop entries (bounded memory, TTL); a missing entry only costs
-    a fetch.  ``open``/``close`` are called once per crawl.
+    a fetch.  ``open``/``close`` are called once per crawl.  A backend raises
+    :class:`StorageUnavailable` when it cannot do its job.
     """
+
+    #: what the store is, for messages ("memory", "sqlite:///...", "redis://...")
+    url: str = "memory"
+    #: True when other processes read and write the same entries
+    shared: bool = False
 
     async def open(self) -> None:  # noqa: B027 - optional hook
         """Connect, create tables... (nothing for the memory backend)."""
@@ -58,3 +108,19 @@ class RobotsStorage(ABC):
 
     async def delete(self, origin: str) -> None:  # noqa: B027 - optional
         """Forget ``origin``."""
+
+    # -- for stores shared by several processes ---------------------------------
+    async def claim(self, origin: str) -> Lease | None:
+        """Become the one process that fetches ``origin``'s robots.txt: a
+        :class:`Lease`, or None while another process holds it."""
+        return Lease()
+
+    async def reserve(self, origin: str, floor: float) -> float:
+        """Reserve the next start time on ``origin`` for one request, at least
+        ``floor`` seconds after the previous reservation of any process, and
+        return the seconds to wait for it (0: go now)."""
+        return 0.0
+
+    async def note_start(self, origin: str, floor: float) -> None:  # noqa: B027 - optional
+        """Record that a request to ``origin`` (its robots.txt) started now,
+        so the next reservation is ``floor`` seconds later."""

@@ -1,0 +1,153 @@
+"""A persistent or shared store, with process memory standing in while it is down.
+
+A robots.txt cache is an optimisation: losing it must not lose requests.  So
+when the backend fails mid-crawl (Redis killed, the SQLite file damaged), the
+crawl goes on with an in-process store, one warning is logged, and the
+backend is tried again after ``retry_after`` seconds; when it answers again,
+it is used again.  While it is down the cluster guarantees lapse: each worker
+fetches robots.txt for itself and keeps Crawl-delay on its own download slot
+only.
+
+Only :meth:`open` lets :class:`~.base.StorageUnavailable` through: a store
+that cannot be reached at start-up is a configuration error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from .base import Lease, RobotsEntry, RobotsStorage, StorageUnavailable
+from .memory import MemoryStorage
+
+logger = logging.getLogger(__name__)
+
+#: seconds between attempts to get back to a backend that failed
+RETRY_AFTER = 30.0
+
+
+class FallbackStorage(RobotsStorage):
+    """``primary``, or ``fallback`` (memory) for a while after it fails."""
+
+    def __init__(
+        self,
+        primary: RobotsStorage,
+        fallback: RobotsStorage | None = None,
+        retry_after: float = RETRY_AFTER,
+        count: Callable[[str], None] | None = None,
+    ) -> None:
+        self.primary = primary
+        self.fallback = fallback if fallback is not None else MemoryStorage()
+        self.url = primary.url
+        self.retry_after = retry_after
+        #: called with a stats key ("storage/errors", "storage/outages") on each failure
+        self._count = count or (lambda key: None)
+        self._down_until: float | None = None
+
+    @property
+    def shared(self) -> bool:  # type: ignore[override]
+        return self.primary.shared
+
+    @property
+    def down(self) -> bool:
+        """Whether the fallback is in use now."""
+        if self._down_until is None:
+            return False
+        if time.monotonic() < self._down_until:
+            return True
+        return False  # time to try the backend again
+
+    async def open(self) -> None:
+        await self.primary.open()
+
+    async def close(self) -> None:
+        try:
+            await self.primary.close()
+        except StorageUnavailable as exc:
+            logger.warning("closing the robots.txt store: %s", exc)
+
+    async def get(self, origin: str) -> RobotsEntry | None:
+        if not self.down:
+            try:
+                entry = await self.primary.get(origin)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+            else:
+                self._answered()
+                return entry
+        return await self.fallback.get(origin)
+
+    async def put(self, origin: str, entry: RobotsEntry) -> None:
+        if not self.down:
+            try:
+                await self.primary.put(origin, entry)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+            else:
+                self._answered()
+                return
+        await self.fallback.put(origin, entry)
+
+    async def delete(self, origin: str) -> None:
+        await self.fallback.delete(origin)
+        if not self.down:
+            try:
+                await self.primary.delete(origin)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+
+    async def claim(self, origin: str) -> Lease | None:
+        if not self.down:
+            try:
+                lease = await self.primary.claim(origin)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+            else:
+                self._answered()
+                return lease
+        return Lease()
+
+    async def reserve(self, origin: str, floor: float) -> float:
+        if not self.down:
+            try:
+                wait = await self.primary.reserve(origin, floor)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+            else:
+                self._answered()
+                return wait
+        return 0.0
+
+    async def note_start(self, origin: str, floor: float) -> None:
+        if not self.down:
+            try:
+                await self.primary.note_start(origin, floor)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+
+    async def release(self, lease: Lease) -> None:
+        """Release a lease from :meth:`claim`, whatever state the store is in."""
+        try:
+            await lease.release()
+        except StorageUnavailable as exc:
+            self._failed(exc)
+
+    # -- state -----------------------------------------------------------------------------
+    def _failed(self, exc: StorageUnavailable) -> None:
+        self._count("storage/errors")
+        first = self._down_until is None
+        self._down_until = time.monotonic() + self.retry_after
+        if first:
+            self._count("storage/outages")
+            logger.warning(
+                "robots.txt store unreachable (%s): going on with the in-process cache, trying it again "
+                "every %g s; meanwhile robots.txt may be fetched by each worker and Crawl-delay is kept "
+                "per worker only",
+                exc, self.retry_after,
+            )  # fmt: skip
+
+    def _answered(self) -> None:
+        if self._down_until is not None:
+            self._down_until = None
+            logger.info("robots.txt store %s answers again", self.url)

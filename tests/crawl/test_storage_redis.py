@@ -1,0 +1,382 @@
+"""The Redis store, against a real ``redis-server`` started on a loopback port.
+
+* three worker *processes* crawl one origin through one Redis: one robots.txt
+  fetch in all, and the server sees the workers' requests, taken together, at
+  least the Crawl-delay apart;
+* the store's own guarantees: the fetch lease, atomic time-slot reservations,
+  retention and the key prefix;
+* faults: Redis unreachable at start-up stops the crawl with a clear error;
+  Redis killed mid-crawl loses no request; a lease holder that died is waited
+  for no longer than its lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import pytest_twisted
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+from twisted.internet.task import deferLater
+
+from scrapy_rfc9309.storage import RobotsEntry
+from scrapy_rfc9309.storage.redis import RedisStorage
+
+from .harness import Req, check_accounting, crawl
+from .redisd import RedisServer, require_redis
+from .servers import Hit, Reply, closed_port, robots
+
+TOLERANCE = 0.1
+WORKER = Path(__file__).with_name("cluster_worker.py")
+WORKER_TIMEOUT = 60
+CRAWL_DELAY = {"scrapy_rfc9309.CrawlDelayExtension": 0}
+RULES = "User-agent: *\nCrawl-delay: 1\nDisallow: /private\n"
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    require_redis()
+    server = RedisServer(tmp_path / "redis")
+    yield server
+    server.stop()
+
+
+def redis_settings(server: RedisServer, prefix: str = "test:") -> dict:
+    return {"RFC9309_STORAGE": server.url, "RFC9309_REDIS_PREFIX": prefix}
+
+
+def in_task(coro):
+    """Run ``coro`` as an asyncio task (as Scrapy runs the middleware's code):
+    redis.asyncio needs one; the test itself is driven by Twisted."""
+    return deferred_from_coro(coro)
+
+
+async def sleep(seconds: float) -> None:
+    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
+
+
+def gaps(times: list[float]) -> list[float]:
+    times = sorted(times)
+    return [round(b - a, 3) for a, b in zip(times, times[1:])]
+
+
+# -- a cluster of three processes ------------------------------------------------------
+def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server, servers, tmp_path):
+    site = servers("127.0.0.2")
+    # a slow robots.txt: all three workers ask for it while it is being fetched
+    site.routes["/robots.txt"] = Reply(200, RULES, {"Content-Type": "text/plain"}, delay=0.3)
+    workers = []
+    for i in range(3):
+        urls = [site.url(f"/w{i}/a"), site.url(f"/w{i}/b"), site.url(f"/private/w{i}")]
+        out = tmp_path / f"worker{i}.json"
+        log = open(tmp_path / f"worker{i}.log", "w")
+        proc = subprocess.Popen(
+            [sys.executable, str(WORKER), redis_server.url, "cluster:", str(out), *urls],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        workers.append((proc, out, log))
+    try:
+        deadline = time.monotonic() + WORKER_TIMEOUT
+        for proc, _, _ in workers:  # every worker imported Scrapy and set its crawl up
+            ready = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]
+            assert ready and proc.stdout.readline().strip() == "ready", f"a worker did not start; see {tmp_path}"
+        for proc, _, _ in workers:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        for proc, _, _ in workers:
+            assert proc.wait(WORKER_TIMEOUT) == 0, f"a worker failed; see {tmp_path}"
+    finally:
+        for proc, _, log in workers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+            log.close()
+    reports = [json.loads(out.read_text()) for _, out, _ in workers]
+
+    assert site.count("/robots.txt") == 1  # one fetch for the whole cluster
+    pages = site.page_hits()
+    assert sorted(hit.path for hit in pages) == sorted(f"/w{i}/{p}" for i in range(3) for p in "ab")
+    # all requests, robots.txt included, of all workers together: Crawl-delay apart
+    measured = gaps([hit.at for hit in site.hits])
+    print("three workers, Crawl-delay: 1, server-side gaps:", measured)
+    assert min(measured) >= 1.0 - TOLERANCE, measured
+    for report in reports:
+        assert report["finish_reason"] == "finished"
+        outcomes = {o["url"].rsplit(":", 1)[1].split("/", 1)[1]: o for o in report["outcomes"]}
+        assert len(outcomes) == 3
+        denied = [o for o in outcomes.values() if o.get("error") == "IgnoreRequest"]
+        assert len(denied) == 1 and "disallowed_explicit" in denied[0]["message"]
+        assert sum(1 for o in outcomes.values() if o.get("status") == 200) == 2
+    stats = [r["rfc9309"] for r in reports]
+    assert sum(s.get("fetch/count", 0) for s in stats) == 1
+    # the two others read the fetching worker's result from Redis
+    assert sum(s.get("cache/storage_hits", 0) for s in stats) == 2
+    assert sum(s.get("crawl_delay/cluster/requests_held", 0) for s in stats) >= 4
+
+
+# -- the store itself ------------------------------------------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_reservations_are_atomic_and_spaced_across_clients(redis_server):
+    async def scenario() -> None:
+        one = RedisStorage(redis_server.url, prefix="r:")
+        two = RedisStorage(redis_server.url, prefix="r:")
+        await one.open()
+        await two.open()
+        try:
+            origin = "http://example.com:80"
+            gap = 0.25
+            began = time.monotonic()
+            waits = await asyncio.gather(*[(one if i % 2 else two).reserve(origin, gap) for i in range(12)])
+            burst = time.monotonic() - began + 0.005
+            # one start per slot, `gap` apart, whichever client asked.  Each wait
+            # is counted from its own call, and the calls came within `burst`:
+            waits.sort()
+            assert waits[0] <= burst, waits
+            steps = [b - a for a, b in zip(waits, waits[1:])]
+            assert all(gap - burst <= step <= gap + 1e-6 for step in steps), (steps, burst)
+            assert waits[-1] >= 11 * gap - burst, waits
+            # a robots.txt fetch noted on an idle origin pushes the next start a floor away
+            await one.note_start("http://other.example:80", 0.5)
+            assert 0.45 < await two.reserve("http://other.example:80", 0.5) <= 0.5
+        finally:
+            await one.close()
+            await two.close()
+
+    await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_fetch_lease_is_exclusive_renewed_and_expires_with_its_holder(redis_server):
+    async def scenario() -> None:
+        holder = RedisStorage(redis_server.url, prefix="l:", lock_seconds=0.3)
+        other = RedisStorage(redis_server.url, prefix="l:", lock_seconds=0.3)
+        await holder.open()
+        await other.open()
+        origin = "https://example.com:443"
+        try:
+            lease = await holder.claim(origin)
+            assert lease is not None
+            assert await other.claim(origin) is None
+            await sleep(1.0)  # > 3 lease lifetimes: only renewal keeps it
+            assert await other.claim(origin) is None
+            await lease.release()
+            second = await other.claim(origin)
+            assert second is not None
+            await second.release()
+
+            # a holder that dies (its connection is gone, nobody renews) is waited
+            # for no longer than the lease lifetime
+            lease = await holder.claim(origin)
+            assert lease is not None
+            await holder.close()
+            assert await other.claim(origin) is None
+            await sleep(0.6)
+            taken = await other.claim(origin)
+            assert taken is not None
+            assert redis_server.client().get(f"l:lock:{origin}") is not None
+            await taken.release()
+            assert redis_server.client().get(f"l:lock:{origin}") is None
+        finally:
+            await other.close()
+
+    await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_entries_round_trip_with_retention_and_prefix(redis_server):
+    async def scenario() -> None:
+        store = RedisStorage(redis_server.url, prefix="myproject:robots:")
+        await store.open()
+        try:
+            now = time.time()
+            entry = RobotsEntry("success", 200, b"User-agent: *\nDisallow: /\x00x\n", None, now, now + 86_400, "http://a/r")
+            await store.put("http://a:80", entry)
+            assert await store.get("http://a:80") == entry
+            unreachable = RobotsEntry("unreachable", None, b"", "text/plain", now, now + 300, "http://b/robots.txt")
+            await store.put("http://b:80", unreachable)
+            assert await store.get("http://b:80") == unreachable
+            # too old to be fresh or to stand in for an unreachable file: not kept
+            old = RobotsEntry("success", 200, b"", None, now - 31 * 86_400, now - 30 * 86_400, "")
+            await store.put("http://c:80", old)
+            assert await store.get("http://c:80") is None
+            await store.reserve("http://a:80", 1.0)
+            await store.delete("http://b:80")
+            assert await store.get("http://b:80") is None
+
+            client = redis_server.client()
+            keys = sorted(k.decode() for k in client.keys("*"))
+            assert keys == ["myproject:robots:pace:http://a:80", "myproject:robots:robots:http://a:80"]
+            # kept while the copy may stand in for an unreachable file: 30 days after the fetch
+            ttl = client.pttl("myproject:robots:robots:http://a:80") / 1000
+            assert 29.9 * 86_400 < ttl <= 30 * 86_400 + 1
+        finally:
+            await store.close()
+
+    await in_task(scenario())
+
+
+# -- crawls ----------------------------------------------------------------------------------
+def starter(servers, action) -> Req:
+    """A first request, to another origin, whose page runs ``action()`` (in
+    the server's thread) when it is served; the crawl then requests the pages
+    that follow it at once.  So ``action`` runs while the crawl is under way,
+    however long the crawl took to start."""
+    start = servers("127.0.0.3")
+    start.routes["/robots.txt"] = Reply(404)
+
+    def serve(hit: Hit) -> Reply:
+        action()
+        return Reply(200, "<html>start</html>", {"Content-Type": "text/html"})
+
+    start.routes["/start"] = serve
+    return Req(start.url("/start"))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_waits_for_the_result_another_worker_is_fetching(redis_server, servers):
+    """Another worker holds the lease, and stores its result 0.8 s after this
+    crawl first needs it: the crawl waits for it and fetches nothing."""
+    site = servers()
+    site.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    other = RedisStorage(redis_server.url, prefix="w:")
+
+    async def hold() -> object:
+        await other.open()
+        return await other.claim(site.origin)
+
+    lease = await in_task(hold())
+    assert lease is not None
+    published: list[Deferred] = []
+
+    async def publish() -> None:
+        await sleep(0.8)
+        now = time.time()
+        body = b"User-agent: *\nDisallow: /theirs\n"
+        await other.put(site.origin, RobotsEntry("success", 200, body, "text/plain", now, now + 3600, ""))
+        await lease.release()
+
+    first = starter(servers, lambda: reactor.callFromThread(lambda: published.append(in_task(publish()))))
+    first.then = [Req(site.url("/theirs")), Req(site.url("/page"))]
+    try:
+        result = await crawl([first], redis_settings(redis_server, "w:"))
+    finally:
+        for done in published:
+            await done
+        await in_task(other.close())
+    assert len(published) == 1
+    assert site.count("/robots.txt") == 0
+    assert result.outcome(site.url("/theirs")).message.endswith("(line 2: Disallow: /theirs)")
+    assert result.outcome(site.url("/page")).status == 200
+    assert result.stat("storage/lock_waits") == 1
+    assert result.stat("cache/storage_hits") == 1
+    check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_dead_lease_holder_is_waited_for_no_longer_than_its_lease(redis_server, servers):
+    site = servers()
+    site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    left: list[float] = []
+
+    def die_while_fetching() -> None:
+        # what a worker that died while fetching leaves behind: a lease with 1.5 s to live
+        redis_server.client().set(f"d:lock:{site.origin}", b"dead-worker", px=1500)
+        left.append(time.monotonic())
+
+    first = starter(servers, die_while_fetching)
+    first.then = [Req(site.url("/private")), Req(site.url("/page"))]
+    result = await crawl([first], redis_settings(redis_server, "d:"))
+
+    assert site.count("/robots.txt") == 1
+    waited = site.times("/robots.txt")[0] - left[0]
+    assert 1.2 <= waited < 5, waited
+    assert result.outcome(site.url("/private")).error == "IgnoreRequest"
+    assert result.outcome(site.url("/page")).status == 200
+    assert result.stat("storage/lock_waits") == 1
+    check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_second_crawl_reads_robots_txt_from_redis(redis_server, servers):
+    site = servers()
+    site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    first = await crawl([site.url("/a")], redis_settings(redis_server))
+    second = await crawl([site.url("/b"), site.url("/private")], redis_settings(redis_server))
+    assert site.count("/robots.txt") == 1
+    assert first.stat("fetch/count") == 1 and second.stat("fetch/count") == 0
+    assert second.stat("cache/storage_hits") == 1
+    assert second.outcome(site.url("/private")).error == "IgnoreRequest"
+    check_accounting(second)
+
+
+@pytest_twisted.ensureDeferred
+async def test_redis_unreachable_at_start_stops_the_crawl_with_a_clear_error(servers, caplog):
+    require_redis()
+    site = servers()
+    port = closed_port()
+    with caplog.at_level(logging.INFO):
+        result = await crawl([site.url("/a")], {"RFC9309_STORAGE": f"redis://bot:secret@127.0.0.1:{port}/0"})
+    assert result.stats["finish_reason"] == "rfc9309_storage_unavailable"
+    assert site.hits == [] and result.outcomes == []
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    # names the store (password masked) and what to do
+    masked = f"redis://bot:***@127.0.0.1:{port}/0"
+    assert any(masked in m and "RFC9309_STORAGE" in m and "'memory'" in m for m in errors), errors
+    assert not any("secret" in r.getMessage() for r in caplog.records)
+
+
+@pytest_twisted.ensureDeferred
+async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, caplog):
+    one, two, three = servers("127.0.0.1"), servers("127.0.0.2"), servers("127.0.0.3")
+    one.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    two.routes["/robots.txt"] = robots("User-agent: *\nCrawl-delay: 0.5\nDisallow: /private\n")
+    three.routes["/robots.txt"] = Reply(503)
+    seen_in_redis: list[list[bytes]] = []
+
+    def kill(hit: Hit) -> Reply:
+        seen_in_redis.append(sorted(redis_server.client().keys("k:robots:*")))
+        redis_server.kill()
+        return Reply(200, "<html>killed</html>", {"Content-Type": "text/html"})
+
+    one.routes["/kill"] = kill
+    after = [
+        Req(two.url("/x")),
+        Req(two.url("/y")),
+        Req(two.url("/private")),
+        Req(three.url("/z")),
+        Req(one.url("/b")),
+        Req(one.url("/private")),
+    ]
+    plan = [Req(one.url("/a"), then=[Req(one.url("/kill"), then=after)])]
+    with caplog.at_level(logging.WARNING):
+        result = await crawl(plan, {**redis_settings(redis_server, "k:"), "EXTENSIONS": CRAWL_DELAY})
+
+    assert not redis_server.running
+    assert seen_in_redis == [[f"k:robots:{one.origin}".encode()]]  # Redis was in use until then
+    assert result.stats["finish_reason"] == "finished"
+    check_accounting(result)  # every request ended once, as a response or an IgnoreRequest
+    assert len(result.outcomes) == 8
+    for url in (one.url("/a"), one.url("/kill"), two.url("/x"), two.url("/y"), one.url("/b")):
+        assert result.outcome(url).status == 200
+    # the rules still hold, from the in-process cache and fresh fetches
+    assert result.outcome(two.url("/private")).message.endswith("(line 3: Disallow: /private)")
+    assert result.outcome(one.url("/private")).message.endswith("(line 2: Disallow: /private)")
+    assert result.outcome(three.url("/z")).message == "Forbidden by robots.txt: unknown_unreachable"
+    assert two.count("/robots.txt") == 1 and three.count("/robots.txt") == 1
+    # Crawl-delay of the second host is still kept, by this worker's own slot
+    assert min(gaps([hit.at for hit in two.hits])) >= 0.5 - TOLERANCE
+    assert result.stat("storage/outages") == 1 and result.stat("storage/errors") >= 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert sum("robots.txt store unreachable" in m for m in warnings) == 1, warnings
