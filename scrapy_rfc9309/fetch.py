@@ -134,8 +134,18 @@ class RobotsFetcher:
         url = robots_url(origin)
         classes: list[str] = []
         limit = self.settings.max_redirects
+        status: int | None = None
         for hop in range(limit + 1):
-            request = self._request(url, trigger)
+            try:
+                request = self._request(url, trigger)
+            except ValueError:
+                if not classes:
+                    raise  # robots_url() of a canonical origin: a bug, not the server's doing
+                # a redirect target that passed _location() yet Scrapy cannot request
+                classes[-1] = "3xx_unfollowable"
+                return FetchResult(
+                    Access.UNAVAILABLE, status, url, classes, note="a redirect without a usable Location"
+                )
             try:
                 response = await self.crawler.engine.download_async(request)
             except Exception as exc:  # a network error, or a middleware that dropped the fetch
@@ -143,6 +153,7 @@ class RobotsFetcher:
                 classes.append(name)
                 return FetchResult(access, None, url, classes, error=exc)
             access, name = classify_status(response.status)
+            status = response.status
             if access is Access.REDIRECT:
                 target = _location(response)
                 if target is None:
@@ -256,9 +267,14 @@ def _location(response: Response) -> str | None:
     location = response.headers.get("Location")
     if not location:
         return None
-    target = urljoin(response.url, location.decode("latin-1").strip())
-    if urlsplit(target).scheme.lower() not in ("http", "https"):
-        return None  # never follow robots.txt to file:, data:, ftp: ...
+    try:
+        target = urljoin(response.url, location.decode("latin-1").strip())
+        parts = urlsplit(target)
+        parts.port  # noqa: B018 - raises ValueError past 65535
+    except ValueError:  # "http://[broken", "http://host:99999/": the server's mistake
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None  # never follow robots.txt to file:, data:, ftp: ..., nor to no host
     return target
 
 

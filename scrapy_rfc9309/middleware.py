@@ -48,6 +48,7 @@ from .fetch import FETCH_META_KEY, FetchResult, RobotsFetcher
 from .interop import RobotParserAdapter
 from .origins import origin_of_request
 from .robots import RobotsTxt, Verdict, parse
+from .robots.text import shorten
 from .robots.access import Access, cache_seconds, policy_for
 from .settings import OriginPolicy, Rfc9309Settings
 from .signals import robots_txt_ready
@@ -197,8 +198,8 @@ class RobotsTxtMiddleware:
                 token = _request_token(meta[META_USER_AGENT])
             except ValueError as exc:
                 self._inc("requests/denied/invalid_user_agent")
-                message = f"Forbidden by robots.txt: invalid {META_USER_AGENT} ({exc})"
-                logger.debug("%s: %s", message, request, extra={"spider": self.crawler.spider})
+                message = f"Forbidden by robots.txt: invalid {META_USER_AGENT} ({shorten(exc)})"
+                logger.debug("%s: %s", message, _show(request), extra={"spider": self.crawler.spider})
                 raise IgnoreRequest(message) from None
 
         known = self._known.get(origin)
@@ -222,7 +223,7 @@ class RobotsTxtMiddleware:
             return None
         self._inc(_DENIED[decision.verdict])
         reason = decision.reason
-        logger.debug("Forbidden by robots.txt: %s: %s", reason, request, extra={"spider": self.crawler.spider})
+        logger.debug("Forbidden by robots.txt: %s: %s", reason, _show(request), extra={"spider": self.crawler.spider})
         raise IgnoreRequest(f"Forbidden by robots.txt: {reason}")
 
     # -- one result per origin -------------------------------------------------
@@ -462,11 +463,11 @@ class RobotsTxtMiddleware:
         if result.note:
             logger.warning(
                 "robots.txt of %s: %s (last %s); treating it as unavailable: all allowed",
-                origin, result.note, result.url, extra=spider,
+                origin, result.note, shorten(result.url), extra=spider,
             )  # fmt: skip
         elif result.access is Access.UNREACHABLE:
             cause = f"{type(result.error).__name__}: {result.error}" if result.error else f"status {result.status}"
-            logger.info("robots.txt of %s is unreachable (%s)", origin, cause, extra=spider)
+            logger.info("robots.txt of %s is unreachable (%s)", origin, shorten(cause), extra=spider)
         else:
             logger.debug(
                 "robots.txt of %s: %s, status %s, %d bytes, %d redirect(s)",
@@ -504,6 +505,11 @@ class RobotsTxtMiddleware:
 
 
 # -- helpers -------------------------------------------------------------------
+def _show(request: Request) -> str:
+    """A request as Scrapy prints it, with its URL length-bounded for logs."""
+    return f"<{request.method} {shorten(request.url)}>"
+
+
 @lru_cache(maxsize=256)
 def _request_token(value: str | bytes) -> str:
     return derive_token(value)

@@ -17,6 +17,8 @@ MIN_PARSE_BYTES = 512_000
 DEFAULT_PARSE_BYTES = 512_000
 
 _BOM = b"\xef\xbb\xbf"
+# The position after each line end (CR, LF, CRLF), to split keeping the ends.
+_AFTER_LINE_END = re.compile(rb"(?<=\n)|(?<=\r)(?!\n)")
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:-]+)", re.IGNORECASE)
 
 
@@ -46,7 +48,7 @@ def decode_body(
     if isinstance(body, str):
         if body[:1] == "\ufeff":
             body = body[1:]
-            diagnostics.add(1, "bom", "full")
+            diagnostics.add(1, "bom")
         if len(body) > max_bytes // 4 and not body.isascii() or len(body) > max_bytes:
             raw = body.encode("utf-8", "surrogatepass")
             if len(raw) > max_bytes:
@@ -57,8 +59,10 @@ def decode_body(
     body = bytes(body)
     if body[:1] == b"\xef":
         n = 3 if body.startswith(_BOM) else 2 if body.startswith(_BOM[:2]) else 1
-        body = body[n:]
-        diagnostics.add(1, "bom", "full" if n == 3 else "partial")
+        # not a partial BOM but a character (U+F000-U+FFFF) when a continuation octet follows
+        if n == 3 or not b"\x80" <= body[n : n + 1] <= b"\xbf":
+            body = body[n:]
+            diagnostics.add(1, "bom", None if n == 3 else f"only {n} of its 3 bytes")
     cut = len(body) > max_bytes
     if cut:
         body = body[:max_bytes]
@@ -87,7 +91,7 @@ def _fallback(
     """
     line = _line_at(body, exc.start, b"\r", b"\n")
     charset = charset_of(content_type)
-    if charset not in (None, "utf-8"):
+    if charset not in (None, "utf-8") and _ascii_compatible(charset):
         try:
             text = body.decode(charset)
         except (UnicodeError, LookupError):  # UnicodeError: e.g. the "undefined" codec
@@ -95,7 +99,7 @@ def _fallback(
         else:
             diagnostics.add(line, "invalid_utf8", f"first invalid byte at offset {exc.start}; decoded as {charset}")
             return text
-    lines = body.split(b"\n")
+    lines = _AFTER_LINE_END.split(body)  # CR, LF or CRLF, kept on their line
     bad = 0
     for i, raw in enumerate(lines):
         try:
@@ -108,7 +112,19 @@ def _fallback(
         "invalid_utf8",
         f"first invalid byte at offset {exc.start}; {bad:,} line(s) with invalid bytes decoded as iso8859-1",
     )
-    return "\n".join(lines)
+    return "".join(lines)
+
+
+# Robots.txt syntax is ASCII: a declared charset that reads these octets
+# differently (UTF-16, EBCDIC, UTF-7) would turn every rule into garbage.
+_ASCII_PROBE = bytes(range(9, 14)) + bytes(range(32, 127))
+
+
+def _ascii_compatible(charset: str) -> bool:
+    try:
+        return _ASCII_PROBE.decode(charset) == _ASCII_PROBE.decode("ascii")
+    except (UnicodeError, LookupError):
+        return False
 
 
 def _truncated(text: str, max_bytes: int, diagnostics: DiagnosticLog) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from .text import shorten
+
 
 class Verdict(str, Enum):
     """Why a URL was allowed or not.  The value is the stable string used in
@@ -77,7 +79,7 @@ class Decision:
         """Human-readable reason, e.g. ``disallowed_explicit (line 7: Disallow: /private)``."""
         if self.rule is None:
             return self.verdict.value
-        return f"{self.verdict.value} (line {self.rule.line}: {self.rule})"
+        return f"{self.verdict.value} (line {self.rule.line}: {shorten(self.rule)})"
 
     def __repr__(self) -> str:
         return f"<Decision {'allowed' if self.allowed else 'denied'}: {self.reason}>"
