@@ -80,8 +80,9 @@ _KEY_STEMS = ("agent", "allow", "disal", "dissal", "diasl", "site", "crawl", "re
 _HTML_START = re.compile(r"\s*<(?:!doctype|html|head|body|!--|\?xml|meta|script)", re.IGNORECASE)
 _AGENT_RUN = re.compile(r"[A-Za-z_-]*")
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)\Z")
-_RATE = re.compile(r"(\d+)[ \t]*/[ \t]*(\d+(?:\.\d+)?)[ \t]*([smhSMH]?)(?![A-Za-z])")
+_RATE = re.compile(r"(\d+)[ \t]*/[ \t]*(\d+(?:\.\d+)?)[ \t]*([smhSMH]?)(?![ \t]*[A-Za-z])")
 _RATE_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+_INF = float("inf")
 # user-agent value -> (token, diagnostic code or None); bounded, shared by all files
 _AGENT_CACHE: dict[str, tuple[str, str | None]] = {}
 _AGENT_CACHE_MAX = 4096
@@ -150,8 +151,9 @@ def read(
     for number, line in numbered:
         if not line or line[0] == "#":
             continue
-        key, _, value = line.partition(":")
-        kind = fast_keys.get(key)
+        key, colon, value = line.partition(":")
+        # a bare "Disallow" (no colon, no value) is no record: the slow path says so
+        kind = fast_keys.get(key) if colon else None
         if kind is None:
             kind, value = _slow_record(line, number, diags)
             if kind is None:
@@ -308,16 +310,19 @@ def _token_of(value: str) -> tuple[str, str | None]:
 
 def _crawl_delay(value: str, number: int, diags: DiagnosticLog) -> float | None:
     if _NUMBER.match(value):
-        return float(value)
+        delay = float(value)
+        if delay != _INF:  # hundreds of digits overflow to inf: no real delay
+            return delay
     diags.add(number, "invalid_crawl_delay", value)
     return None
 
 
 def _request_rate(value: str, number: int, diags: DiagnosticLog) -> tuple[int, float] | None:
     m = _RATE.match(value)
-    if m:
+    # int() refuses more than 4,300 digits (ValueError); no real rate has that many
+    if m and len(m.group(1)) <= 18:
         requests, seconds = int(m.group(1)), float(m.group(2)) * _RATE_UNIT[m.group(3).lower()]
-        if requests > 0 and seconds > 0:
+        if requests > 0 and 0 < seconds < _INF:
             return requests, seconds
     diags.add(number, "invalid_request_rate", value)
     return None

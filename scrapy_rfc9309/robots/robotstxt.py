@@ -161,11 +161,11 @@ def _batched(entries: list) -> list:
 
     for entry in entries:
         kind, a, b, n, _ = entry
-        if kind == _SUB and len(a) <= 1 and b and (not run or run[0][1] == a):
+        if kind == _SUB and a in ("", "/") and b and (not run or run[0][1] == a):
             run.append(entry)
             continue
         flush()
-        if kind == _SUB and len(a) <= 1 and b:
+        if kind == _SUB and a in ("", "/") and b:
             run.append(entry)
         else:
             out.append(entry)

@@ -1,0 +1,369 @@
+"""Properties of the core, checked with hypothesis.
+
+* ``parse`` never raises, on arbitrary bytes and on files drawn from a
+  robots.txt grammar full of the irregularities real files have;
+* ``check`` is total and deterministic, and its verdict agrees with
+  ``allowed`` and ``rule``;
+* the answer agrees with a naive reference written here from the RFC text:
+  percent-normalisation, a recursive ``*``/``$`` matcher, group selection,
+  longest match in octets, Allow on ties;
+* the fast paths of the reader give the answers of its slow paths.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scrapy_rfc9309 import Decision, RobotsTxt, Verdict, parse
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TOKENS = ("ExampleBot", "examplebot", "OtherBot", "a", "b-c_d")
+ALLOWED_VERDICTS = {Verdict.ALLOWED_EXPLICIT, Verdict.ALLOWED_IMPLICIT, Verdict.ALLOWED_ROBOTS_TXT}
+
+
+# -- strategies ----------------------------------------------------------------------------
+
+# Pieces of paths and patterns: escapes of every kind (unreserved, reserved,
+# lower-case, the literal '*' and '$', broken), non-ASCII, and the names that
+# trigger special cases.
+CHUNKS = [
+    "/", "a", "b", "ab", "/a", ".", "-", "~", "?", "=", ";", "&",
+    "%41", "%61", "%7e", "%2F", "%2f", "%3F", "%2A", "%2a", "%24", "%25", "%", "%2", "%zz",
+    "\u00e9", "%C3%A9", "%c3%a9", "\u30c4", "%E3%83%84",
+    "index.htm", "index.html", "robots.txt",
+]  # fmt: skip
+chunk = st.sampled_from(CHUNKS)
+path_text = st.lists(chunk, max_size=8).map(lambda parts: "/" + "".join(parts))
+pattern_text = st.lists(st.one_of(chunk, st.just("*"), st.just("$")), max_size=7).map("".join)
+pattern_value = st.one_of(
+    pattern_text.map(lambda p: "/" + p),
+    pattern_text.map(lambda p: "*" + p),
+    pattern_text,  # sometimes neither '/' nor '*' first
+)
+agent_value = st.sampled_from(
+    ["*", "* extra", "ExampleBot", "examplebot/1.0", "EXAMPLEBOT", "OtherBot", "a", "b-c_d", "Example", "*x", "", "%"]
+)
+
+KEYS = [
+    "User-agent", "user-agent", "USER-AGENT", "useragent", "User agent",
+    "Allow", "allow", "ALLOW", "Disallow", "disallow", "Disallowed", "dissallow", "disalow",
+    "Crawl-delay", "crawl-delay", "Request-rate", "Sitemap", "sitemap", "Host", "Noindex", "alow", "",
+]  # fmt: skip
+record = st.builds(
+    lambda key, sep, value, comment, lead: f"{lead}{key}{sep}{value}{comment}",
+    st.sampled_from(KEYS),
+    st.sampled_from([":", ": ", " : ", ":\t", " ", "\t", ""]),
+    st.one_of(agent_value, pattern_value, st.sampled_from(["5", "0.5", "1/5m", "x", "https://e.com/s.xml"])),
+    st.sampled_from(["", " # note", "#"]),
+    st.sampled_from(["", "", " ", "\t"]),
+)
+line = st.one_of(record, record, record, st.just(""), st.just("# comment"), st.text(max_size=15))
+line_end = st.sampled_from(["\n", "\r", "\r\n"])
+
+
+@st.composite
+def robots_text(draw) -> str:
+    lines = draw(st.lists(line, max_size=14))
+    text = "".join(text + draw(line_end) for text in lines)
+    if draw(st.booleans()):
+        text = text.rstrip("\r\n")  # no final line end
+    return text
+
+
+url = st.one_of(
+    path_text,
+    path_text.map(lambda p: "https://example.com" + p),
+    path_text.map(lambda p: "https://example.com" + p + "#frag"),
+    st.sampled_from(["https://example.com", "https://example.com?q", "/robots.txt", "//example.com/a", ""]),
+    st.text(max_size=20),
+)
+
+
+# -- never raises; total; deterministic ----------------------------------------------------
+
+
+@SETTINGS
+@given(
+    body=st.binary(max_size=3000),
+    content_type=st.one_of(
+        st.none(),
+        st.sampled_from(["text/plain; charset=utf-16", "charset=cp1252", "charset=undefined", "charset=base64"]),
+        st.text(max_size=30),
+        st.binary(max_size=30),
+    ),
+)
+def test_parse_never_raises_on_bytes(body: bytes, content_type) -> None:
+    robots = parse(body, content_type=content_type)
+    for diag in robots.diagnostics:
+        assert diag.line >= 0 and diag.code and isinstance(diag.message, str)
+    assert robots.check("/", "ExampleBot").verdict in Verdict
+
+
+@SETTINGS
+@given(body=robots_text(), bom=st.booleans())
+def test_parse_never_raises_on_the_grammar(body: str, bom: bool) -> None:
+    raw = (b"\xef\xbb\xbf" if bom else b"") + body.encode()
+    text = ("\ufeff" if bom else "") + body
+    from_bytes, from_text = parse(raw), parse(text)
+    # bytes and str are read alike
+    assert from_bytes.sitemaps == from_text.sitemaps
+    assert from_bytes.diagnostics == from_text.diagnostics
+    for token in TOKENS:
+        assert from_bytes.crawl_delay(token) == from_text.crawl_delay(token)
+        for path in ("/", "/a", "/ab", "/%C3%A9", "/index.html"):
+            assert _answer(from_bytes.check(path, token)) == _answer(from_text.check(path, token))
+
+
+def _answer(decision: Decision) -> tuple:
+    rule = decision.rule
+    return decision.allowed, decision.verdict, None if rule is None else (rule.allow, rule.pattern, rule.line)
+
+
+@SETTINGS
+@given(body=robots_text(), urls=st.lists(url, min_size=1, max_size=6), token=st.sampled_from(TOKENS))
+def test_check_is_total_and_deterministic(body: str, urls: list[str], token: str) -> None:
+    robots = parse(body)
+    again = parse(body)
+    for u in urls:
+        decision = robots.check(u, token)
+        assert isinstance(decision, Decision)
+        assert decision.allowed == (decision.verdict in ALLOWED_VERDICTS)
+        if decision.verdict in (Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT):
+            assert decision.rule is not None and decision.rule.allow == decision.allowed
+            assert decision.rule.pattern and decision.rule.line >= 1
+        else:
+            assert decision.rule is None
+        assert _answer(robots.check(u, token)) == _answer(decision)  # cached matcher
+        assert _answer(again.check(u, token)) == _answer(decision)  # fresh parse
+        assert robots.can_fetch(u, token) is decision.allowed
+        assert _answer(robots.check(u, token.upper())) == _answer(decision)  # tokens are case-insensitive
+
+
+# -- a naive reference ------------------------------------------------------------------------
+
+_HEX_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def ref_encode(text: str, decode_star_dollar: bool) -> str:
+    """RFC 9309 section 2.2.2 normalisation: non-ASCII to %XX, escapes in
+    upper case, unreserved escapes decoded (and, for matching, %2A/%24 as
+    the literal characters)."""
+    text = "".join(c if ord(c) < 128 else "".join(f"%{b:02X}" for b in c.encode()) for c in text)
+
+    def fix(m: re.Match[str]) -> str:
+        char = chr(int(m.group(1), 16))
+        if char in _UNRESERVED or (decode_star_dollar and char in "*$"):
+            return char
+        return "%" + m.group(1).upper()
+
+    return _HEX_ESCAPE.sub(fix, text)
+
+
+def ref_path(url: str) -> str:
+    m = re.match(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//[^/?#]*", url)
+    path = (url[m.end() :] if m else url).split("#")[0]
+    return ref_encode(path if path.startswith("/") else "/" + path, True)
+
+
+def ref_matches(pattern: str, path: str) -> bool:
+    """Recursive ``*``/``$`` matcher over the pattern's literal characters."""
+    anchored = pattern.endswith("$")
+    body = pattern[:-1] if anchored else pattern
+    tokens: list[str | None] = []  # None is the wildcard
+    for i, piece in enumerate(body.split("*")):
+        if i:
+            tokens.append(None)
+        tokens.extend(ref_encode(piece, True))
+
+    @lru_cache(maxsize=None)
+    def match(t: int, p: int) -> bool:
+        if t == len(tokens):
+            return p == len(path) if anchored else True
+        if tokens[t] is None:
+            return any(match(t + 1, q) for q in range(p, len(path) + 1))
+        return p < len(path) and path[p] == tokens[t] and match(t + 1, p + 1)
+
+    return match(0, 0)
+
+
+def ref_priority(pattern: str) -> int:
+    return len(ref_encode(pattern, False))
+
+
+def ref_decide(rules: list[tuple[bool, str]], url: str) -> tuple[bool, set[str]]:
+    """``(allowed, winning patterns)`` by longest match, Allow on ties."""
+    path = ref_path(url)
+    if path == "/robots.txt":
+        return True, set()
+    candidates = []  # (priority, allow, pattern as written)
+    for allow, pattern in rules:
+        if not pattern:
+            continue
+        if ref_matches(pattern, path):
+            candidates.append((ref_priority(pattern), allow, pattern))
+        slash = pattern.rfind("/")
+        if allow and slash >= 0 and pattern[slash:].startswith("/index.htm"):
+            directory = pattern[: slash + 1] + "$"  # Google's index.htm rule
+            if ref_matches(directory, path):
+                candidates.append((ref_priority(directory), allow, pattern))
+    if not candidates:
+        return True, set()
+    best = max(candidates)[:2]  # highest priority, then Allow (True > False)
+    return best[1], {c[2] for c in candidates if c[:2] == best}
+
+
+def _compare(robots: RobotsTxt, rules: list[tuple[bool, str]], u: str, token: str) -> None:
+    decision = robots.check(u, token)
+    allowed, winners = ref_decide(rules, u)
+    assert decision.allowed == allowed, (u, rules, decision)
+    if winners:
+        assert decision.rule is not None and decision.rule.pattern in winners, (u, rules, decision)
+    else:
+        assert decision.rule is None, (u, rules, decision)
+
+
+rule = st.tuples(st.booleans(), pattern_value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rules=st.lists(rule, max_size=8), urls=st.lists(url, min_size=1, max_size=5))
+def test_longest_match_agrees_with_naive_reference(rules: list[tuple[bool, str]], urls: list[str]) -> None:
+    body = "User-agent: *\n" + "".join(f"{'Allow' if a else 'Disallow'}: {p}\n" for a, p in rules)
+    robots = parse(body)
+    for u in urls:
+        _compare(robots, rules, u, "ExampleBot")
+
+
+# Other spellings of a chunk: the same octets after normalisation.
+SPELLINGS = {
+    "a": ["a", "%61"],
+    "ab": ["ab", "a%62", "%61b"],
+    "/a": ["/a", "/%61"],
+    "~": ["~", "%7E", "%7e"],
+    "%41": ["%41", "A"],
+    "%61": ["%61", "a"],
+    "%7e": ["%7e", "~"],
+    "%2F": ["%2F", "%2f"],
+    "%2f": ["%2f", "%2F"],
+    "%2A": ["%2A", "%2a"],
+    "%2a": ["%2a", "%2A"],
+    "\u00e9": ["\u00e9", "%C3%A9", "%c3%a9"],
+    "%C3%A9": ["%C3%A9", "\u00e9", "%c3%a9"],
+    "%c3%a9": ["%c3%a9", "\u00e9"],
+    "\u30c4": ["\u30c4", "%E3%83%84"],
+    "%E3%83%84": ["%E3%83%84", "\u30c4", "%e3%83%84"],
+}
+
+
+@st.composite
+def path_and_rules(draw) -> tuple[str, list[tuple[bool, str]]]:
+    """A path and rules made from it (prefixes, respelt, with '*' in places
+    and sometimes '$'), so that several rules match and lengths compete."""
+    parts = draw(st.lists(chunk, max_size=8))
+    rules = []
+    for _ in range(draw(st.integers(1, 6))):
+        k = draw(st.integers(0, len(parts)))
+        pieces = ["/"] + [draw(st.sampled_from(SPELLINGS.get(p, [p]))) for p in parts[:k]]
+        pieces = [("*" if draw(st.integers(0, 4)) == 0 else p) for p in pieces]
+        anchor = "$" if k == len(parts) and draw(st.booleans()) else ""
+        rules.append((draw(st.booleans()), "".join(pieces) + anchor))
+    rules += draw(st.lists(rule, max_size=2))
+    return "/" + "".join(parts), draw(st.permutations(rules))
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=path_and_rules(), absolute=st.booleans())
+def test_longest_match_agrees_on_rules_made_from_the_path(case, absolute: bool) -> None:
+    path, rules = case
+    body = "User-agent: *\n" + "".join(f"{'Allow' if a else 'Disallow'}: {p}\n" for a, p in rules)
+    _compare(parse(body), rules, ("https://example.com" + path) if absolute else path, "ExampleBot")
+
+
+@st.composite
+def groups(draw) -> list[tuple[list[str], list[tuple[bool, str]]]]:
+    """Groups of (user-agent values, rules); every group has at least one
+    Allow/Disallow line (possibly empty), so that no two groups merge."""
+    out = []
+    for _ in range(draw(st.integers(0, 4))):
+        agents = draw(st.lists(agent_value, min_size=1, max_size=3))
+        rules = draw(st.lists(st.tuples(st.booleans(), st.one_of(pattern_value, st.just(""))), min_size=1, max_size=4))
+        out.append((agents, rules))
+    return out
+
+
+def ref_token(value: str) -> str:
+    if value == "*" or value.startswith(("* ", "*\t")):
+        return "*"
+    return re.match(r"[A-Za-z_-]*", value).group().lower()
+
+
+@settings(max_examples=200, deadline=None)
+@given(gs=groups(), urls=st.lists(url, min_size=1, max_size=4), token=st.sampled_from(TOKENS))
+def test_group_selection_agrees_with_naive_reference(gs, urls: list[str], token: str) -> None:
+    body = "\n".join(
+        "".join(f"User-agent: {a}\n" for a in agents)
+        + "".join(f"{'Allow' if allow else 'Disallow'}: {p}\n" for allow, p in rules)
+        for agents, rules in gs
+    )
+    robots = parse(body)
+    named = [rules for agents, rules in gs if token.lower() in {ref_token(a) for a in agents}]
+    if not named:
+        named = [rules for agents, rules in gs if "*" in {ref_token(a) for a in agents}]
+    merged = [r for rules in named for r in rules]
+    for u in urls:
+        _compare(robots, merged, u, token)
+
+
+# -- fast paths agree with slow paths ------------------------------------------------------
+
+
+def _same_answers(a: RobotsTxt, b: RobotsTxt, urls: list[str]) -> None:
+    assert a.sitemaps == b.sitemaps
+    for token in TOKENS:
+        assert a.crawl_delay(token) == b.crawl_delay(token)
+        assert a.request_rate(token) == b.request_rate(token)
+        for u in urls:
+            assert _answer(a.check(u, token)) == _answer(b.check(u, token)), (u, token)
+
+
+@SETTINGS
+@given(body=robots_text(), urls=st.lists(url, min_size=1, max_size=5))
+def test_html_page_reading_agrees_with_line_reading(body: str, urls: list[str]) -> None:
+    # An HTML page served as robots.txt is read by a faster path that only
+    # looks at lines that could be records; the first line is an HTML tag in
+    # one file and a comment in the other, so the line numbers agree.
+    _same_answers(parse("<html>\n" + body), parse("#html>\n" + body), urls)
+
+
+_KEY_AT_START = re.compile(r"^(User-agent|Allow|Disallow|Sitemap|Crawl-delay)(:)", re.IGNORECASE)
+
+
+@SETTINGS
+@given(
+    body=robots_text(),
+    urls=st.lists(url, min_size=1, max_size=5),
+    style=st.sampled_from(["lower", "upper", "swapcase"]),
+    lead=st.sampled_from([" ", "\t", ""]),
+    gap=st.sampled_from([" ", "\t", ""]),
+)
+def test_key_spelling_and_blanks_do_not_change_answers(body: str, urls, style: str, lead: str, gap: str) -> None:
+    # Usual spellings take a fast path, unusual ones the slow path.
+    def respell(m: re.Match[str]) -> str:
+        return lead + getattr(m.group(1), style)() + gap + ":"
+
+    lines = re.split(r"(\r\n|\r|\n)", body)
+    respelt = "".join(_KEY_AT_START.sub(respell, ln, count=1) if i % 2 == 0 else ln for i, ln in enumerate(lines))
+    _same_answers(parse(body), parse(respelt), urls)
+
+
+@pytest.mark.parametrize("token", ["bad token", "ExampleBot/1.0", ""])
+def test_invalid_tokens_fail_whatever_the_file(token: str) -> None:
+    for robots in (parse(""), parse("User-agent: *\nDisallow: /\n"), RobotsTxt.allow_all(), RobotsTxt.deny_all()):
+        with pytest.raises(ValueError):
+            robots.check("/", token)
