@@ -2,33 +2,17 @@
 
 Spiders and extensions sometimes need the file itself (its sitemaps, its
 Crawl-delay) and should not download it a second time.  The middleware keeps
-one result per origin and fetches each origin once; :func:`governing_robots`
-asks it through public surfaces only:
-
-* the middleware's own ``process_request`` with a ``/robots.txt`` request of
-  the origin: it waits for the in-flight fetch, or starts one, or answers from
-  the cache, exactly as for a page (and counts as one checked request, with
-  verdict ``allowed_robots_txt``; nothing is downloaded twice);
-* its ``storage`` backend, which holds what was fetched (``RobotsEntry``),
-  turned into the governing :class:`~scrapy_rfc9309.RobotsTxt` by the same
-  table the middleware uses (:func:`~scrapy_rfc9309.robots.access.policy_for`).
-
-This is the one place that reaches into the middleware from outside; a
-public ``RobotsTxtMiddleware`` method could replace it.
+one result per origin and fetches each origin once;
+:func:`governing_robots` asks it through
+:meth:`RobotsTxtMiddleware.robots_txt`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scrapy import Request
-from scrapy.exceptions import IgnoreRequest
-from scrapy.http.request import NO_CALLBACK
-
 from .middleware import RobotsTxtMiddleware
-from .origins import origin_of, robots_url
-from .robots import parse
-from .robots.access import Access, policy_for
+from .origins import origin_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -59,24 +43,9 @@ async def governing_robots(crawler: Crawler, url: str) -> RobotsTxt | None:
     unreachable one.  Fetched once through the middleware when not known yet.
 
     None when robots.txt is not consulted for that origin
-    (``RFC9309_ORIGINS = {origin: {"obey": False}}``) or when the storage
-    backend no longer holds the result.  ``ValueError`` for a non-http(s) URL.
+    (``RFC9309_ORIGINS = {origin: {"obey": False}}``).  ``ValueError`` for a
+    non-http(s) URL.
     """
-    origin = origin_of(url)
-    if origin is None:
+    if origin_of(url) is None:  # a usage error comes first, whatever the crawl
         raise ValueError(f"{url!r} is not an http(s) URL")
-    middleware = find_middleware(crawler)
-    policy = middleware.settings.for_origin(origin)
-    if not policy.obey:
-        return None
-    probe = Request(robots_url(origin), callback=NO_CALLBACK, dont_filter=True)
-    try:
-        await middleware.process_request(probe)
-    except IgnoreRequest:
-        pass  # unreachable: the stored entry says so
-    entry = await middleware.storage.get(origin)
-    if entry is None:
-        return None
-    access = Access(entry.access)
-    parsed = parse(entry.body, entry.content_type, middleware.settings.max_bytes) if access is Access.SUCCESS else None
-    return policy_for(access, policy.unreachable, parsed)
+    return await find_middleware(crawler).robots_txt(url)

@@ -38,7 +38,8 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from scrapy import signals
+from scrapy import Request, signals
+from scrapy.http.request import NO_CALLBACK
 from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
@@ -46,7 +47,7 @@ from twisted.internet.defer import Deferred
 
 from .fetch import FETCH_META_KEY, FetchResult, RobotsFetcher
 from .interop import RobotParserAdapter
-from .origins import origin_of_request
+from .origins import origin_of, origin_of_request, robots_url
 from .robots import RobotsTxt, Verdict, parse
 from .robots.text import shorten
 from .robots.access import Access, cache_seconds, policy_for
@@ -66,7 +67,7 @@ from .throttle import SharedPacing
 from .useragent import derive_token
 
 if TYPE_CHECKING:
-    from scrapy import Request, Spider
+    from scrapy import Spider
     from scrapy.crawler import Crawler
 
     # typing.Self requires Python 3.11
@@ -227,6 +228,23 @@ class RobotsTxtMiddleware:
         raise IgnoreRequest(f"Forbidden by robots.txt: {reason}")
 
     # -- one result per origin -------------------------------------------------
+    async def robots_txt(self, url: str) -> RobotsTxt | None:
+        """The :class:`RobotsTxt` governing ``url``'s origin (the parsed file, or
+        the allow-all / deny-all policy), from the cache or from the one fetch
+        in flight, started if needed.  None when the origin is not obeyed;
+        ``ValueError`` for a URL that is not http(s).  Counts no request."""
+        origin = origin_of(url)
+        if origin is None:
+            raise ValueError(f"{shorten(url)!r} is not an http(s) URL")
+        policy = self.settings.origins.get(origin, self._default_policy)
+        if not policy.obey:
+            return None
+        known = self._known.get(origin)
+        if known is not None and known[0].is_fresh():
+            return known[1]
+        probe = Request(robots_url(origin), callback=NO_CALLBACK, dont_filter=True)
+        return await self._robots_for(origin, probe, policy).wait()
+
     def _robots_for(self, origin: str, request: Request, policy: OriginPolicy) -> _Pending:
         """The pending result of ``origin``, starting its fetch if none is in flight."""
         pending = self._pending.get(origin)
