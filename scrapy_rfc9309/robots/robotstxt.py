@@ -52,60 +52,81 @@ def check_token(user_agent: str) -> str:
 
 
 class _Matcher:
-    """The compiled rules of one crawler token."""
+    """The compiled rules of one crawler token.
 
-    __slots__ = ("buckets", "crawl_delay", "request_rate", "specific")
+    Built on the first question for a token, and then per path bucket on the
+    first path of that bucket: a crawl of one site asks about a handful of
+    buckets, so most of a large file is never compiled into buckets at all.
+    """
+
+    __slots__ = ("buckets", "by_char", "generic", "crawl_delay", "request_rate", "specific")
 
     def __init__(self, groups: list[Group], specific: bool, texts: list[str], marks) -> None:
         self.specific = specific
-        compiled = []
-        seen = set()
+        compiled: list[tuple] = []
+        add = compiled.append
+        seen: set[str] = set()
+        compile_pattern = patterns.compile_pattern
         for group in groups:
             for i in range(group.start, group.end):
                 raw, mark = texts[i], marks[i]
-                allow = bool(mark & 1)
-                if (allow, raw) in seen:
+                allow = mark & 1
+                key = raw if allow else "\n" + raw  # one set for both kinds: "\n" is in no pattern
+                if key in seen:
                     continue
-                seen.add((allow, raw))
+                seen.add(key)
                 decision = Decision(
-                    allow,
+                    bool(allow),
                     Verdict.ALLOWED_EXPLICIT if allow else Verdict.DISALLOWED_EXPLICIT,
-                    Rule(allow, raw, mark >> 1),
+                    Rule(bool(allow), raw, mark >> 1),
                 )
-                kind, a, b, n, priority = patterns.compile_pattern(raw)
-                compiled.append((priority, allow, len(compiled), (kind, a, b, n, decision)))
+                if raw.isascii() and "*" not in raw and "%" not in raw and raw[-1] != "$":
+                    entry, priority = (_PREFIX, raw, "", 0, decision), len(raw)  # the common rule
+                else:
+                    kind, a, b, n, priority = compile_pattern(raw)
+                    entry = (kind, a, b, n, decision)
+                # Longest first; Allow before Disallow on equal length; then file order.
+                add((-priority, 1 - allow, len(compiled), entry))
                 if allow:
                     extra = _index_htm(raw)
                     if extra is not None:
-                        kind, a, b, n, priority = patterns.compile_pattern(extra)
-                        compiled.append((priority, allow, len(compiled), (kind, a, b, n, decision)))
-        # Longest first; Allow before Disallow on equal length; then file order.
-        compiled.sort(key=lambda r: (-r[0], not r[1], r[2]))
-        entries = [r[3] for r in compiled]
+                        kind, a, b, n, priority = compile_pattern(extra)
+                        add((-priority, 0, len(compiled), (kind, a, b, n, decision)))
+        compiled.sort()
         # Bucket by the character after the leading '/': a path can only match
         # the rules of its own bucket, plus the rules whose literal prefix is
         # shorter than two characters (those are in every bucket, in order).
-        generic, by_char = [], {}
-        for entry in entries:
+        generic: list[tuple] = []
+        by_char: dict[str, list[tuple]] = {}
+        for order, (_, _, _, entry) in enumerate(compiled):
             lead = entry[1] if entry[0] <= SUB_END else entry[1][0]
             if len(lead) >= 2 and lead[0] == "/":
-                by_char.setdefault(lead[1], []).append(entry)
+                by_char.setdefault(lead[1], []).append((order, entry))
             else:
-                generic.append(entry)
-        self.buckets: dict[str, tuple] = {"": _bucket(generic)}
-        if by_char:
-            order = {id(e): i for i, e in enumerate(entries)}
-            for char, own in by_char.items():
-                self.buckets[char] = _bucket(sorted(own + generic, key=lambda e: order[id(e)]))
+                generic.append((order, entry))
+        self.by_char = by_char
+        self.generic = generic
+        self.buckets: dict[str, tuple] = {"": _bucket([e for _, e in generic])}
         delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
         self.crawl_delay = max(delays) if delays else None
         rates = [g.request_rate for g in groups if g.request_rate is not None]
         self.request_rate = max(rates, key=lambda r: r[1] / r[0]) if rates else None
 
+    def _bucket_of(self, char: str) -> tuple:
+        """The rules a path whose second character is ``char`` may match."""
+        own = self.by_char.get(char)
+        if own is None:
+            bucket = self.buckets[""]
+        else:
+            bucket = _bucket([e for _, e in sorted(own + self.generic, key=_first)])
+        if len(self.buckets) < 512:  # bounded: characters are many, paths use few
+            self.buckets[char] = bucket
+        return bucket
+
     def decide(self, path: str) -> Decision:
         bucket = self.buckets.get(path[1:2])
         if bucket is None:
-            bucket = self.buckets[""]
+            bucket = self._bucket_of(path[1:2])
         prefixes, others, entries = bucket
         # Plain prefix rules are ruled out all at once; when none matches,
         # only the (few) wildcard and exact rules are left to try.
@@ -134,6 +155,10 @@ class _Matcher:
             elif _wild_match(path, a, kind == _WILD_END):
                 return decision
         return ALLOW_IMPLICIT
+
+
+def _first(pair: tuple) -> int:
+    return pair[0]
 
 
 def _bucket(entries: list) -> tuple:
