@@ -5,27 +5,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+
+from .command_runner import scrapy_robots
 from .servers import Reply, closed_port, redirect, robots
 
-TIMEOUT = 60
 MAX_BYTES = 512_000
-
-
-def scrapy_robots(*args: str, cwd) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
 
 
 def blocks(stdout: str) -> dict[str, str]:

@@ -7,16 +7,14 @@ the entry point, the exit statuses and Scrapy's usage-error path are real.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
+
+from .command_runner import scrapy_robots
 
 from scrapy_rfc9309 import parse
 from scrapy_rfc9309.commands.report import describe_group, exit_status, file_lines, lint_lines, verdict_lines
 
-TIMEOUT = 60
 
 ROBOTS = (
     "User-agent: *\n"  # 1
@@ -31,19 +29,6 @@ ROBOTS = (
 )
 #: two problems: a missing colon (line 3) and a line that is no record (line 4)
 MESSY = "User-agent: *\nDisallow: /a\nDisallow /b\nthis is not a record\n"
-
-
-def scrapy_robots(*args: str, cwd, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
 
 
 def verdicts(stdout: str) -> dict[str, str]:
