@@ -1,0 +1,152 @@
+"""The loopback web the crawl benchmark crawls: many origins, one process.
+
+``python benchmarks/crawl_server.py --origins 50 --robots FILE --slow-delay 0.2 [--cpu N]``
+listens on ``2 x origins`` ports of 127.0.0.1 plus one control port, then
+prints one JSON line ``{"fast": [...], "slow": [...], "control": port}`` and
+serves until its stdin closes (so it never outlives the benchmark), or for an
+hour at most.
+
+* every path but ``/robots.txt`` gets a small HTML page (200, keep-alive);
+* ``/robots.txt`` gets the given file (text/plain) at once on the *fast*
+  ports, and after ``--slow-delay`` seconds on the *slow* ones;
+* ``GET /__stats`` on the control port answers ``{"robots": n, "pages": n}``,
+  the requests served so far, so the crawler's own accounting is checked by a
+  count it cannot influence.
+
+It is a bare asyncio protocol with pre-built headers, not http.server: the
+benchmark measures the crawler, so the server must cost as little CPU as it
+can (both share the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+#: the server stops by itself after this long, whatever happens to its parent
+MAX_LIFETIME = 3600.0
+PAGE_TEMPLATE = (
+    "<!DOCTYPE html><html><head><title>Page {path}</title></head><body>"
+    "<h1>{path}</h1><p>A small page of the crawl benchmark; it links nowhere, "
+    "so the crawl is exactly the list of URLs the spider starts with.</p>"
+    "</body></html>"
+)
+
+
+class Counters:
+    __slots__ = ("robots", "pages")
+
+    def __init__(self) -> None:
+        self.robots = 0
+        self.pages = 0
+
+
+def _response(status: str, content_type: bytes, body: bytes) -> bytes:
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: ".encode()
+        + content_type
+        + f"\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    )
+    return head + body
+
+
+class Web(asyncio.Protocol):
+    """One connection; answers requests one after another (no pipelining
+    needed: Scrapy sends the next request on a connection only after the
+    previous answer)."""
+
+    def __init__(self, robots: bytes, delay: float, counters: Counters, control: bool) -> None:
+        self.robots = robots
+        self.delay = delay
+        self.counters = counters
+        self.control = control
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
+            self._answer(head)
+
+    def _answer(self, head: bytes) -> None:
+        line = head.split(b"\r\n", 1)[0].split(b" ")
+        path = line[1] if len(line) > 1 else b"/"
+        close = b"\r\nconnection: close" in head.lower()
+        if self.control:
+            body = json.dumps({"robots": self.counters.robots, "pages": self.counters.pages}).encode()
+            self._send(_response("200 OK", b"application/json", body), close)
+        elif path == b"/robots.txt":
+            self.counters.robots += 1
+            if self.delay:
+                asyncio.get_running_loop().call_later(self.delay, self._send, self.robots, close)
+            else:
+                self._send(self.robots, close)
+        else:
+            self.counters.pages += 1
+            page = PAGE_TEMPLATE.format(path=path.decode("latin-1")).encode()
+            self._send(_response("200 OK", b"text/html; charset=utf-8", page), close)
+
+    def _send(self, data: bytes, close: bool) -> None:
+        if self.transport is None or self.transport.is_closing():
+            return
+        self.transport.write(data)
+        if close:
+            self.transport.close()
+
+
+async def serve(origins: int, robots_body: bytes, slow_delay: float) -> None:
+    loop = asyncio.get_running_loop()
+    counters = Counters()
+    robots = _response("200 OK", b"text/plain", robots_body)
+
+    async def listen(delay: float, control: bool = False) -> int:
+        server = await loop.create_server(
+            lambda: Web(robots, delay, counters, control), "127.0.0.1", 0, backlog=1024, reuse_address=True
+        )
+        return server.sockets[0].getsockname()[1]
+
+    fast = [await listen(0.0) for _ in range(origins)]
+    slow = [await listen(slow_delay) for _ in range(origins)]
+    control = await listen(0.0, control=True)
+    print(json.dumps({"fast": fast, "slow": slow, "control": control}), flush=True)
+
+    # stop when the parent closes our stdin (or dies), or after MAX_LIFETIME
+    stdin_closed = loop.create_future()
+
+    def watch() -> None:  # a daemon thread: it must not keep the process alive
+        sys.stdin.buffer.read()
+        loop.call_soon_threadsafe(lambda: stdin_closed.done() or stdin_closed.set_result(None))
+
+    threading.Thread(target=watch, daemon=True).start()
+    await asyncio.wait_for(stdin_closed, MAX_LIFETIME)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--origins", type=int, default=50)
+    ap.add_argument("--robots", type=Path, required=True, help="the robots.txt every origin serves")
+    ap.add_argument("--slow-delay", type=float, default=0.2, help="seconds the slow ports take to answer robots.txt")
+    ap.add_argument("--cpu", type=int, default=None, help="run on this CPU only (the crawler gets another)")
+    args = ap.parse_args()
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
+    try:
+        asyncio.run(serve(args.origins, args.robots.read_bytes(), args.slow_delay))
+    except (asyncio.TimeoutError, KeyboardInterrupt):
+        pass
+
+
+if __name__ == "__main__":
+    main()

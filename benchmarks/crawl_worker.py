@@ -1,0 +1,254 @@
+"""One measured crawl, in a process of its own: ``crawl_bench.py --worker CONFIG``.
+
+A fresh interpreter per crawl keeps reactors from clashing and stops one
+configuration from warming caches (imports, the allocator, the robots cache)
+for the next.  The spider requests one URL list per *pass*, all in one crawl:
+a pass starts only once every request of the one before has ended, so pass 1
+meets cold robots caches and pass 2 warm ones, with the same process, the same
+open connections and the same warmed-up interpreter for every middleware.
+
+Each pass is timed from its first request to the end of its last one (a
+response or a failure reaching the spider): wall seconds
+(``time.perf_counter``), CPU seconds of this process (``getrusage``: user +
+system, all threads), and how many robots.txt files the server served
+meanwhile (asked of the server, so it does not depend on any middleware's
+own accounting).  The result is one JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import os
+import resource
+import time
+import urllib.request
+from typing import Any
+
+import scrapy
+from scrapy.crawler import AsyncCrawlerProcess
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+
+#: what every configuration shares; only the robots.txt handling differs
+COMMON_SETTINGS: dict[str, Any] = {
+    "LOG_LEVEL": "WARNING",
+    "TELNETCONSOLE_ENABLED": False,
+    "AUTOTHROTTLE_ENABLED": False,
+    "DOWNLOAD_DELAY": 0,
+    # every origin is 127.0.0.1, and Scrapy's download slots are per host name:
+    # one slot, so the per-domain limit must not be lower than the total
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 32,
+    "CONCURRENT_REQUESTS": 32,
+    "DOWNLOAD_TIMEOUT": 30,
+}
+
+MODES: dict[str, dict[str, Any]] = {
+    # (a) nothing reads robots.txt
+    "none": {"ROBOTSTXT_OBEY": False},
+    # (b) Scrapy's built-in RobotsTxtMiddleware (Protego parser, Scrapy's default)
+    "builtin": {"ROBOTSTXT_OBEY": True},
+    # (c, d) this plugin, enabled the way the README says: the add-on
+    "plugin": {"ADDONS": {"scrapy_rfc9309.Addon": 0}},
+    # diagnostics (crawl_bench.py --profile): an async middleware that does nothing,
+    # at the plugin's place; and the plugin's middleware without the Crawl-delay extension
+    "noop": {"DOWNLOADER_MIDDLEWARES": {"crawl_worker.NoopMiddleware": 100}},
+    "middleware": {
+        "DOWNLOADER_MIDDLEWARES": {
+            "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+            "scrapy_rfc9309.RobotsTxtMiddleware": 100,
+        }
+    },
+}
+
+#: (module, attribute) of every plugin hook that runs once per request or per
+#: response; ``instrument`` times them
+HOOKS = (
+    ("scrapy_rfc9309.middleware", "RobotsTxtMiddleware.process_request"),
+    ("scrapy_rfc9309.middleware", "RobotsTxtMiddleware._request_scheduled"),
+    ("scrapy_rfc9309.fetch", "RobotsFetcher._bytes_received"),
+    ("scrapy_rfc9309.fetch", "RobotsFetcher._response_downloaded"),
+    ("scrapy_rfc9309.throttle", "CrawlDelayExtension._request_reached_downloader"),
+    ("scrapy_rfc9309.slots", "SlotFloors._after_response"),
+)
+#: calls inside those hooks, timed too (their timers add about 1 us to the hook)
+INNER = (
+    ("scrapy_rfc9309.middleware", "origin_of_request"),
+    ("scrapy_rfc9309.robots.robotstxt", "RobotsTxt.check"),
+)
+#: signals sent once or more for every page request: their receivers cost a
+#: pydispatch call each, whether or not they act on the request
+PER_REQUEST_SIGNALS = (
+    "request_scheduled",
+    "request_reached_downloader",
+    "headers_received",
+    "bytes_received",
+    "response_downloaded",
+    "response_received",
+    "request_left_downloader",
+)
+#: hook name -> CPU seconds of each call, cleared when the last pass starts
+TIMINGS: dict[str, list[float]] = {}
+
+
+class NoopMiddleware:
+    """The cost of any async downloader middleware, to set the plugin's against."""
+
+    async def process_request(self, request):
+        return None
+
+
+def instrument() -> None:
+    """Wrap each hook of HOOKS and INNER in a ``time.thread_time`` timer: CPU time of the
+    reactor thread, so a preemption by another process is not counted.
+    Signal handlers are called by pydispatch with only the keyword arguments
+    their signature names, so the wrapper passes on only those."""
+    import functools
+    import importlib
+    import inspect
+
+    for module_name, attribute in HOOKS + INNER:
+        owner_name, _, name = attribute.rpartition(".")
+        try:
+            module = importlib.import_module(module_name)
+            owner = getattr(module, owner_name) if owner_name else module
+            original = getattr(owner, name)
+        except (ImportError, AttributeError):
+            continue  # the plugin changed: time what is still there
+        cell = TIMINGS.setdefault(attribute, [])
+        if inspect.iscoroutinefunction(original):
+
+            async def timed(*args, __original=original, __cell=cell, **kwargs):
+                start = time.thread_time()
+                try:
+                    return await __original(*args, **kwargs)
+                finally:
+                    __cell.append(time.thread_time() - start)
+
+            setattr(owner, name, functools.wraps(original)(timed))
+            continue
+        params = inspect.signature(original).parameters
+        accepted = None if any(p.kind is p.VAR_KEYWORD for p in params.values()) else set(params)
+
+        def timed_sync(*args, __original=original, __cell=cell, __accepted=accepted, **kwargs):
+            if __accepted is not None:
+                kwargs = {k: v for k, v in kwargs.items() if k in __accepted}
+            start = time.thread_time()
+            try:
+                return __original(*args, **kwargs)
+            finally:
+                __cell.append(time.thread_time() - start)
+
+        setattr(owner, name, timed_sync)
+
+
+def receivers(crawler: Any) -> dict[str, int]:
+    """How many receivers each per-request signal has in this crawl."""
+    from pydispatch import dispatcher
+    from scrapy import signals
+
+    counts = {}
+    for name in PER_REQUEST_SIGNALS:
+        found = dispatcher.getAllReceivers(crawler.signals.sender, getattr(signals, name))
+        counts[name] = sum(1 for _ in dispatcher.liveReceivers(found))
+    return counts
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _robots_served(control: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{control}/__stats", timeout=10) as reply:
+        return int(json.load(reply)["robots"])
+
+
+class BenchSpider(scrapy.Spider):
+    name = "crawl_bench"
+
+    def __init__(
+        self, *args: Any, passes: list[list[str]], control: int, profile: str | None, out: dict, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.passes = passes
+        self.control = control
+        self.profile_path = profile
+        self.out = out
+        self.profiler: cProfile.Profile | None = None
+
+    async def start(self):
+        for number, urls in enumerate(self.passes):
+            last = number == len(self.passes) - 1
+            self.expected, self.ended = len(urls), 0
+            self.downloaded = self.dropped = self.errors = 0
+            self.finished: Deferred = Deferred()
+            robots_before = _robots_served(self.control)
+            if last:
+                for cell in TIMINGS.values():
+                    cell.clear()
+                if self.profile_path:
+                    self.profiler = cProfile.Profile()
+                    self.profiler.enable()
+            self.wall0, self.cpu0 = time.perf_counter(), _cpu()
+            for url in urls:
+                yield scrapy.Request(url, callback=self.page, errback=self.failed, dont_filter=True)
+            wall, cpu = await maybe_deferred_to_future(self.finished)
+            self.out["passes"].append(
+                {
+                    "wall": wall,
+                    "cpu": cpu,
+                    "requests": len(urls),
+                    "downloaded": self.downloaded,
+                    "dropped": self.dropped,
+                    "errors": self.errors,
+                    "robots_fetches": _robots_served(self.control) - robots_before,
+                    "load": os.getloadavg()[0],
+                }
+            )
+        self.out["receivers"] = receivers(self.crawler)
+
+    def page(self, response):
+        self.downloaded += 1
+        self._ended()
+
+    def failed(self, failure):
+        if failure.check(IgnoreRequest):
+            self.dropped += 1
+        else:
+            self.errors += 1
+        self._ended()
+
+    def _ended(self) -> None:
+        self.ended += 1
+        if self.ended == self.expected:
+            wall, cpu = time.perf_counter() - self.wall0, _cpu() - self.cpu0
+            if self.profiler is not None:
+                self.profiler.disable()
+                self.profiler.dump_stats(self.profile_path)
+                self.profiler = None
+            self.finished.callback((wall, cpu))
+
+
+def work(config: dict[str, Any]) -> dict[str, Any]:
+    """Run one crawl as ``config`` says: ``mode`` (a key of MODES), ``passes``
+    (one URL list per pass), ``control`` (the server's control port),
+    ``user_agent``, and optionally ``concurrency``, ``profile`` (a path:
+    cProfile the last pass) and ``instrument`` (time the plugin's hooks in the
+    last pass).
+    Returns ``{"passes": [numbers of each pass], "hooks": {name: [seconds of
+    each call]}, "receivers": {signal: count}}``."""
+    if config.get("instrument"):
+        instrument()
+    settings = dict(COMMON_SETTINGS)
+    settings.update(MODES[config["mode"]])
+    settings["USER_AGENT"] = config["user_agent"]
+    settings["CONCURRENT_REQUESTS"] = settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = config.get("concurrency", 32)
+    out: dict[str, Any] = {"passes": [], "receivers": {}}
+    process = AsyncCrawlerProcess(settings)
+    process.crawl(
+        BenchSpider, passes=config["passes"], control=config["control"], profile=config.get("profile"), out=out
+    )
+    process.start()
+    return {**out, "hooks": {name: cell for name, cell in TIMINGS.items() if cell}}
