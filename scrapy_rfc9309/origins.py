@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from scrapy.utils.httpobj import urlparse_cached
+
 if TYPE_CHECKING:
     from scrapy import Request
 
@@ -28,7 +30,27 @@ def _idna(host: str) -> str:
         return host
 
 
+# (scheme, netloc) -> origin: a crawl asks about few origins many times each
+# (twice per request); bounded, so a crawl of millions of hosts stays small.
+_KEY_CACHE: dict[tuple[str, str], str | None] = {}
+_KEY_CACHE_MAX = 4096
+
+
 def _key(scheme: str, netloc: str) -> str | None:
+    found = _KEY_CACHE.get((scheme, netloc), _MISSING)
+    if found is not _MISSING:
+        return found  # type: ignore[return-value]
+    key = _make_key(scheme, netloc)
+    if len(_KEY_CACHE) >= _KEY_CACHE_MAX:
+        _KEY_CACHE.clear()
+    _KEY_CACHE[(scheme, netloc)] = key
+    return key
+
+
+_MISSING = object()
+
+
+def _make_key(scheme: str, netloc: str) -> str | None:
     default = DEFAULT_PORTS.get(scheme)
     if default is None or not netloc:
         return None
@@ -70,8 +92,6 @@ def origin_of(url: str) -> str | None:
 
 def origin_of_request(request: Request) -> str | None:
     """:func:`origin_of` for a Scrapy request, reusing its cached URL split."""
-    from scrapy.utils.httpobj import urlparse_cached
-
     parts = urlparse_cached(request)
     return _key(parts.scheme.lower(), parts.netloc)
 
