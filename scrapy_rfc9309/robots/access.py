@@ -22,13 +22,11 @@ TLS and decoding errors                 operator opted in
 from __future__ import annotations
 
 from email.utils import parsedate_to_datetime
-from enum import Enum
-
 from .robotstxt import RobotsTxt
-from .verdicts import Verdict
+from .verdicts import ValueEnum, Verdict
 
 
-class Access(str, Enum):
+class Access(ValueEnum):
     """The result of trying to fetch a robots.txt (RFC 9309 section 2.3.1)."""
 
     #: 2xx: the file was fetched and is parsed
@@ -39,9 +37,6 @@ class Access(str, Enum):
     UNREACHABLE = "unreachable"
     #: 3xx: not final, follow the Location
     REDIRECT = "redirect"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # (first status, last status, access, stats class); first matching row wins.

@@ -11,7 +11,18 @@ from enum import Enum
 from .text import shorten
 
 
-class Verdict(str, Enum):
+class ValueEnum(str, Enum):
+    """A str enum that prints as its value on every Python (3.11 changed
+    ``format()`` of mixed-in enums)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Verdict(ValueEnum):
     """Why a URL was allowed or not.  The value is the stable string used in
     logs, stats keys and ``IgnoreRequest`` messages."""
 
@@ -31,12 +42,6 @@ class Verdict(str, Enum):
     DISALLOWED_EXPLICIT = "disallowed_explicit"
     #: robots.txt was unreachable (5xx, 429, network error): complete disallow
     UNKNOWN_UNREACHABLE = "unknown_unreachable"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 class Rule:
