@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from ..fetch import FetchResult
-    from ..robots import Decision, RobotsTxt
+    from ..robots import Decision
     from ..settings import Rfc9309Settings
 
 #: exit status when the command could not produce an answer

@@ -282,13 +282,10 @@ class RobotsTxt:
         return self._check_first(url, user_agent)
 
     def _check_first(self, url: str, user_agent: str) -> Decision:
-        matcher = self._matcher(user_agent)  # validates the token, compiles once
+        self._matcher(user_agent)  # validates the token, compiles once
         if self._fixed is not None:
             return self._fixed
-        path = _path_of(url)
-        if path == "/robots.txt":
-            return ALLOW_ROBOTS_TXT
-        return matcher.decide(path)
+        return self.check(url, user_agent)  # the token is known now: the fast path
 
     def can_fetch(self, url: str, user_agent: str) -> bool:
         return self.check(url, user_agent).allowed
@@ -306,10 +303,11 @@ class RobotsTxt:
     def min_delay(self, user_agent: str) -> float | None:
         """The larger of Crawl-delay and the gap implied by Request-rate."""
         matcher = self._matcher(user_agent)
-        delays = [d for d in (matcher.crawl_delay,) if d is not None]
-        if matcher.request_rate is not None:
-            delays.append(matcher.request_rate[1] / matcher.request_rate[0])
-        return max(delays) if delays else None
+        delay, rate = matcher.crawl_delay, matcher.request_rate
+        gap = rate[1] / rate[0] if rate is not None else None
+        if delay is None or gap is None:
+            return delay if gap is None else gap
+        return max(delay, gap)
 
     def applies_specifically(self, user_agent: str) -> bool:
         """True when a group names this crawler (so ``*`` groups are ignored)."""
@@ -319,16 +317,6 @@ class RobotsTxt:
     def groups_for(self, user_agent: str) -> list[Group]:
         token = check_token(user_agent)
         return _select(self._groups, token)[0]
-
-    @property
-    def user_agents(self) -> list[str]:
-        """Every product token the file names (lower-case), in file order."""
-        seen: dict[str, None] = {}
-        for group in self._groups:
-            for agent in group.agents:
-                if agent:
-                    seen[agent] = None
-        return list(seen)
 
     def _matcher(self, user_agent: str) -> _Matcher:
         matchers = self._matchers
