@@ -101,26 +101,43 @@ def path_of(url: str) -> str:
     return normalize(path)
 
 
+def plain_origin(url: str, path: str) -> str | None:
+    """``scheme://authority`` when ``url`` is exactly that followed by
+    ``path`` (its :func:`path_of`), with nothing to normalise; else None.
+
+    For any URL that starts with this origin and a ``/``, with no ``#``, no
+    ``%`` and only ASCII after it, :func:`path_of` is the rest of the URL.
+    """
+    cut = len(url) - len(path)
+    if cut <= 0 or not url.endswith(path) or "#" in url or "%" in path or not path.isascii():
+        return None
+    origin = url[:cut]
+    return origin if _AUTHORITY.fullmatch(origin) else None
+
+
 # Compiled rule kinds, and what a compiled rule ``(kind, a, b, n)`` means:
 PREFIX = 0  # path.startswith(a)
 EXACT = 1  # path == a
 SUB = 2  # "a*b": path.startswith(a) and b occurs at or after n = len(a)
 SUB_END = 3  # "a*b$": path.startswith(a), path.endswith(b), len(path) >= n = len(a) + len(b)
-WILD = 4  # pieces a (a tuple) matched leftmost in order
+WILD = 4  # pieces a (a tuple) matched leftmost in order; b, the longest piece after
+#          the first, must occur in the path (a cheap test before the walk)
 WILD_END = 5  # as WILD, and the last piece ends the path
 
 
 def compile_pattern(raw: str) -> tuple[int, object, str, int, int]:
     """``(kind, a, b, n, priority)`` for a non-empty pattern as written in a
     file; ``priority`` is the pattern's length in octets."""
-    priority = len(canonical(raw))
-    anchored = raw.endswith("$")
+    plain = raw.isascii() and "%" not in raw  # most patterns: nothing to normalise
+    priority = len(raw) if plain else len(canonical(raw))
+    anchored = raw[-1] == "$"
     body = raw[:-1] if anchored else raw
     if "*" not in body:
-        return (EXACT if anchored else PREFIX), normalize(body), "", 0, priority
-    pieces = [normalize(p) for p in body.split("*")]
-    # Empty inner pieces (runs of '*') match anywhere: drop them.
-    pieces = [pieces[0], *(p for p in pieces[1:-1] if p), pieces[-1]]
+        return (EXACT if anchored else PREFIX), body if plain else normalize(body), "", 0, priority
+    pieces = body.split("*") if plain else [normalize(p) for p in body.split("*")]
+    if len(pieces) > 2:
+        # Empty inner pieces (runs of '*') match anywhere: drop them.
+        pieces = [pieces[0], *(p for p in pieces[1:-1] if p), pieces[-1]]
     if not anchored and pieces[-1] == "":
         pieces.pop()
         if len(pieces) == 1:
@@ -130,7 +147,8 @@ def compile_pattern(raw: str) -> tuple[int, object, str, int, int]:
         if anchored:
             return SUB_END, a, b, len(a) + len(b), priority
         return SUB, a, b, len(a), priority
-    return (WILD_END if anchored else WILD), tuple(pieces), "", 0, priority
+    needle = max(pieces[1:], key=len)
+    return (WILD_END if anchored else WILD), tuple(pieces), needle, 0, priority
 
 
 def wild_match(path: str, pieces: tuple[str, ...], anchored: bool) -> bool:

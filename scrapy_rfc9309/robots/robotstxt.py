@@ -27,16 +27,19 @@ from .verdicts import (
 )
 
 _TOKEN = re.compile(r"[A-Za-z_-]+\Z")
-_PREFIX, _EXACT, _SUB, _SUB_END, _WILD_END = (
+_PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
     patterns.PREFIX,
     patterns.EXACT,
     patterns.SUB,
     patterns.SUB_END,
+    patterns.WILD,
     patterns.WILD_END,
 )
-SUB_END = patterns.SUB_END
-_BATCH = 6  # see _batched()
-_BATCH_MIN = 4
+_RUN = 6  # a run of wildcard rules, see _runs()
+_ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
+# Second characters of a pattern whose bucket only compiling it can tell.
+_UNSURE_KEYS = frozenset({"", "%", "$", "*"})
+_RUN_MIN = 4
 _path_of = patterns.path_of
 _wild_match = patterns.wild_match
 
@@ -52,73 +55,103 @@ def check_token(user_agent: str) -> str:
 
 
 class _Matcher:
-    """The compiled rules of one crawler token.
+    """The rules of one crawler token, compiled one path bucket at a time.
 
-    Built on the first question for a token, and then per path bucket on the
-    first path of that bucket: a crawl of one site asks about a handful of
-    buckets, so most of a large file is never compiled into buckets at all.
+    Rules are bucketed by the character after their leading ``/``: a path
+    can only match the rules of its own bucket, plus the "generic" rules
+    whose literal prefix is shorter than two characters (``/*.pdf``,
+    ``*foo``), which are in every bucket.  Building the matcher only sorts
+    rule numbers into buckets; a bucket is compiled (patterns normalised,
+    rules ordered by priority) on the first path that needs it.  A crawl of
+    one site asks about a handful of buckets, so most rules of a large file
+    are never compiled at all, and the first answer for an origin is cheap.
     """
 
-    __slots__ = ("buckets", "by_char", "generic", "crawl_delay", "request_rate", "specific")
+    __slots__ = (
+        "_texts", "_marks", "_pending", "_generic", "_decisions", "buckets", "crawl_delay", "request_rate", "specific"
+    )  # fmt: skip
 
     def __init__(self, groups: list[Group], specific: bool, texts: list[str], marks) -> None:
         self.specific = specific
-        compiled: list[tuple] = []
-        add = compiled.append
-        seen: set[str] = set()
-        compile_pattern = patterns.compile_pattern
+        self._texts, self._marks = texts, marks
+        self._decisions: dict[int, Decision] = {}  # rule number -> Decision, made on its first win
+        # Bucket by the pattern as written: normalisation changes only escapes
+        # and non-ASCII characters, so other second characters are final.
+        pending: dict[str, list[int]] = {}
         for group in groups:
             for i in range(group.start, group.end):
-                raw, mark = texts[i], marks[i]
-                allow = mark & 1
-                key = raw if allow else "\n" + raw  # one set for both kinds: "\n" is in no pattern
-                if key in seen:
-                    continue
-                seen.add(key)
-                decision = Decision(
-                    bool(allow),
-                    Verdict.ALLOWED_EXPLICIT if allow else Verdict.DISALLOWED_EXPLICIT,
-                    Rule(bool(allow), raw, mark >> 1),
-                )
-                if raw.isascii() and "*" not in raw and "%" not in raw and raw[-1] != "$":
-                    entry, priority = (_PREFIX, raw, "", 0, decision), len(raw)  # the common rule
+                raw = texts[i]
+                key = raw[1:2] if raw[0] == "/" else ""
+                bucket = pending.get(key)
+                if bucket is None:
+                    pending[key] = [i]
                 else:
-                    kind, a, b, n, priority = compile_pattern(raw)
-                    entry = (kind, a, b, n, decision)
-                # Longest first; Allow before Disallow on equal length; then file order.
-                add((-priority, 1 - allow, len(compiled), entry))
-                if allow:
-                    extra = _index_htm(raw)
-                    if extra is not None:
-                        kind, a, b, n, priority = compile_pattern(extra)
-                        add((-priority, 0, len(compiled), (kind, a, b, n, decision)))
-        compiled.sort()
-        # Bucket by the character after the leading '/': a path can only match
-        # the rules of its own bucket, plus the rules whose literal prefix is
-        # shorter than two characters (those are in every bucket, in order).
+                    bucket.append(i)
+        # The generic rules, and those whose bucket only compiling can tell
+        # ("/%61" is in bucket "a", "/$" matches only "/"), compiled now.
+        unsure = [pending.pop(key) for key in [k for k in pending if k in _UNSURE_KEYS or not k.isascii()]]
+        early = self._compile([i for bucket in unsure for i in bucket])
+        # Google's "Allow: /index.htm..." also allows exactly "/", a generic entry.
+        index = [i for i in pending.get("i", ()) if marks[i] & 1 and texts[i].startswith("/index.htm")]
+        early += [item for item in self._compile(index) if item[3][1] == "/"]
         generic: list[tuple] = []
-        by_char: dict[str, list[tuple]] = {}
-        for order, (_, _, _, entry) in enumerate(compiled):
-            lead = entry[1] if entry[0] <= SUB_END else entry[1][0]
+        for item in early:
+            entry = item[3]
+            lead = entry[1] if entry[0] <= _SUB_END else entry[1][0]
             if len(lead) >= 2 and lead[0] == "/":
-                by_char.setdefault(lead[1], []).append((order, entry))
+                pending.setdefault(lead[1], []).append(item)  # type: ignore[arg-type]
             else:
-                generic.append((order, entry))
-        self.by_char = by_char
-        self.generic = generic
-        self.buckets: dict[str, tuple] = {"": _bucket([e for _, e in generic])}
+                generic.append(item)
+        generic.sort(key=_order)
+        self._pending = pending
+        self._generic = generic
+        self.buckets: dict[str, tuple] = {"": _bucket([item[3] for item in generic])}
         delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
         self.crawl_delay = max(delays) if delays else None
         rates = [g.request_rate for g in groups if g.request_rate is not None]
         self.request_rate = max(rates, key=lambda r: r[1] / r[0]) if rates else None
 
+    def _compile(self, numbers: list) -> list[tuple]:
+        """``(sort key..., entry)`` items for the rules ``numbers`` (rule
+        indices, or items compiled before, which pass through)."""
+        texts, marks = self._texts, self._marks
+        out: list[tuple] = []
+        add = out.append
+        seen: set[str] = set()
+        compile_pattern = patterns.compile_pattern
+        for i in numbers:
+            if i.__class__ is tuple:
+                add(i)
+                continue
+            raw, mark = texts[i], marks[i]
+            allow = mark & 1
+            key = raw if allow else "\n" + raw  # one set for both kinds: "\n" is in no pattern
+            if key in seen:
+                continue
+            seen.add(key)
+            if raw.isascii() and "*" not in raw and "%" not in raw and raw[-1] != "$":
+                entry, priority = (_PREFIX, raw, "", 0, i), len(raw)  # the common rule
+            else:
+                kind, a, b, n, priority = compile_pattern(raw)
+                entry = (kind, a, b, n, i)
+            # Longest first; Allow before Disallow on equal length; then file order.
+            add((-priority, 1 - allow, i, entry))
+            if allow:
+                extra = _index_htm(raw)
+                if extra is not None:
+                    kind, a, b, n, priority = compile_pattern(extra)
+                    add((-priority, 0, i + 0.5, (kind, a, b, n, i)))
+        return out
+
     def _bucket_of(self, char: str) -> tuple:
         """The rules a path whose second character is ``char`` may match."""
-        own = self.by_char.get(char)
+        own = self._pending.get(char)
         if own is None:
             bucket = self.buckets[""]
         else:
-            bucket = _bucket([e for _, e in sorted(own + self.generic, key=_first)])
+            items = self._compile(own) + self._generic
+            items.sort(key=_order)
+            bucket = _bucket([item[3] for item in items])
         if len(self.buckets) < 512:  # bounded: characters are many, paths use few
             self.buckets[char] = bucket
         return bucket
@@ -132,33 +165,59 @@ class _Matcher:
         # only the (few) wildcard and exact rules are left to try.
         if not prefixes or not path.startswith(prefixes):
             entries = others
-        for kind, a, b, n, decision in entries:
-            if kind == _PREFIX:
-                if path.startswith(a):
-                    return decision
-            elif kind == _SUB:
+        for kind, a, b, n, i in entries:
+            if kind == _SUB:
                 if path.startswith(a) and path.find(b, n) >= 0:
-                    return decision
-            elif kind == _SUB_END:
-                if path.endswith(b) and len(path) >= n and path.startswith(a):
-                    return decision
+                    break
+            elif kind == _PREFIX:
+                if path.startswith(a):
+                    break
+            elif kind == _RUN:
+                # a: the literal each rule needs, b: the rules; most paths hold none
+                if any(map(path.__contains__, a)):
+                    i = _first_in_run(path, a, b)
+                    if i is not None:
+                        break
             elif kind == _EXACT:
                 if path == a:
-                    return decision
-            elif kind == _BATCH:
-                # a: literals, b: their decisions; the literal must occur at or after n
-                hay = path[n:] if n else path
-                if any(map(hay.__contains__, a)):
-                    for literal, found in zip(a, b):
-                        if literal in hay:
-                            return found
-            elif _wild_match(path, a, kind == _WILD_END):
-                return decision
-        return ALLOW_IMPLICIT
+                    break
+            elif b in path and _matches(path, (kind, a, b, n)):
+                break
+        else:
+            return ALLOW_IMPLICIT
+        # the winning rule's decision, made once, on its first win
+        decision = self._decisions.get(i)
+        if decision is None:
+            decision = self._decisions[i] = self._decision(i)
+        return decision
+
+    def _decision(self, i: int) -> Decision:
+        mark = self._marks[i]
+        if mark & 1:
+            return Decision(True, _ALLOWED, Rule(True, self._texts[i], mark >> 1))
+        return Decision(False, _DISALLOWED, Rule(False, self._texts[i], mark >> 1))
 
 
-def _first(pair: tuple) -> int:
-    return pair[0]
+def _first_in_run(path: str, needles: tuple, rules: tuple) -> int | None:
+    """The rule number of the first rule of a run that matches ``path``."""
+    for needle, rule in zip(needles, rules):
+        if needle in path and _matches(path, rule):
+            return rule[4]
+    return None
+
+
+def _matches(path: str, rule: tuple) -> bool:
+    """Whether a wildcard rule (SUB, SUB_END, WILD, WILD_END) matches ``path``."""
+    kind, a, b, n = rule[:4]
+    if kind == _SUB:
+        return path.startswith(a) and path.find(b, n) >= 0
+    if kind == _SUB_END:
+        return path.endswith(b) and len(path) >= n and path.startswith(a)
+    return _wild_match(path, a, kind == _WILD_END)
+
+
+def _order(item: tuple) -> tuple:
+    return item[:3]
 
 
 def _bucket(entries: list) -> tuple:
@@ -167,32 +226,34 @@ def _bucket(entries: list) -> tuple:
     each list in priority order."""
     prefixes = tuple(a for kind, a, _, _, _ in entries if kind == _PREFIX)
     others = [e for e in entries if e[0] != _PREFIX]
-    return prefixes, _batched(others), _batched(entries)
+    return prefixes, _runs(others), _runs(entries)
 
 
-def _batched(entries: list) -> list:
-    """Fold runs of "contains" rules (``/*literal`` and ``*literal``, common in
-    real files by the hundred) into one entry tested at C speed."""
+def _needle(rule: tuple) -> str:
+    """A literal every path the rule matches contains ("" when there is none)."""
+    kind = rule[0]
+    return rule[2] if kind == _SUB or kind == _SUB_END or kind >= _WILD else ""
+
+
+def _runs(entries: list) -> list:
+    """Fold runs of wildcard rules (real files have them by the hundred, such
+    as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
+    path holds none of their literals."""
     out: list = []
     run: list = []
 
     def flush() -> None:
-        if len(run) >= _BATCH_MIN:
-            n = run[0][3]
-            out.append((_BATCH, tuple(e[2] for e in run), tuple(e[4] for e in run), n, None))
+        if len(run) >= _RUN_MIN:
+            out.append((_RUN, tuple(map(_needle, run)), tuple(run), 0, None))
         else:
             out.extend(run)
         run.clear()
 
     for entry in entries:
-        kind, a, b, n, _ = entry
-        if kind == _SUB and a in ("", "/") and b and (not run or run[0][1] == a):
-            run.append(entry)
-            continue
-        flush()
-        if kind == _SUB and a in ("", "/") and b:
+        if _needle(entry):
             run.append(entry)
         else:
+            flush()
             out.append(entry)
     flush()
     return out
@@ -215,7 +276,7 @@ class RobotsTxt:
     :mod:`.parser`): a crawl may hold many thousands of these.
     """
 
-    __slots__ = ("_patterns", "_marks", "_groups", "sitemaps", "_diagnostics", "_matchers", "_fixed")
+    __slots__ = ("_patterns", "_marks", "_groups", "sitemaps", "_diagnostics", "_matchers", "_fixed", "_origin")
 
     def __init__(self, parsed: Parsed | None = None, fixed: Decision | None = None) -> None:
         if parsed is None:
@@ -229,6 +290,7 @@ class RobotsTxt:
             self._diagnostics = parsed.diagnostics
         self._matchers: dict[str, _Matcher] | None = None
         self._fixed = fixed
+        self._origin = "\n"  # the origin of the URLs asked about; "\n" starts no URL
 
     # -- constructors -------------------------------------------------------
     @classmethod
@@ -275,11 +337,29 @@ class RobotsTxt:
         if matchers is not None and self._fixed is None:
             matcher = matchers.get(user_agent)
             if matcher is not None:
-                path = _path_of(url)
+                # The URLs asked about one file share its origin: once seen,
+                # "scheme://host[:port]" is cut off with one startswith()
+                # instead of parsing every URL again.
+                origin = self._origin
+                if url.startswith(origin):
+                    path = url[len(origin) :]
+                    if path[:1] != "/" or "#" in path or "%" in path or not path.isascii():
+                        path = self._learn_path(url)
+                else:
+                    path = self._learn_path(url)
                 if path == "/robots.txt":
                     return ALLOW_ROBOTS_TXT
                 return matcher.decide(path)
         return self._check_first(url, user_agent)
+
+    def _learn_path(self, url: str) -> str:
+        """The path of ``url``; remembers its origin when the path is plain
+        (no fragment, nothing to normalise), so that :meth:`check` can cut it."""
+        path = _path_of(url)
+        origin = patterns.plain_origin(url, path)
+        if origin is not None:
+            self._origin = origin
+        return path
 
     def _check_first(self, url: str, user_agent: str) -> Decision:
         self._matcher(user_agent)  # validates the token, compiles once

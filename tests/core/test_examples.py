@@ -970,6 +970,39 @@ def test_sitemap_never_ends_a_group() -> None:
     assert robots.sitemaps == ["https://example.com/s.xml"]
 
 
+# -- the URLs asked before do not change an answer ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "https://example.com/a",  # the usual case: the same origin
+        "https://?/a",  # no host: "https:/" is not an origin to cut others with
+        "https://example.co/a",  # a prefix of the next URL's host
+        "https://example.com:8080/a",
+        "//example.com/a",
+        "https://example.com/a#frag",
+        "/a",
+    ],
+)
+def test_a_previous_url_does_not_change_how_the_next_is_cut(before: str) -> None:
+    # check() remembers the origin of the last plain URL to cut the next
+    # ones with one startswith(); the next URL's path must be the same.
+    robots = parse("User-agent: *\nDisallow: /private\nAllow: /\n")
+    robots.check(before, "ExampleBot")
+    for url, expected in [
+        ("https://example.com/private/x", DISALLOWED),
+        ("https://example.com/privat", Verdict.ALLOWED_EXPLICIT),
+        ("https://example.com.evil/private", DISALLOWED),
+        ("https://example.com:8080/private", DISALLOWED),
+        ("https://example.com?/private", Verdict.ALLOWED_EXPLICIT),  # the path is "/?/private"
+        ("https://example.com/%70rivate", DISALLOWED),  # %70 is "p"
+        ("https://example.com/x#/private", Verdict.ALLOWED_EXPLICIT),
+        ("https://example.com/robots.txt", Verdict.ALLOWED_ROBOTS_TXT),
+    ]:
+        assert robots.check(url, "ExampleBot").verdict is expected, (before, url)
+
+
 # -- allow-all and deny-all ----------------------------------------------------------------
 
 

@@ -79,6 +79,15 @@ url = st.one_of(
     path_text,
     path_text.map(lambda p: "https://example.com" + p),
     path_text.map(lambda p: "https://example.com" + p + "#frag"),
+    # other origins, some a prefix of another: check() remembers the last origin
+    st.builds(
+        lambda origin, p: origin + p,
+        st.sampled_from(
+            ["https://example.com.evil", "https://example.com:8080", "http://example.com", "HTTPS://EXAMPLE.COM",
+             "https://", "https:/", "https:", "https://?", "//example.com", "https://example.com?q"]
+        ),
+        path_text,
+    ),
     st.sampled_from(["https://example.com", "https://example.com?q", "/robots.txt", "//example.com/a", ""]),
     st.text(max_size=20),
 )
@@ -142,6 +151,16 @@ def test_check_is_total_and_deterministic(body: str, urls: list[str], token: str
         assert _answer(again.check(u, token)) == _answer(decision)  # fresh parse
         assert robots.can_fetch(u, token) is decision.allowed
         assert _answer(robots.check(u, token.upper())) == _answer(decision)  # tokens are case-insensitive
+
+
+@SETTINGS
+@given(body=robots_text(), urls=st.lists(url, min_size=2, max_size=12), token=st.sampled_from(TOKENS))
+def test_answers_do_not_depend_on_the_urls_asked_before(body: str, urls: list[str], token: str) -> None:
+    # check() remembers the origin of the URLs it was asked about; a URL of
+    # another origin, or one that only looks like it, must not be cut wrongly.
+    robots = parse(body)
+    for u in urls:
+        assert _answer(robots.check(u, token)) == _answer(parse(body).check(u, token)), u
 
 
 # -- a naive reference ------------------------------------------------------------------------
