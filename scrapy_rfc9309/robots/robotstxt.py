@@ -174,14 +174,18 @@ class _Matcher:
                     break
             elif kind == _RUN:
                 # a: the literal each rule needs, b: the rules; most paths hold none
-                if any(map(path.__contains__, a)):
-                    i = _first_in_run(path, a, b)
-                    if i is not None:
+                for needle in a:
+                    if needle in path:
+                        i = _first_in_run(path, a, b)
                         break
+                else:
+                    continue
+                if i is not None:
+                    break
             elif kind == _EXACT:
                 if path == a:
                     break
-            elif b in path and _matches(path, (kind, a, b, n)):
+            elif b in path and _matches(path, kind, a, b, n):
                 break
         else:
             return ALLOW_IMPLICIT
@@ -201,14 +205,13 @@ class _Matcher:
 def _first_in_run(path: str, needles: tuple, rules: tuple) -> int | None:
     """The rule number of the first rule of a run that matches ``path``."""
     for needle, rule in zip(needles, rules):
-        if needle in path and _matches(path, rule):
+        if needle in path and _matches(path, *rule[:4]):
             return rule[4]
     return None
 
 
-def _matches(path: str, rule: tuple) -> bool:
+def _matches(path: str, kind: int, a, b: str, n: int) -> bool:
     """Whether a wildcard rule (SUB, SUB_END, WILD, WILD_END) matches ``path``."""
-    kind, a, b, n = rule[:4]
     if kind == _SUB:
         return path.startswith(a) and path.find(b, n) >= 0
     if kind == _SUB_END:
