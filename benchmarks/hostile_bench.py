@@ -35,7 +35,7 @@ def run(rounds: int) -> list[tuple[str, float]]:
     results.append((f"{len(body) // 1024} KiB file of 20,000 rules (parse)", _worst(lambda: parse(body), rounds)))
     big = parse(body)
     results.append(("same file, first check (compiles the group)", _worst(lambda: parse(body).check("/section-19999/x/page", "ExampleBot"), 1)))
-    big.check("/", "ExampleBot")
+    big.check("/section-00000/x/page", "ExampleBot")  # compiles the bucket of "/s..." paths
     results.append(("same file, check", _worst(lambda: big.check("/section-09999/x/page", "ExampleBot"), rounds)))
 
     line = b"Disallow: /" + b"x" * 1_000_000

@@ -97,7 +97,7 @@ class _Matcher:
         generic: list[tuple] = []
         for item in early:
             entry = item[3]
-            lead = entry[1] if entry[0] <= _SUB_END else entry[1][0]
+            lead = _lead(entry)
             if len(lead) >= 2 and lead[0] == "/":
                 pending.setdefault(lead[1], []).append(item)  # type: ignore[arg-type]
             else:
@@ -176,7 +176,7 @@ class _Matcher:
                 # a: the literal each rule needs, b: the rules; most paths hold none
                 for needle in a:
                     if needle in path:
-                        i = _first_in_run(path, a, b)
+                        i = _first_in_run(path, b)
                         break
                 else:
                     continue
@@ -202,10 +202,11 @@ class _Matcher:
         return Decision(False, _DISALLOWED, Rule(False, self._texts[i], mark >> 1))
 
 
-def _first_in_run(path: str, needles: tuple, rules: tuple) -> int | None:
-    """The rule number of the first rule of a run that matches ``path``."""
-    for needle, rule in zip(needles, rules):
-        if needle in path and _matches(path, *rule[:4]):
+def _first_in_run(path: str, rules: tuple) -> int | None:
+    """The rule number of the first rule of a run that matches ``path``;
+    ``rules`` holds ``(literal, prefix, rule)`` triples."""
+    for needle, prefix, rule in rules:
+        if needle in path and path.startswith(prefix) and _matches(path, *rule[:4]):
             return rule[4]
     return None
 
@@ -238,6 +239,11 @@ def _needle(rule: tuple) -> str:
     return rule[2] if kind == _SUB or kind == _SUB_END or kind >= _WILD else ""
 
 
+def _lead(rule: tuple) -> str:
+    """The literal a path matching the rule starts with."""
+    return rule[1] if rule[0] <= _SUB_END else rule[1][0]
+
+
 def _runs(entries: list) -> list:
     """Fold runs of wildcard rules (real files have them by the hundred, such
     as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
@@ -247,7 +253,8 @@ def _runs(entries: list) -> list:
 
     def flush() -> None:
         if len(run) >= _RUN_MIN:
-            out.append((_RUN, tuple(map(_needle, run)), tuple(run), 0, None))
+            needles = tuple(map(_needle, run))
+            out.append((_RUN, needles, tuple(zip(needles, map(_lead, run), run)), 0, None))
         else:
             out.extend(run)
         run.clear()
