@@ -6,8 +6,10 @@
 * memory: bytes retained by all parsed ``corpus/robots`` files (tracemalloc);
 * agreement: the share of match answers equal to Google's parser.
 
-Each measurement is repeated ``rounds`` times and the median kept; ratios are
-against Protego measured in the same run, because the machines are shared.
+Each measurement is repeated ``rounds`` times, the peers taking turns within
+each round, and the median kept; a ratio against Protego is the median of the
+ratios of the two peers' times in the same round, because the machines are
+shared and their speed drifts.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import statistics
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from peers import Peer
 
@@ -42,32 +44,23 @@ def load_match_set(corpus: Path) -> list[tuple[bytes, str, list[str]]]:
     return sites
 
 
-def _median_time(fn, rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
-
-
-def measure_parse(peer: Peer, files: list[tuple[bytes, str]], rounds: int) -> float:
-    """Median seconds per file (garbage collector on: its cost is real)."""
+def parse_runner(peer: Peer, files: list[tuple[bytes, str]]) -> Callable[[], None]:
+    """One round of parsing every file (garbage collector on: its cost is real)."""
     parse = peer.parse
 
     def run() -> None:
         for b, t in files:
             parse(b, t)
 
-    gc.collect()
-    return _median_time(run, rounds) / len(files)
+    return run
 
 
-def measure_match(peer: Peer, sites: list, rounds: int) -> tuple[float, int]:
-    """Median seconds per ``allowed`` call, files parsed beforehand.
+def match_runner(peer: Peer, sites: list) -> Callable[[], None]:
+    """One round of ``allowed`` calls, files parsed beforehand.
 
-    The first round also pays any lazy per-agent compilation; later rounds
-    do not, so the median is the steady state of a long crawl.
+    The runner is called once here, so that any lazy per-agent compilation
+    is paid outside the timed rounds: the rounds measure the steady state
+    of a long crawl (the first answer has its own measurement).
     """
     parsed = []
     for b, t, urls in sites:
@@ -76,7 +69,6 @@ def measure_match(peer: Peer, sites: list, rounds: int) -> tuple[float, int]:
         except Exception:
             continue
     allowed = peer.allowed
-    calls = sum(len(urls) for _, urls in parsed)
 
     def run() -> None:
         for robots, urls in parsed:
@@ -86,13 +78,13 @@ def measure_match(peer: Peer, sites: list, rounds: int) -> tuple[float, int]:
                 except Exception:
                     pass
 
-    gc.collect()
-    return _median_time(run, rounds) / calls, calls
+    run()
+    return run
 
 
-def measure_first_check(peer: Peer, sites: list, rounds: int) -> float:
-    """Median seconds for parse plus the first answer, per file: what a crawl
-    pays once per origin (includes any lazy compilation)."""
+def first_check_runner(peer: Peer, sites: list) -> Callable[[], None]:
+    """One round of parse plus the first answer, per file: what a crawl pays
+    once per origin (includes any lazy compilation)."""
     allowed, parse = peer.allowed, peer.parse
     firsts = [(b, t, urls[0]) for b, t, urls in sites if urls]
 
@@ -103,8 +95,27 @@ def measure_first_check(peer: Peer, sites: list, rounds: int) -> float:
             except Exception:
                 pass
 
-    gc.collect()
-    return _median_time(run, rounds) / len(firsts)
+    return run
+
+
+def interleaved(runners: dict[str, Callable[[], None]], rounds: int) -> dict[str, list[float]]:
+    """CPU seconds of each runner in each round, the runners taking turns
+    within a round.  The machines are shared and their speed drifts over
+    seconds; taking turns puts every peer under the same drift, so the
+    ratio of two peers in one round is far steadier than their times."""
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, run in runners.items():
+            gc.collect()
+            start = time.process_time()
+            run()
+            times[name].append(time.process_time() - start)
+    return times
+
+
+def median_ratio(slower: list[float], faster: list[float]) -> float:
+    """Median over rounds of ``slower / faster`` measured in the same round."""
+    return statistics.median(s / f for s, f in zip(slower, faster))
 
 
 def measure_memory(peer: Peer, files: list[tuple[bytes, str]]) -> int:

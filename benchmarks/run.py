@@ -14,6 +14,7 @@ import argparse
 import datetime
 import os
 import platform
+import statistics
 import sys
 from pathlib import Path
 
@@ -44,24 +45,41 @@ def parser_section(rounds: int, out: list[str], chart: dict) -> None:
     sites = parser_bench.load_match_set(corpus)
     print(f"corpus: {len(files)} robots.txt files; {len(sites)} sites with URL lists", file=sys.stderr)
     google = parser_bench.google_answers(sites)
+    n_files, n_sites = len(files), len(sites)
+    calls = sum(len(urls) for _, _, urls in sites)
+    timings = {}
+    for what, make, per in (
+        ("parse", parser_bench.parse_runner, n_files),
+        ("first", parser_bench.first_check_runner, n_sites),
+        ("match", parser_bench.match_runner, calls),
+    ):
+        print(f"measuring {what} ({rounds} rounds, peers taking turns) ...", file=sys.stderr)
+        data = files if what == "parse" else sites
+        times = parser_bench.interleaved({p.name: make(p, data) for p in peers}, rounds)
+        timings[what] = {name: [t / per for t in ts] for name, ts in times.items()}
     rows = []
     for peer in peers:
-        print(f"measuring {peer.name} ...", file=sys.stderr)
-        parse_s = parser_bench.measure_parse(peer, files, rounds)
-        first_s = parser_bench.measure_first_check(peer, sites, rounds)
-        match_s, calls = parser_bench.measure_match(peer, sites, rounds)
         mem = parser_bench.measure_memory(peer, files)
         agree = parser_bench.agreement(peer, sites, google) if google else float("nan")
-        rows.append((peer.name, parse_s, first_s, match_s, mem, agree, calls))
-    base = next((r for r in rows if r[0] == "Protego"), None)
-    out.append(f"### Parser and matcher ({len(files)} files parsed; {rows[0][6]:,} URL checks; median of {rounds} rounds)\n")
-    out.append("| parser | parse us/file | parse+first check us/file | match us/call | memory MiB (all files) | agrees with Google | parse vs Protego | match vs Protego | memory vs Protego |")
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        med = {what: statistics.median(timings[what][peer.name]) for what in timings}
+        rows.append((peer.name, med["parse"], med["first"], med["match"], mem, agree, calls))
+    base = "Protego" if any(p.name == "Protego" for p in peers) else None
+    mem_of = {r[0]: r[4] for r in rows}
+    out.append(
+        f"### Parser and matcher ({n_files} files parsed; {calls:,} URL checks; median of {rounds} rounds, "
+        "peers taking turns; ratios are medians of same-round ratios)\n"
+    )
+    out.append(
+        "| parser | parse us/file | parse+first check us/file | match us/call | memory MiB (all files) "
+        "| agrees with Google | parse vs Protego | first check vs Protego | match vs Protego | memory vs Protego |"
+    )
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, parse_s, first_s, match_s, mem, agree, _ in rows:
         if base:
-            ratios = f"{base[1] / parse_s:.1f}x | {base[3] / match_s:.1f}x | {mem / base[4]:.2f}"
+            ratio = {w: parser_bench.median_ratio(timings[w][base], timings[w][name]) for w in timings}
+            ratios = f"{ratio['parse']:.1f}x | {ratio['first']:.1f}x | {ratio['match']:.1f}x | {mem / mem_of[base]:.2f}"
         else:
-            ratios = "- | - | -"
+            ratios = "- | - | - | -"
         out.append(
             f"| {name} | {parse_s * 1e6:,.0f} | {first_s * 1e6:,.0f} | {match_s * 1e6:.2f} | "
             f"{mem / 2**20:,.1f} | {agree * 100:.3f}% | {ratios} |"
