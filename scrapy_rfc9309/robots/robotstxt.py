@@ -10,6 +10,7 @@ literal prefix, so a check walks only the rules that could match.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import Iterable
 
 from . import patterns
@@ -37,8 +38,6 @@ _PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
 )
 _RUN = 6  # a run of wildcard rules, see _runs()
 _ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
-# Second characters of a pattern whose bucket only compiling it can tell.
-_UNSURE_KEYS = frozenset({"", "%", "$", "*"})
 _RUN_MIN = 4
 _path_of = patterns.path_of
 _wild_match = patterns.wild_match
@@ -68,42 +67,41 @@ class _Matcher:
     """
 
     __slots__ = (
-        "_texts", "_marks", "_pending", "_generic", "_decisions", "buckets", "crawl_delay", "request_rate", "specific"
+        "_texts", "_marks", "_order", "_keys", "_moved", "_generic", "_decisions",
+        "buckets", "crawl_delay", "request_rate", "specific",
     )  # fmt: skip
 
     def __init__(self, groups: list[Group], specific: bool, texts: list[str], marks) -> None:
         self.specific = specific
         self._texts, self._marks = texts, marks
         self._decisions: dict[int, Decision] = {}  # rule number -> Decision, made on its first win
-        # Bucket by the pattern as written: normalisation changes only escapes
-        # and non-ASCII characters, so other second characters are final.
-        pending: dict[str, list[int]] = {}
-        for group in groups:
-            for i in range(group.start, group.end):
-                raw = texts[i]
-                key = raw[1:2] if raw[0] == "/" else ""
-                bucket = pending.get(key)
-                if bucket is None:
-                    pending[key] = [i]
-                else:
-                    bucket.append(i)
+        # Rule numbers sorted by pattern as written: the rules of bucket "a"
+        # (patterns "/a...") are then one slice, found by bisection.
+        # Normalisation changes only escapes and non-ASCII characters, so
+        # any other second character is final.
+        numbers = range(groups[0].start, groups[0].end) if len(groups) == 1 else _numbers(groups)
+        order = sorted(numbers, key=texts.__getitem__)
+        keys = list(map(texts.__getitem__, order))
+        self._order, self._keys = order, keys
         # The generic rules, and those whose bucket only compiling can tell
-        # ("/%61" is in bucket "a", "/$" matches only "/"), compiled now.
-        unsure = [pending.pop(key) for key in [k for k in pending if k in _UNSURE_KEYS or not k.isascii()]]
-        early = self._compile([i for bucket in unsure for i in bucket])
+        # ("/%61" is in bucket "a", "/$" matches only "/"), compiled now:
+        # everything outside "/" + an ASCII character other than "$%*".
+        spans = [("", "/\x00"), ("/$", "/&"), ("/*", "/+"), ("/\x80", None)]
+        unsure = [i for lo, hi in spans for i in order[bisect_left(keys, lo) : hi and bisect_left(keys, hi)]]
+        early = self._compile(sorted(unsure))
         # Google's "Allow: /index.htm..." also allows exactly "/", a generic entry.
-        index = [i for i in pending.get("i", ()) if marks[i] & 1 and texts[i].startswith("/index.htm")]
+        index = [i for i in self._own("index.htm") if marks[i] & 1]
         early += [item for item in self._compile(index) if item[3][1] == "/"]
         generic: list[tuple] = []
+        moved: dict[str, list[tuple]] = {}
         for item in early:
-            entry = item[3]
-            lead = _lead(entry)
+            lead = _lead(item[3])
             if len(lead) >= 2 and lead[0] == "/":
-                pending.setdefault(lead[1], []).append(item)  # type: ignore[arg-type]
+                moved.setdefault(lead[1], []).append(item)
             else:
                 generic.append(item)
         generic.sort(key=_order)
-        self._pending = pending
+        self._moved = moved
         self._generic = generic
         self.buckets: dict[str, tuple] = {"": _bucket([item[3] for item in generic])}
         delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
@@ -111,18 +109,20 @@ class _Matcher:
         rates = [g.request_rate for g in groups if g.request_rate is not None]
         self.request_rate = max(rates, key=lambda r: r[1] / r[0]) if rates else None
 
-    def _compile(self, numbers: list) -> list[tuple]:
-        """``(sort key..., entry)`` items for the rules ``numbers`` (rule
-        indices, or items compiled before, which pass through)."""
+    def _own(self, prefix: str) -> list[int]:
+        """The rules written as ``/`` + ``prefix`` + ..., in file order."""
+        keys, lo = self._keys, "/" + prefix
+        hi = lo[:-1] + chr(ord(lo[-1]) + 1)
+        return sorted(self._order[bisect_left(keys, lo) : bisect_left(keys, hi)])
+
+    def _compile(self, numbers: list[int]) -> list[tuple]:
+        """``(sort key..., entry)`` items for the rules ``numbers``, in file order."""
         texts, marks = self._texts, self._marks
         out: list[tuple] = []
         add = out.append
         seen: set[str] = set()
         compile_pattern = patterns.compile_pattern
         for i in numbers:
-            if i.__class__ is tuple:
-                add(i)
-                continue
             raw, mark = texts[i], marks[i]
             allow = mark & 1
             key = raw if allow else "\n" + raw  # one set for both kinds: "\n" is in no pattern
@@ -145,13 +145,14 @@ class _Matcher:
 
     def _bucket_of(self, char: str) -> tuple:
         """The rules a path whose second character is ``char`` may match."""
-        own = self._pending.get(char)
-        if own is None:
-            bucket = self.buckets[""]
-        else:
-            items = self._compile(own) + self._generic
+        items = self._compile(self._own(char)) if char not in "$%*" else []
+        items += self._moved.get(char, ())
+        if items:
+            items += self._generic
             items.sort(key=_order)
             bucket = _bucket([item[3] for item in items])
+        else:
+            bucket = self.buckets[""]
         if len(self.buckets) < 512:  # bounded: characters are many, paths use few
             self.buckets[char] = bucket
         return bucket
@@ -218,6 +219,10 @@ def _matches(path: str, kind: int, a, b: str, n: int) -> bool:
     if kind == _SUB_END:
         return path.endswith(b) and len(path) >= n and path.startswith(a)
     return _wild_match(path, a, kind == _WILD_END)
+
+
+def _numbers(groups: list[Group]) -> list[int]:
+    return [i for g in groups for i in range(g.start, g.end)]
 
 
 def _order(item: tuple) -> tuple:

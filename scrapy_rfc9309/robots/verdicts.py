@@ -1,7 +1,7 @@
 """The answer to "may this crawler fetch this URL?", and why.
 
 A :class:`Decision` is immutable and shared: the matcher builds one per rule
-when it compiles a group, so answering a request allocates nothing.
+the first time that rule wins, so later answers allocate nothing.
 """
 
 from __future__ import annotations
