@@ -44,7 +44,9 @@ def decode_body(
     diagnostics: DiagnosticLog,
 ) -> str:
     """The text to parse: at most ``max_bytes`` octets, BOM skipped."""
-    max_bytes = max(int(max_bytes), MIN_PARSE_BYTES)
+    # (the usual int and bytes skip the int(), max() and bytes() calls: every file pays them)
+    if type(max_bytes) is not int or max_bytes < MIN_PARSE_BYTES:
+        max_bytes = max(int(max_bytes), MIN_PARSE_BYTES)
     if isinstance(body, str):
         if body[:1] == "\ufeff":
             body = body[1:]
@@ -56,7 +58,8 @@ def decode_body(
                 _truncated(body, max_bytes, diagnostics)
         return body
 
-    body = bytes(body)
+    if type(body) is not bytes:  # bytearray, memoryview
+        body = bytes(body)
     if body[:1] == b"\xef":
         n = 3 if body.startswith(_BOM) else 2 if body.startswith(_BOM[:2]) else 1
         # not a partial BOM but a character (U+F000-U+FFFF) when a continuation octet follows

@@ -1,14 +1,23 @@
 """Reading a robots.txt file into groups of rules, with every leniency reported.
 
 Parsing runs once per origin on files of thousands of lines, and in pure
-Python the cost is the work done per line.  So the common line
-(``Disallow: /path``, key spelt as usual, colon right after it) takes one
+Python the cost is the work done per line.  Most lines of real files are
+plain ``Disallow: /path`` lines, in runs, so those get no Python work of
+their own: one ``str.replace`` turns the line end and key of each into a
+"\\r", and one ``str.split`` on line ends then gives the other lines, each
+followed by the values of the plain Disallow lines after it.  Such a run is
+stored as it stands, one string, and its line numbers are one slice of a
+ready-made array.  (The few run values with a comment or trailing blanks are
+cut at the end.)
+
+The other lines are read one by one.  A line with a usual key spelling and
+the colon right after it (``User-agent: *``, ``Allow: /a``) takes one
 ``str.partition`` and one dict look-up; everything unusual (leading blanks,
-comments before the colon, typos, a missing colon) goes through a slower path
-that also records the diagnostic.  Rules are stored compactly: all patterns of
-the file in one string, their lines and Allow flags in one integer array;
-they are compiled for matching only when a crawler first asks (see
-:mod:`.robotstxt`).
+comments before the colon, typos, a missing colon) goes through a slower
+path that also records the diagnostic.  Rules are stored compactly: all
+patterns of the file in one string, their lines and Allow flags in one
+integer array; they are compiled for matching only when a crawler first asks
+(see :mod:`.robotstxt`).
 
 Grouping (RFC 9309 section 2.1): consecutive User-agent lines share the rules
 that follow; only an Allow or Disallow line ends a run of User-agent lines, so
@@ -20,6 +29,9 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Iterable
+from itertools import repeat
+from operator import itemgetter
 
 from .decode import DEFAULT_PARSE_BYTES, decode_body
 from .diagnostics import DiagnosticLog
@@ -75,8 +87,17 @@ _LENIENT_KIND = [kind for _, kind in _LENIENT_KEYS]
 _KEY_LINE = re.compile(
     r"[ \t]*(?:" + "|".join(re.escape(prefix) for prefix, _ in _LENIENT_KEYS) + ")", re.IGNORECASE | re.ASCII
 )
-# Substrings of every lenient key, to find candidate lines in a large page.
-_KEY_STEMS = ("agent", "allow", "disal", "dissal", "diasl", "site", "crawl", "request")
+# A line end, blanks, and two letters that can start a lenient key: where a
+# record may begin in a large HTML page.  The literal "\n" first lets the
+# regex engine skip from line end to line end.
+# (An alternation of the six pairs would be three times slower to scan.)
+_LONE_CR = re.compile(r"\r(?!\n)")
+_KEY_START = re.compile(r"\n[ \t]*[UuDdAaSsCcRr][SsIiLlRrEe]")
+# A line longer than _SAFE_LINE_CHARS covers a whole window of this many.
+_LONG_WINDOW = (_SAFE_LINE_CHARS + 1) // 2
+# _EVENS[i] == i << 1: the mark of a Disallow rule on line i (see _evens()).
+_EVENS = array("I", range(0, 1024 << 1, 2))
+_EVENS_MAX = 1 << 17  # lines; the array is at most 512 KiB
 _HTML_START = re.compile(r"\s*<(?:!doctype|html|head|body|!--|\?xml|meta|script)", re.IGNORECASE)
 _AGENT_RUN = re.compile(r"[A-Za-z_-]*")
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)\Z")
@@ -86,6 +107,8 @@ _INF = float("inf")
 # user-agent value -> (token, diagnostic code or None); bounded, shared by all files
 _AGENT_CACHE: dict[str, tuple[str, str | None]] = {}
 _AGENT_CACHE_MAX = 4096
+# the same for the values read with no diagnostic, value -> token: one look-up
+_CLEAN_AGENTS: dict[str, str] = {}
 
 
 class Group:
@@ -127,30 +150,70 @@ def read(
     """Read ``body`` into groups, sitemaps and diagnostics.  Never raises."""
     diags = DiagnosticLog()
     text = decode_body(body, content_type, max_bytes, diags)
+    if "<" in text and _HTML_START.match(text):
+        # An HTML page served as robots.txt: read only the lines that could be
+        # records (Google would obey them), and report the page once instead
+        # of once per line.  (They hold no "\r": no runs.)
+        diags.add(1, "html_body", f"{len(text):,} characters")
+        return _read_lines(_record_lines(text, diags), diags)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if _HTML_START.match(text):
-        # An HTML page served as robots.txt: read only the lines that could be
-        # records (Google would obey them), found by one regex scan, and
-        # report the page once instead of once per line.
-        diags.add(1, "html_body", f"{text.count(chr(10)) + 1:,} lines")
-        numbered = _record_lines(text, diags)
-    else:
-        lines = text.split("\n")
-        if len(text) > _SAFE_LINE_CHARS and max(map(len, lines)) > _SAFE_LINE_CHARS:
-            lines = [_cut_line(line, n, diags) for n, line in enumerate(lines, 1)]
-        numbered = enumerate(lines, 1)
+    if len(text) > _SAFE_LINE_CHARS and _has_long_line(text):
+        text = "\n".join([_cut_line(line, n, diags) for n, line in enumerate(text.split("\n"), 1)])
+    # A plain Disallow line's "\n" and key become "\r": each chunk is a line
+    # and the run of plain Disallow lines after it.
+    chunks = text.replace("\nDisallow: /", "\r/").split("\n")
+    chunks.append("")  # a last line, so that every run has a line after it
+    return _read_lines(enumerate(chunks, 1), diags)
 
-    patterns: list[str] = []
+
+def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Parsed:
+    """Read numbered ``chunks`` of lines and runs of plain Disallow lines.
+
+    A chunk is a line, then, after a "\\r", the values of the run of plain
+    Disallow lines that follows it (without their key), "\\r"-separated.
+    A chunk's number is its line's number before the lines of the runs are
+    counted.
+    """
+    patterns: list[str] = []  # values, and runs of "\r"-separated values
+    rules = 0  # the number of patterns
     marks = array("I")
     groups: list[Group] = []
     sitemaps: dict[str, None] = {}
     group: Group | None = None
     in_agents = False  # the current group has had no Allow/Disallow yet
     fast_keys = _FAST_KEYS
-    for number, line in numbered:
+    clean_agents = _CLEAN_AGENTS
+    evens = _EVENS
+    run = ""  # the run after the line read last
+    skipped = 0  # lines of the runs read so far
+    for base, chunk in chunks:
+        if run:
+            first = base + skipped  # the line after the line read last
+            # (each "\r" comes before a "/": counting the pair is a search, faster
+            # than the character-by-character loop of a one-character count)
+            n = run.count("\r/") + 1 if "\r" in run else 1
+            skipped += n
+            if group is None:
+                for number in range(first, first + n):
+                    diags.add(number, "outside_group", _NAMES[DISALLOW])
+            else:
+                in_agents = False
+                patterns.append(run)
+                rules += n
+                if n == 1:
+                    marks.append(first << 1)
+                else:
+                    if first + n > len(evens):
+                        evens = _evens(first + n)
+                    marks.extend(evens[first : first + n])
+        if "\r" in chunk:
+            line, _, run = chunk.partition("\r")
+        else:
+            line, run = chunk, ""
         if not line or line[0] == "#":
             continue
+        number = base + skipped
         key, colon, value = line.partition(":")
         # a bare "Disallow" (no colon, no value) is no record: the slow path says so
         kind = fast_keys.get(key) if colon else None
@@ -172,15 +235,17 @@ def read(
                 if value[0] != "/" and value[0] != "*":
                     diags.add(number, "pattern_not_absolute", value)
                 patterns.append(value)
+                rules += 1
                 marks.append(number << 1 | kind)
         elif kind == USER_AGENT:
             if not in_agents:
                 if group is not None:
-                    group.end = len(patterns)
-                group = Group(len(patterns), number)
+                    group.end = rules
+                group = Group(rules, number)
                 groups.append(group)
                 in_agents = True
-            group.agents.append(_agent_token(value, number, diags))
+            token = clean_agents.get(value)
+            group.agents.append(_agent_token(value, number, diags) if token is None else token)
         elif kind == SITEMAP:
             if value:
                 if "://" not in value:
@@ -197,33 +262,80 @@ def read(
             if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
                 group.request_rate = rate
     if group is not None:
-        group.end = len(patterns)
-    return Parsed("\n".join(patterns), marks, groups, list(sitemaps), diags if len(diags) else None)
+        group.end = rules
+    joined = "\n".join(patterns)
+    if "#" in joined or " " in joined or "\t" in joined:  # maybe a run value to cut
+        joined = "\n".join([_cut_comments(p) if "#" in p or " " in p or "\t" in p else p for p in patterns])
+    return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None)
+
+
+def _cut_comments(values: str) -> str:
+    """"\\r"-separated run values cut at "#" and stripped of trailing blanks,
+    as the value of a line read on its own is (which this leaves unchanged).
+
+    Runs are stored as they stand, so only the few that need it pay for
+    this.  A run value starts with "/": it needs no leading strip, and
+    cutting never empties it.
+    """
+    parts = values.split("\r")
+    if "#" in values:
+        parts = map(itemgetter(0), map(str.partition, parts, repeat("#")))
+    return "\r".join(map(str.rstrip, parts, repeat(" \t")))
+
+
+def _evens(stop: int) -> array | range:
+    """``i << 1`` at each index ``i`` below ``stop`` (at least): the marks of
+    Disallow rules on lines ``i``, so that a run's marks are one slice.
+
+    Array slices are copied at C speed, while ``array.extend(range)``
+    converts integer by integer.  The array is kept for later files and
+    grown up to ``_EVENS_MAX`` lines; beyond, a range gives the same marks.
+    """
+    global _EVENS
+    if stop > len(_EVENS):
+        if stop > _EVENS_MAX:
+            return range(0, stop << 1, 2)
+        _EVENS = array("I", range(0, min(max(stop, len(_EVENS) * 2), _EVENS_MAX) << 1, 2))
+    return _EVENS
+
+
+def _has_long_line(text: str) -> bool:
+    """Whether a line of ``text`` is longer than ``_SAFE_LINE_CHARS``.
+
+    Such a line covers a whole window of ``_LONG_WINDOW`` characters, so
+    only lines with a window free of line ends are measured: a few
+    ``find`` calls per window instead of a look at every line.
+    """
+    find, rfind = text.find, text.rfind
+    for start in range(0, len(text), _LONG_WINDOW):
+        if find("\n", start, start + _LONG_WINDOW) < 0:
+            end = find("\n", start)
+            if (len(text) if end < 0 else end) - rfind("\n", 0, start) - 1 > _SAFE_LINE_CHARS:
+                return True
+    return False
 
 
 def _record_lines(text: str, diags: DiagnosticLog) -> list[tuple[int, str]]:
-    """``(line number, line)`` for the lines of ``text`` that could be records.
+    """``(line number, line)`` for the lines of an HTML page that could be records.
 
-    Rather than looking at every line of a large page, look for the stems of
-    the keys with ``str.find`` (C speed) and check only the lines they are on.
+    A page can be hundreds of kilobytes of markup with no record at all, so
+    rather than splitting it, one regex scan (C speed) finds the lines whose
+    first non-blank characters can start a key, and only those are looked at.
+    The first line holds the opening tag, so it is never a record.
     """
-    # lower() of non-ASCII text could move offsets: blank those characters first
-    low = text if text.isascii() else text.encode("ascii", "replace").decode("ascii")
-    low = low.lower()
-    found = set()
-    find, rfind = low.find, low.rfind
-    for stem in _KEY_STEMS:
-        i = find(stem)
-        while i >= 0:
-            found.add(rfind("\n", 0, i) + 1)
-            i = find(stem, i + len(stem))
-    candidates = sorted(found)
+    crlf = "\r" in text
+    if crlf and _LONE_CR.search(text):
+        text, crlf = text.replace("\r\n", "\n").replace("\r", "\n"), False
+    # else at most CRLF line ends: "\n" still ends every line
     out = []
     number, last = 1, 0
-    count, match = text.count, _KEY_LINE.match
-    for start in candidates:
-        end = text.find("\n", start)
-        line = text[start:end] if end >= 0 else text[start:]
+    count, find, match = text.count, text.find, _KEY_LINE.match
+    for m in _KEY_START.finditer(text):
+        start = m.start() + 1
+        end = find("\n", start)
+        if end < 0:
+            end = len(text)
+        line = text[start : end - 1 if crlf and text[end - 1] == "\r" else end]
         if match(line):
             number += count("\n", last, start)
             last = start
@@ -288,6 +400,8 @@ def _agent_token(value: str, number: int, diags: DiagnosticLog) -> str:
         cached = _token_of(value)
         if len(_AGENT_CACHE) < _AGENT_CACHE_MAX:
             _AGENT_CACHE[value] = cached
+            if cached[1] is None:
+                _CLEAN_AGENTS[value] = cached[0]
     token, code = cached
     if code is not None:
         diags.add(number, code, f"{value!r} read as {token!r}" if token else repr(value))

@@ -368,6 +368,58 @@ def test_many_lines_of_one_kind_parse_in_bounded_time(body: str) -> None:
         assert took < BOUND and decision.verdict in Verdict
 
 
+@pytest.mark.parametrize("ends", [["\n"], ["\r\n"], ["\r"], ["\n", "\r\n", "\r"]], ids=["LF", "CRLF", "CR", "mixed"])
+def test_html_page_records_keep_their_line_numbers_whatever_the_line_ends(ends: list[str]) -> None:
+    # The HTML path scans for line starts instead of splitting the page; the
+    # rule lines it reports must still be the lines a text editor shows.
+    lines = ["<!DOCTYPE html>", "<html><body>", "<pre>", "User-agent: *", "  <p>useful site</p>", "Disallow: /a"]
+    lines += ["<p>all allowed</p>"] * 50 + ["\tdisallow: /b", "crawl-delay: 2", "</pre></body></html>"]
+    body = "".join(line + ends[i % len(ends)] for i, line in enumerate(lines))
+    robots = parse(body.encode())
+    assert robots.diagnostics[0].code == "html_body"
+    assert robots.check("/a", TOKEN).rule.line == lines.index("Disallow: /a") + 1
+    assert robots.check("/b", TOKEN).rule.line == lines.index("\tdisallow: /b") + 1
+    assert robots.check("/c", TOKEN).allowed and robots.crawl_delay(TOKEN) == 2.0
+
+
+@pytest.mark.parametrize("blank_lines", [0, 3_000, 200_000])
+def test_runs_far_down_a_long_file_keep_their_line_numbers(blank_lines: int) -> None:
+    # The line numbers of a run of plain Disallow lines are one slice of an
+    # array kept for all files and grown on demand; past its limit, a range.
+    body = "User-agent: *\n" + "\n" * blank_lines + "Disallow: /a\nDisallow: /b\nAllow: /c\nDisallow: /d\n"
+    robots = parse(body)
+    for i, path in enumerate(["/a", "/b", "/c", "/d"]):
+        assert robots.check(path, TOKEN).rule.line == blank_lines + 2 + i
+
+
+# (character, count) pairs about the limits: MAX_LINE_BYTES in UTF-8, and in
+# characters the length beyond which a line may hold too many bytes, and half of it
+_NEAR_LIMITS = [
+    (char, count + extra)
+    for char in ("a", "\u00e9", "\u30c4", "\U0001f600")  # 1 to 4 bytes in UTF-8
+    for count in (MAX_LINE_BYTES // len(char.encode()), MAX_LINE_BYTES // 4, MAX_LINE_BYTES // 8)
+    for extra in (-1, 0, 1, 2)
+]
+
+
+@HYPOTHESIS
+@given(lines=st.lists(st.sampled_from(_NEAR_LIMITS), min_size=1, max_size=4), offset=st.integers(0, 4200))
+def test_exactly_the_lines_over_the_byte_limit_are_cut(lines, offset: int) -> None:
+    texts = [char * count for char, count in lines]
+    robots = parse(("#" * offset + "\n" + "\n".join(texts)).encode())
+    cut = [d.line for d in robots.diagnostics if d.code == "line_too_long"]
+    assert cut == [i + 2 for i, text in enumerate(texts) if len(text.encode()) > MAX_LINE_BYTES]
+
+
+def test_a_line_just_over_the_byte_limit_is_cut_wherever_it_starts() -> None:
+    # Long lines are looked for in windows of half the length that can hold
+    # too many bytes: the shortest such line must be found at any offset.
+    line = "\U0001f600" * (MAX_LINE_BYTES // 4 + 1)
+    for offset in range(MAX_LINE_BYTES // 8 + 2):
+        robots = parse("#" * offset + "\n" + line + "\nUser-agent: *\n")
+        assert [(d.line, d.code) for d in robots.diagnostics] == [(2, "line_too_long"), (2, "unparsable_line")]
+
+
 # -- declared charsets ------------------------------------------------------------------------
 @pytest.mark.parametrize("charset", ["utf-16", "utf-16-le", "cp500"])
 def test_a_wrong_non_ascii_charset_does_not_erase_the_rules(charset: str) -> None:

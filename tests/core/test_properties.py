@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import Decision, RobotsTxt, Verdict, parse
+from scrapy_rfc9309.robots.parser import read
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOKENS = ("ExampleBot", "examplebot", "OtherBot", "a", "b-c_d")
@@ -379,6 +380,40 @@ def test_key_spelling_and_blanks_do_not_change_answers(body: str, urls, style: s
     lines = re.split(r"(\r\n|\r|\n)", body)
     respelt = "".join(_KEY_AT_START.sub(respell, ln, count=1) if i % 2 == 0 else ln for i, ln in enumerate(lines))
     _same_answers(parse(body), parse(respelt), urls)
+
+
+def _everything_read(body: str | bytes) -> tuple:
+    parsed = read(body)
+    groups = [(g.agents, g.start, g.end, g.crawl_delay, g.request_rate, g.line) for g in parsed.groups]
+    diagnostics = parsed.diagnostics.to_list() if parsed.diagnostics else None
+    return parsed.patterns, list(parsed.marks), groups, parsed.sitemaps, diagnostics
+
+
+# Plain "Disallow: /..." lines, with what the reader must cut from their values.
+plain_disallow = st.builds(
+    lambda path, tail: "Disallow: /" + path + tail,
+    pattern_text,
+    st.sampled_from(["", "", "", " ", "\t", " \t ", " # note", "#", "# a # b", "\x0b", " x"]),
+)
+_PLAIN_DISALLOW = re.compile(r"(?:^|(?<=[\r\n]))Disallow: /")
+
+
+@st.composite
+def runs_text(draw) -> str:
+    lines = draw(st.lists(st.one_of(plain_disallow, plain_disallow, line), max_size=16))
+    text = "".join(text + draw(line_end) for text in lines)
+    return text.rstrip("\r\n") if draw(st.booleans()) else text
+
+
+@SETTINGS
+@given(body=runs_text())
+def test_runs_of_plain_disallow_lines_read_as_lines_read_one_by_one(body: str) -> None:
+    # Plain "Disallow: /" lines are read a run at a time, at C speed; spelt
+    # "disallow", the same lines are read one by one.  Patterns, line numbers,
+    # groups and diagnostics must all be the same.
+    respelt = _PLAIN_DISALLOW.sub("disallow: /", body)
+    assert _everything_read(body) == _everything_read(respelt)
+    assert _everything_read(body.encode()) == _everything_read(respelt.encode())
 
 
 @pytest.mark.parametrize("token", ["bad token", "ExampleBot/1.0", ""])
