@@ -107,8 +107,6 @@ _INF = float("inf")
 # user-agent value -> (token, diagnostic code or None); bounded, shared by all files
 _AGENT_CACHE: dict[str, tuple[str, str | None]] = {}
 _AGENT_CACHE_MAX = 4096
-# the same for the values read with no diagnostic, value -> token: one look-up
-_CLEAN_AGENTS: dict[str, str] = {}
 
 
 class Group:
@@ -183,7 +181,7 @@ def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Pars
     group: Group | None = None
     in_agents = False  # the current group has had no Allow/Disallow yet
     fast_keys = _FAST_KEYS
-    clean_agents = _CLEAN_AGENTS
+    agent_cache = _AGENT_CACHE
     evens = _EVENS
     run = ""  # the run after the line read last
     skipped = 0  # lines of the runs read so far
@@ -244,8 +242,11 @@ def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Pars
                 group = Group(rules, number)
                 groups.append(group)
                 in_agents = True
-            token = clean_agents.get(value)
-            group.agents.append(_agent_token(value, number, diags) if token is None else token)
+            cached = agent_cache.get(value)  # a value seen before with no diagnostic: no call
+            if cached is not None and cached[1] is None:
+                group.agents.append(cached[0])
+            else:
+                group.agents.append(_agent_token(value, number, diags))
         elif kind == SITEMAP:
             if value:
                 if "://" not in value:
@@ -400,8 +401,6 @@ def _agent_token(value: str, number: int, diags: DiagnosticLog) -> str:
         cached = _token_of(value)
         if len(_AGENT_CACHE) < _AGENT_CACHE_MAX:
             _AGENT_CACHE[value] = cached
-            if cached[1] is None:
-                _CLEAN_AGENTS[value] = cached[0]
     token, code = cached
     if code is not None:
         diags.add(number, code, f"{value!r} read as {token!r}" if token else repr(value))

@@ -29,7 +29,6 @@ import random
 import tracemalloc
 from collections import Counter
 
-import pytest
 import pytest_twisted
 
 from scrapy_rfc9309 import Verdict, parse
