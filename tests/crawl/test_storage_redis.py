@@ -354,6 +354,7 @@ async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, ca
     after = [
         Req(two.url("/x")),
         Req(two.url("/y")),
+        Req(two.url("/w")),
         Req(two.url("/private")),
         Req(three.url("/z")),
         Req(one.url("/b")),
@@ -367,16 +368,18 @@ async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, ca
     assert seen_in_redis == [[f"k:robots:{one.origin}".encode()]]  # Redis was in use until then
     assert result.stats["finish_reason"] == "finished"
     check_accounting(result)  # every request ended once, as a response or an IgnoreRequest
-    assert len(result.outcomes) == 8
-    for url in (one.url("/a"), one.url("/kill"), two.url("/x"), two.url("/y"), one.url("/b")):
+    assert len(result.outcomes) == 9
+    for url in (one.url("/a"), one.url("/kill"), two.url("/x"), two.url("/y"), two.url("/w"), one.url("/b")):
         assert result.outcome(url).status == 200
     # the rules still hold, from the in-process cache and fresh fetches
     assert result.outcome(two.url("/private")).message.endswith("(line 3: Disallow: /private)")
     assert result.outcome(one.url("/private")).message.endswith("(line 2: Disallow: /private)")
     assert result.outcome(three.url("/z")).message == "Forbidden by robots.txt: unknown_unreachable"
     assert two.count("/robots.txt") == 1 and three.count("/robots.txt") == 1
-    # Crawl-delay of the second host is still kept, by this worker's own slot
-    assert min(gaps([hit.at for hit in two.hits])) >= 0.5 - TOLERANCE
+    # Crawl-delay of the second host is still kept, by this worker's own slot, between
+    # its pages (the robots.txt request may reach the server late under load)
+    page_gaps = gaps([hit.at for hit in two.page_hits()])
+    assert len(page_gaps) == 2 and min(page_gaps) >= 0.5 - TOLERANCE, page_gaps
     assert result.stat("storage/outages") == 1 and result.stat("storage/errors") >= 1
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert sum("robots.txt store unreachable" in m for m in warnings) == 1, warnings
