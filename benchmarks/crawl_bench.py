@@ -74,6 +74,11 @@ def generated_robots() -> bytes:
     return "\n".join(lines).encode()
 
 
+def default_corpus() -> Path:
+    """``$RFC9309_CORPUS``, else ``../shared/corpus`` beside the repository."""
+    return Path(os.environ.get("RFC9309_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+
 def robots_body(corpus: Path | None) -> tuple[bytes, str]:
     """(body, description) of the robots.txt every origin serves."""
     if corpus is not None and (corpus / "robots" / CORPUS_FILE).is_file():
@@ -110,8 +115,9 @@ def check_expectations(body: bytes, pages: int) -> int:
     from protego import Protego
 
     from scrapy_rfc9309 import parse
+    from scrapy_rfc9309.useragent import derive_token
 
-    token = USER_AGENT.split("/")[0]
+    token = derive_token(USER_AGENT)
     ours, theirs = parse(body), Protego.parse(body.decode("utf-8", "replace"))
     for path, denied in page_paths(pages):
         url = "http://127.0.0.1:8000" + path
@@ -197,9 +203,13 @@ class Series:
     def wall(self) -> float:
         return self.median("wall")
 
+    def rates(self) -> list[float]:
+        """Requests per second of each round."""
+        return [r["requests"] / r["wall"] for r in self.runs]
+
     @property
     def rate(self) -> float:
-        return statistics.median(r["requests"] / r["wall"] for r in self.runs)
+        return statistics.median(self.rates())
 
     @property
     def cpu_per_request(self) -> float:
@@ -218,6 +228,11 @@ class Measured:
     slow_rounds: int
     slow_delay: float
     concurrency: int
+
+    @property
+    def expected_dropped(self) -> int:
+        """Pages disallowed by construction over all origins."""
+        return self.origins * self.denied_per_origin
 
 
 def measure(
@@ -281,7 +296,7 @@ def table(m: Measured) -> list[str]:
     errors = sum(r["errors"] for series in s.values() for r in series.runs)
     if errors:
         out.append(f"\n**{errors} requests failed with errors other than IgnoreRequest: these numbers are suspect.**")
-    expected = m.origins * m.denied_per_origin
+    expected = m.expected_dropped
     leaks = [mode for mode in ("builtin", "plugin") if s[(mode, "cold")].median("dropped") != expected]
     if leaks:
         out.append(
@@ -302,7 +317,7 @@ def table(m: Measured) -> list[str]:
 def spread(series: Series) -> float:
     """Half the range of a configuration's requests/s over the rounds, relative
     to the median: how far apart two runs of the *same* crawl land here."""
-    rates = [r["requests"] / r["wall"] for r in series.runs]
+    rates = series.rates()
     return (max(rates) - min(rates)) / 2 / statistics.median(rates)
 
 
@@ -310,9 +325,7 @@ def goal(s: dict[tuple[str, str], Series]) -> str:
     """The issue's goal: the warm-cache crawl within 5% of no robots handling."""
     plugin, none = s[("plugin", "warm")], s[("none", "warm")]
     ratio = plugin.rate / none.rate
-    paired = statistics.median(
-        (p["requests"] / p["wall"]) / (n["requests"] / n["wall"]) for p, n in zip(plugin.runs, none.runs)
-    )
+    paired = statistics.median(p / n for p, n in zip(plugin.rates(), none.rates()))
     cpu_ratio = none.cpu_per_request / plugin.cpu_per_request
     verdict = "met" if ratio >= 0.95 else f"missed by {(0.95 - ratio) * 100:.1f} points"
     extra = (plugin.cpu_per_request - none.cpu_per_request) * 1e6
@@ -329,7 +342,7 @@ def latency(m: Measured) -> list[str]:
     ms = f"{m.slow_delay * 1000:.0f} ms"
     serial = m.origins * m.slow_delay
     none = s[("none", "cold")]
-    expected = m.origins * m.denied_per_origin
+    expected = m.expected_dropped
     out = [
         f"\n#### Latency hiding: every robots.txt answers after {ms} (median of {m.slow_rounds} rounds)\n",
         f"Pass 1 again, against ports whose robots.txt takes {ms}: fetched one after another, the {m.origins} "
@@ -366,7 +379,7 @@ def run(
     ``slow_rounds`` times, by default ``min(rounds, SLOW_ROUNDS)``); markdown
     lines of medians."""
     if corpus is None:
-        corpus = Path(os.environ.get("RFC9309_CORPUS", ROOT.parent / "shared" / "corpus"))
+        corpus = default_corpus()
     return table(measure(rounds, origins, pages, slow_delay, concurrency, corpus, slow_rounds))
 
 
@@ -384,10 +397,9 @@ def diagnose(origins: int, pages: int, rounds: int, top: int) -> None:
     4. cProfile of the add-on's warm pass: the plugin's functions by
        cumulative time (cProfile inflates every call: read them as shares).
     """
-    corpus = Path(os.environ.get("RFC9309_CORPUS", ROOT.parent / "shared" / "corpus"))
-    body, _ = robots_body(corpus)
+    body, _ = robots_body(default_corpus())
     modes = ("none", "noop", "middleware", "plugin")
-    warm: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    warm = {mode: Series() for mode in modes}
     signals_of: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="crawl-profile-") as tmp, web(origins, body, 0.0) as ports:
         passes = [crawl_urls(ports["fast"], pages), crawl_urls(ports["fast"], pages, allowed_only=True)]
@@ -397,7 +409,7 @@ def diagnose(origins: int, pages: int, rounds: int, top: int) -> None:
             for mode in modes:
                 print(f"diagnose round {number + 1}/{rounds}: {mode} ...", file=sys.stderr)
                 result = run_worker({**base, "mode": mode})
-                warm[mode].append(result["passes"][-1])
+                warm[mode].runs.append(result["passes"][-1])
                 signals_of[mode] = result["receivers"]
         instrumented = run_worker({**base, "mode": "plugin", "instrument": True})
         hooks, instrumented_pass = instrumented["hooks"], instrumented["passes"][-1]
@@ -406,12 +418,9 @@ def diagnose(origins: int, pages: int, rounds: int, top: int) -> None:
         raw = pstats.Stats(path).stats  # type: ignore[attr-defined]
 
     def cpu(mode: str) -> float:
-        return statistics.median(r["cpu"] / r["requests"] for r in warm[mode]) * 1e6
+        return warm[mode].cpu_per_request * 1e6
 
-    def rate(mode: str) -> float:
-        return statistics.median(r["requests"] / r["wall"] for r in warm[mode])
-
-    loads = [r["load"] for runs in warm.values() for r in runs]
+    loads = [r["load"] for series in warm.values() for r in series.runs]
     print(
         f"\n1. ablation, warm pass ({requests:,} requests), median of {rounds} rounds; "
         f"load average {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores"
@@ -419,7 +428,7 @@ def diagnose(origins: int, pages: int, rounds: int, top: int) -> None:
     labels = {"none": "no middleware", "noop": "no-op async mw", "middleware": "plugin mw only", "plugin": "add-on"}
     print(f"   {'':<16}{'CPU us/request':>15}{'vs none':>10}{'requests/s':>12}")
     for mode in modes:
-        print(f"   {labels[mode]:<16}{cpu(mode):>15,.0f}{cpu(mode) - cpu('none'):>+10,.0f}{rate(mode):>12,.0f}")
+        print(f"   {labels[mode]:<16}{cpu(mode):>15,.0f}{cpu(mode) - cpu('none'):>+10,.0f}{warm[mode].rate:>12,.0f}")
 
     from crawl_worker import INNER
 

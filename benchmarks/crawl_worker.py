@@ -37,10 +37,6 @@ COMMON_SETTINGS: dict[str, Any] = {
     "TELNETCONSOLE_ENABLED": False,
     "AUTOTHROTTLE_ENABLED": False,
     "DOWNLOAD_DELAY": 0,
-    # every origin is 127.0.0.1, and Scrapy's download slots are per host name:
-    # one slot, so the per-domain limit must not be lower than the total
-    "CONCURRENT_REQUESTS_PER_DOMAIN": 32,
-    "CONCURRENT_REQUESTS": 32,
     "DOWNLOAD_TIMEOUT": 30,
 }
 
@@ -244,6 +240,8 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     settings = dict(COMMON_SETTINGS)
     settings.update(MODES[config["mode"]])
     settings["USER_AGENT"] = config["user_agent"]
+    # every origin is 127.0.0.1, and Scrapy's download slots are per host name:
+    # one slot, so the per-domain limit must not be lower than the total
     settings["CONCURRENT_REQUESTS"] = settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = config.get("concurrency", 32)
     out: dict[str, Any] = {"passes": [], "receivers": {}}
     process = AsyncCrawlerProcess(settings)

@@ -44,19 +44,21 @@ def load_match_set(corpus: Path) -> list[tuple[bytes, str, list[str]]]:
     return sites
 
 
-def parse_runner(peer: Peer, files: list[tuple[bytes, str]]) -> Callable[[], None]:
-    """One round of parsing every file (garbage collector on: its cost is real)."""
+def parse_runner(peer: Peer, files: list[tuple[bytes, str]]) -> tuple[Callable[[], None], int]:
+    """One round of parsing every file (garbage collector on: its cost is real),
+    and the number of files."""
     parse = peer.parse
 
     def run() -> None:
         for b, t in files:
             parse(b, t)
 
-    return run
+    return run, len(files)
 
 
-def match_runner(peer: Peer, sites: list) -> Callable[[], None]:
-    """One round of ``allowed`` calls, files parsed beforehand.
+def match_runner(peer: Peer, sites: list) -> tuple[Callable[[], None], int]:
+    """One round of ``allowed`` calls, files parsed beforehand, and the
+    number of calls (the URLs of the files this peer could parse).
 
     The runner is called once here, so that any lazy per-agent compilation
     is paid outside the timed rounds: the rounds measure the steady state
@@ -79,12 +81,12 @@ def match_runner(peer: Peer, sites: list) -> Callable[[], None]:
                     pass
 
     run()
-    return run
+    return run, sum(len(urls) for _, urls in parsed)
 
 
-def first_check_runner(peer: Peer, sites: list) -> Callable[[], None]:
+def first_check_runner(peer: Peer, sites: list) -> tuple[Callable[[], None], int]:
     """One round of parse plus the first answer, per file: what a crawl pays
-    once per origin (includes any lazy compilation)."""
+    once per origin (includes any lazy compilation); and the number of files."""
     allowed, parse = peer.allowed, peer.parse
     firsts = [(b, t, urls[0]) for b, t, urls in sites if urls]
 
@@ -95,7 +97,7 @@ def first_check_runner(peer: Peer, sites: list) -> Callable[[], None]:
             except Exception:
                 pass
 
-    return run
+    return run, len(firsts)
 
 
 def interleaved(runners: dict[str, Callable[[], None]], rounds: int) -> dict[str, list[float]]:

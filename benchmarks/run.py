@@ -45,28 +45,27 @@ def parser_section(rounds: int, out: list[str], chart: dict) -> None:
     sites = parser_bench.load_match_set(corpus)
     print(f"corpus: {len(files)} robots.txt files; {len(sites)} sites with URL lists", file=sys.stderr)
     google = parser_bench.google_answers(sites)
-    n_files, n_sites = len(files), len(sites)
     calls = sum(len(urls) for _, _, urls in sites)
     timings = {}
-    for what, make, per in (
-        ("parse", parser_bench.parse_runner, n_files),
-        ("first", parser_bench.first_check_runner, n_sites),
-        ("match", parser_bench.match_runner, calls),
+    for what, make, data in (
+        ("parse", parser_bench.parse_runner, files),
+        ("first", parser_bench.first_check_runner, sites),
+        ("match", parser_bench.match_runner, sites),
     ):
         print(f"measuring {what} ({rounds} rounds, peers taking turns) ...", file=sys.stderr)
-        data = files if what == "parse" else sites
-        times = parser_bench.interleaved({p.name: make(p, data) for p in peers}, rounds)
-        timings[what] = {name: [t / per for t in ts] for name, ts in times.items()}
+        runners = {p.name: make(p, data) for p in peers}  # name -> (one round, operations in it)
+        times = parser_bench.interleaved({name: run for name, (run, _) in runners.items()}, rounds)
+        timings[what] = {name: [t / runners[name][1] for t in ts] for name, ts in times.items()}
     rows = []
     for peer in peers:
         mem = parser_bench.measure_memory(peer, files)
         agree = parser_bench.agreement(peer, sites, google) if google else float("nan")
         med = {what: statistics.median(timings[what][peer.name]) for what in timings}
-        rows.append((peer.name, med["parse"], med["first"], med["match"], mem, agree, calls))
-    base = "Protego" if any(p.name == "Protego" for p in peers) else None
+        rows.append((peer.name, med["parse"], med["first"], med["match"], mem, agree))
     mem_of = {r[0]: r[4] for r in rows}
+    base = "Protego" if "Protego" in mem_of else None
     out.append(
-        f"### Parser and matcher ({n_files} files parsed; {calls:,} URL checks; median of {rounds} rounds, "
+        f"### Parser and matcher ({len(files)} files parsed; {calls:,} URL checks; median of {rounds} rounds, "
         "peers taking turns; ratios are medians of same-round ratios)\n"
     )
     out.append(
@@ -74,7 +73,7 @@ def parser_section(rounds: int, out: list[str], chart: dict) -> None:
         "| agrees with Google | parse vs Protego | first check vs Protego | match vs Protego | memory vs Protego |"
     )
     out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, parse_s, first_s, match_s, mem, agree, _ in rows:
+    for name, parse_s, first_s, match_s, mem, agree in rows:
         if base:
             ratio = {w: parser_bench.median_ratio(timings[w][base], timings[w][name]) for w in timings}
             ratios = f"{ratio['parse']:.1f}x | {ratio['first']:.1f}x | {ratio['match']:.1f}x | {mem / mem_of[base]:.2f}"

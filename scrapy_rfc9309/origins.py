@@ -9,6 +9,7 @@ port made explicit, no userinfo, IPv6 literals in brackets.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -32,25 +33,8 @@ def _idna(host: str) -> str:
 
 # (scheme, netloc) -> origin: a crawl asks about few origins many times each
 # (twice per request); bounded, so a crawl of millions of hosts stays small.
-_KEY_CACHE: dict[tuple[str, str], str | None] = {}
-_KEY_CACHE_MAX = 4096
-
-
+@lru_cache(maxsize=4096)
 def _key(scheme: str, netloc: str) -> str | None:
-    found = _KEY_CACHE.get((scheme, netloc), _MISSING)
-    if found is not _MISSING:
-        return found  # type: ignore[return-value]
-    key = _make_key(scheme, netloc)
-    if len(_KEY_CACHE) >= _KEY_CACHE_MAX:
-        _KEY_CACHE.clear()
-    _KEY_CACHE[(scheme, netloc)] = key
-    return key
-
-
-_MISSING = object()
-
-
-def _make_key(scheme: str, netloc: str) -> str | None:
     default = DEFAULT_PORTS.get(scheme)
     if default is None or not netloc:
         return None

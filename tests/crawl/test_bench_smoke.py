@@ -31,8 +31,6 @@ def _rows(lines: list[str]) -> dict[tuple[str, str], list[str]]:
 
 @pytest.fixture(scope="module")
 def report() -> list[str]:
-
-
     sys.path.insert(0, str(BENCHMARKS))
     try:
         import crawl_bench
