@@ -1,7 +1,8 @@
 """scrapy-rfc9309: robots.txt exactly as RFC 9309 says, for Scrapy.
 
 The core (``parse``, ``RobotsTxt`` ...) is pure Python and imports no Scrapy;
-the Scrapy layer (``RobotsTxtMiddleware``, ``CrawlDelayExtension``, ``Addon``)
+the Scrapy layer (``RobotsTxtMiddleware``, ``CrawlDelayExtension``, ``Addon``,
+``robots_service``, ``governing_robots``)
 is imported lazily, on first use of its names.
 """
 
@@ -13,6 +14,8 @@ _SCRAPY_LAYER = {
     "RobotsTxtMiddleware": "scrapy_rfc9309.middleware",
     "CrawlDelayExtension": "scrapy_rfc9309.throttle",
     "Addon": "scrapy_rfc9309.addon",
+    "robots_service": "scrapy_rfc9309.wiring",
+    "governing_robots": "scrapy_rfc9309.wiring",
 }
 
 __all__ = [
@@ -24,7 +27,9 @@ __all__ = [
     "RobotsTxtMiddleware",
     "Rule",
     "Verdict",
+    "governing_robots",
     "parse",
+    "robots_service",
 ]
 
 

@@ -1,6 +1,6 @@
 """Downloading one origin's robots.txt through the crawl's own engine.
 
-The fetch goes through ``crawler.engine.download_async``, so it uses the
+The fetch goes through the engine's download (``download_async``), so it uses the
 crawl's proxy, headers, cookies and TLS settings, but it must not be changed
 by the settings meant for pages.  Each hop carries meta that switches those
 off:
@@ -47,7 +47,9 @@ from urllib.parse import urljoin, urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import StopDownload
 from scrapy.http.request import NO_CALLBACK
+from twisted.internet.defer import CancelledError
 
+from . import compat
 from .origins import robots_url
 from .robots.access import Access, classify_error, classify_status, freshness
 
@@ -76,11 +78,13 @@ class ContentDecodingError(Exception):
 
 
 class _Transfer:
-    """What the signal handlers learn about one hop while it downloads."""
+    """What the signal handlers learn about one hop while it downloads.  Only
+    the fetcher that made it counts its bytes (``owner``)."""
 
-    __slots__ = ("limit", "received", "stopped", "encodings")
+    __slots__ = ("owner", "limit", "received", "stopped", "encodings")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, owner: RobotsFetcher, limit: int) -> None:
+        self.owner = owner
         self.limit = limit
         self.received = 0
         self.stopped = False
@@ -108,6 +112,9 @@ class FetchResult:
     fresh_for: float | None = None
     #: why a 3xx ended the fetch ("more than 5 redirects", ...), else ""
     note: str = ""
+    #: the error is not the network's (a bug in a downloader middleware, a URL
+    #: filter's IgnoreRequest ...): still unreachable (fail-safe), but logged as an ERROR
+    internal: bool = False
 
     @property
     def outcome(self) -> str:
@@ -147,11 +154,16 @@ class RobotsFetcher:
                     Access.UNAVAILABLE, status, url, classes, note="a redirect without a usable Location"
                 )
             try:
-                response = await self.crawler.engine.download_async(request)
-            except Exception as exc:  # a network error, or a middleware that dropped the fetch
+                response = await compat.download(self.crawler, request)
+            except CancelledError:
+                raise  # the crawl is closing: not an access result
+            except compat.NETWORK_ERRORS as exc:  # timeout, DNS, refused, reset, TLS
                 access, name = classify_error(exc)
                 classes.append(name)
                 return FetchResult(access, None, url, classes, error=exc)
+            except Exception as exc:  # not the network: a middleware's bug, a URL filter ...
+                classes.append(f"error/internal/{type(exc).__name__}")
+                return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
             access, name = classify_status(response.status)
             status = response.status
             if access is Access.REDIRECT:
@@ -183,7 +195,7 @@ class RobotsFetcher:
     # -- one hop --------------------------------------------------------------
     def _request(self, url: str, trigger: Request | None) -> Request:
         meta: dict[str, Any] = {
-            FETCH_META_KEY: _Transfer(self.settings.max_bytes + SLACK_BYTES),
+            FETCH_META_KEY: _Transfer(self, self.settings.max_bytes + SLACK_BYTES),
             "dont_obey_robotstxt": True,
             "dont_redirect": True,
             "handle_httpstatus_all": True,
@@ -228,7 +240,7 @@ class RobotsFetcher:
     # -- signal handlers (see the module docstring) --------------------------
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         transfer = request.meta.get(FETCH_META_KEY)
-        if not isinstance(transfer, _Transfer):
+        if not isinstance(transfer, _Transfer) or transfer.owner is not self:
             return
         transfer.received += len(data)
         if transfer.received > transfer.limit:
@@ -237,7 +249,7 @@ class RobotsFetcher:
 
     def _response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
         transfer = request.meta.get(FETCH_META_KEY)
-        if not isinstance(transfer, _Transfer):
+        if not isinstance(transfer, _Transfer) or transfer.owner is not self:
             return
         encodings = response.headers.getlist("Content-Encoding")
         if encodings:

@@ -128,12 +128,14 @@ class Rfc9309Settings:
             max_crawl_delay=_number(get("RFC9309_MAX_CRAWL_DELAY"), "RFC9309_MAX_CRAWL_DELAY", float),
         )
 
+    def __post_init__(self) -> None:
+        # built once: for_origin runs for every request
+        object.__setattr__(self, "_default_policy", OriginPolicy(True, self.user_agent, self.unreachable))
+
     def for_origin(self, origin: str) -> OriginPolicy:
-        """The policy of ``origin`` (a canonical origin string)."""
-        policy = self.origins.get(origin)
-        if policy is None:
-            return OriginPolicy(True, self.user_agent, self.unreachable)
-        return policy
+        """The policy of ``origin`` (a canonical origin string): its
+        ``RFC9309_ORIGINS`` entry, else the crawl's defaults."""
+        return self.origins.get(origin) or self._default_policy  # type: ignore[attr-defined]
 
 
 def _getter(settings: Any):

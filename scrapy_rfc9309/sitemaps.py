@@ -4,8 +4,8 @@ Scrapy's ``SitemapSpider`` reads sitemaps from robots.txt when a
 ``sitemap_urls`` entry ends in ``/robots.txt``: it downloads the file as a
 page, after the robots.txt middleware has already downloaded it once.
 :func:`robots_sitemaps` returns the ``Sitemap:`` lines of the file the plugin
-already holds (fetching it once, through the middleware, if the origin is
-new)::
+already holds (fetching it once, through the crawl's robots service, if the
+origin is new)::
 
     from scrapy.spiders import SitemapSpider
     from scrapy_rfc9309.sitemaps import robots_sitemaps
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lookup import governing_robots
+from .wiring import governing_robots
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -27,26 +27,53 @@ API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
 * ``Slot.lastseen`` (``time.monotonic()`` of the slot's last start) with
   ``Slot.delay`` and the jitter: :func:`seconds_until_free` reads them so the
   cluster-wide Crawl-delay can reserve a start time only once this worker's
-  own slot would start the request at once (see ``throttle.SharedPacing``).
+  own slot would start the request at once (see ``RobotsService.wait_turn``).
 * ``Downloader._slot_gc`` drops idle slots and ``_get_slot`` builds a fresh
   one with the default delay; the floor is re-applied to the new object on
   the next ``request_reached_downloader`` (sent before the queue is
-  processed), because the floors are kept here by key, not on the slot.
+  processed).  What is kept here for a slot key is dropped once Scrapy has
+  discarded the slot (:meth:`SlotFloors.sweep`, every minute), so memory
+  follows the live slots, not every host ever seen.
+* ``Downloader._process_queue(slot)`` starts queued requests while
+  ``slot.free_transfer_slots() > 0``; since Scrapy 2.14 a started request
+  joins ``slot.transferring`` only when its download task first runs, so all
+  the requests that reach a slot within one turn of the event loop start
+  together, past ``CONCURRENT_REQUESTS_PER_DOMAIN`` (measured on 2.19 without
+  this plugin: 14 requests in flight to one site with a limit of 2).
+  :func:`keep_slot_concurrency` counts a request as transferring from the
+  moment it is taken from the queue.
+* ``Downloader.active`` (what ``CONCURRENT_REQUESTS`` counts, through
+  ``Downloader.needs_backout()``) and ``Slot.active`` (what
+  ``DownloaderAwarePriorityQueue`` counts per slot): :class:`HeldRequests`
+  moves a request that waits inside the middleware from the first to the
+  second, so a site that makes requests wait is seen as a busy site, not as
+  a full downloader.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from scrapy import signals
+from twisted.internet.defer import Deferred
+
+from . import compat
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["SlotFloors", "seconds_until_free"]
+__all__ = ["HeldRequests", "SlotFloors", "keep_slot_concurrency", "seconds_until_free"]
+
+#: seconds between two sweeps of the floors of slots Scrapy has discarded
+SWEEP_SECONDS = 60.0
+#: waiting requests taken out of CONCURRENT_REQUESTS: max(this, 8 x CONCURRENT_REQUESTS)
+RELIEF_MIN = 64
+RELIEF_PER_CONCURRENT = 8
 
 # Jitter is narrowed a hair more than the exact bound so that float rounding
 # can never put the low end of the range a few ulps under the floor.
@@ -68,10 +95,27 @@ class _Floor:
 class SlotFloors:
     """Keeps each download slot's delay at or above a floor, by slot key."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, on_gone: Callable[[str], None] | None = None) -> None:
         self._crawler = crawler
         self._floors: dict[str, _Floor] = {}
+        #: told the key of each slot whose floor :meth:`sweep` dropped
+        self._on_gone = on_gone
+        self._sweeper: Any = None
         crawler.signals.connect(self._connect_after_autothrottle, signal=signals.spider_opened)
+        crawler.signals.connect(self._stop_sweeping, signal=signals.spider_closed)
+
+    def __len__(self) -> int:
+        return len(self._floors)
+
+    def sweep(self) -> None:
+        """Forget the floors of slots Scrapy has discarded (idle-slot GC): a new
+        slot for the key gets its floor again from the next request."""
+        slots = self._live_slots()
+        for key, state in list(self._floors.items()):
+            if state.slot is not None and slots.get(key) is not state.slot:
+                del self._floors[key]
+                if self._on_gone is not None:
+                    self._on_gone(key)
 
     # -- public to the extension -------------------------------------------------
 
@@ -138,11 +182,14 @@ class SlotFloors:
         assert engine is not None, "the downloader exists only once the crawl runs"
         return engine.downloader
 
-    def _live_slot(self, key: str) -> Any:
+    def _live_slots(self) -> dict[str, Any]:
         engine = self._crawler.engine
         if engine is None or engine.downloader is None:
-            return None
-        return engine.downloader.slots.get(key)
+            return {}
+        return engine.downloader.slots
+
+    def _live_slot(self, key: str) -> Any:
+        return self._live_slots().get(key)
 
     def _undo(self, key: str, state: _Floor) -> None:
         """Hand back what a removed or lowered floor had taken from the slot."""
@@ -157,6 +204,11 @@ class SlotFloors:
 
     def _connect_after_autothrottle(self) -> None:
         self._crawler.signals.connect(self._after_response, signal=signals.response_downloaded)
+        self._sweeper = compat.every(SWEEP_SECONDS, self.sweep)
+
+    def _stop_sweeping(self) -> None:
+        if self._sweeper is not None and self._sweeper.running:
+            self._sweeper.stop()
 
     def _after_response(self, request: Request) -> None:
         key = request.meta.get("download_slot")
@@ -180,6 +232,50 @@ def seconds_until_free(crawler: Crawler, request: Request) -> float:
     return max(0.0, slot.lastseen + longest - time.monotonic())
 
 
+class _StartingQueue(deque):
+    """A slot's queue whose ``popleft`` (the downloader taking a request to
+    start it) counts the request in the slot's ``transferring`` at once."""
+
+    def __init__(self, entries: Any, transferring: set) -> None:
+        super().__init__(entries)
+        self.transferring = transferring
+
+    def popleft(self) -> Any:
+        entry = super().popleft()
+        self.transferring.add(entry[0])
+        return entry
+
+
+def keep_slot_concurrency(crawler: Crawler) -> None:
+    """Make each download slot start no more requests than its concurrency.
+
+    From now on, the queue of each slot a request reaches is replaced (once)
+    by a :class:`_StartingQueue`, so a request taken from it counts in
+    ``slot.transferring`` at once, not one event-loop turn later when its
+    download task starts (the download adds it again, a no-op, and removes it
+    when done).  Scrapy 2.13 starts downloads synchronously: nothing to do.
+    """
+    if not compat.DEFERRED_DOWNLOAD_START:
+        return
+
+    def reached(request: Request) -> None:
+        engine = crawler.engine
+        slot = engine.downloader.slots.get(request.meta.get("download_slot")) if engine is not None else None
+        if slot is not None and type(slot.queue) is not _StartingQueue:
+            slot.queue = _StartingQueue(slot.queue, slot.transferring)
+
+    crawler.signals.connect(reached, signal=signals.request_reached_downloader, weak=False)
+
+
+def _drop_if_unused(downloader: Any, key: str, slot: Any) -> None:
+    """Forget a slot that never started a download and has nothing to do (made
+    for held requests that were then dropped); Scrapy makes it again if needed."""
+    if not slot.active and not slot.queue and not slot.transferring and not slot.lastseen:
+        if downloader.slots.get(key) is slot:
+            del downloader.slots[key]
+            slot.close()
+
+
 def _allowed_jitter(delay: float, floor: float, base: float) -> float:
     """The largest jitter, up to *base*, whose range starts at or above *floor*."""
     if base <= 0 or delay * (1 - base) >= floor:
@@ -198,3 +294,70 @@ def _set_jitter(slot: Any, jitter: float) -> None:
         slot.jitter = jitter
     else:  # before 2.19 the range is +-50% or nothing
         slot.randomize_delay = jitter >= 0.5
+
+
+class HeldRequests:
+    """Requests that wait inside the middleware, accounted as a slow site's are.
+
+    A request waiting for its origin's robots.txt (or for a cluster-wide
+    Crawl-delay turn) is taken out of ``Downloader.active``, so it does not
+    use the crawl's ``CONCURRENT_REQUESTS``, and put in its download slot's
+    ``active`` set, so ``DownloaderAwarePriorityQueue`` sees that site as busy
+    and hands out other sites' requests.  At most :attr:`limit` requests of
+    the whole crawl are taken out so (``max(64, 8 x CONCURRENT_REQUESTS)``);
+    more wait counted, as requests queued in a slow site's slot do, which
+    bounds what waiting sites can pull from the scheduler into memory.  A
+    released request counts again only once the downloader has room, so
+    ``CONCURRENT_REQUESTS`` holds; then the slot's own concurrency and delay
+    apply as to any request.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self._crawler = crawler
+        self._room: deque[Deferred] = deque()
+        #: requests waiting now (the spider is not idle while there are any)
+        self.count = 0
+        #: of which taken out of Downloader.active
+        self.relieved = 0
+        self.limit = max(RELIEF_MIN, RELIEF_PER_CONCURRENT * crawler.settings.getint("CONCURRENT_REQUESTS", 16))
+        crawler.signals.connect(self.wake, signal=signals.request_left_downloader)
+
+    @asynccontextmanager
+    async def holding(self, request: Request, closing: Callable[[], bool]) -> AsyncIterator[None]:
+        downloader = self._crawler.engine.downloader  # type: ignore[union-attr]
+        key, slot = compat.get_slot(downloader, request)
+        relieve = self.relieved < self.limit and request in downloader.active
+        if relieve:
+            downloader.active.discard(request)
+            self.relieved += 1
+            compat.wake_engine(self._crawler)  # the place it gave back may be used now
+        slot.active.add(request)
+        self.count += 1
+        try:
+            yield
+        except BaseException:
+            self._release(downloader, slot, request, relieve)
+            _drop_if_unused(downloader, key, slot)  # a denied site leaves no slot behind
+            raise
+        else:
+            if relieve:
+                while downloader.needs_backout() and not closing():
+                    waiter: Deferred = Deferred()
+                    self._room.append(waiter)
+                    await compat.wait_for(waiter)
+            self._release(downloader, slot, request, relieve)
+
+    def _release(self, downloader: Any, slot: Any, request: Request, relieved: bool) -> None:
+        self.count -= 1
+        slot.active.discard(request)
+        if relieved:
+            downloader.active.add(request)
+            self.relieved -= 1
+
+    def wake(self, *args: Any, **kwargs: Any) -> None:
+        """Let the released requests look for room again (a request left the
+        downloader, or a periodic check)."""
+        waiters, self._room = self._room, deque()
+        for waiter in waiters:
+            if not waiter.called:
+                waiter.callback(None)

@@ -5,10 +5,10 @@
     scrapy robots URL [URL ...] [--agent TOKEN] [--file PATH]
     scrapy robots --lint PATH
 
-Without ``--file`` the robots.txt of each URL's origin is fetched by the
-middleware's own fetcher (:class:`scrapy_rfc9309.fetch.RobotsFetcher`) in a
-tiny crawl, and its result becomes a policy through the same table
-(:func:`scrapy_rfc9309.robots.access.policy_for`): redirects across hosts, 4xx
+Without ``--file`` the robots.txt of each URL's origin is fetched in a tiny
+crawl through that crawl's robots service
+(:meth:`scrapy_rfc9309.service.RobotsService.inspect`: the crawl's one fetcher,
+and the same access-result step a crawl applies): redirects across hosts, 4xx
 = allow all, 429/5xx/errors = unreachable = deny all, the size limit, and the
 project's ``RFC9309_*`` settings (per-origin overrides included).  So the
 answer is the one a crawl would get on its first request to that origin.
@@ -35,8 +35,11 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from ..fetch import FetchResult
-    from ..robots import Decision
+    from ..robots import Decision, RobotsTxt
     from ..settings import Rfc9309Settings
+
+    #: what the service's inspect() gives: the fetch, and the policy it means
+    Inspected = tuple[FetchResult, RobotsTxt]
 
 #: exit status when the command could not produce an answer
 EXIT_USAGE = 2
@@ -166,23 +169,24 @@ class Command(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(f"invalid setting: {exc}", print_help=False) from None
 
-    def _fetch(self, origins: list[str], config: Rfc9309Settings) -> dict[str, FetchResult]:
-        """Fetch every origin's robots.txt in one small crawl."""
+    def _fetch(self, origins: list[str], config: Rfc9309Settings) -> dict[str, Inspected]:
+        """Fetch every origin's robots.txt in one small crawl, through the
+        crawl's robots service (the one fetcher a crawl has)."""
         assert self.crawler_process is not None
-        results: dict[str, FetchResult] = {}
+        results: dict[str, Inspected] = {}
         self.crawler_process.crawl(RobotsFetchSpider, origins=origins, config=config, results=results)
         self.crawler_process.start()
         return results
 
 
 class RobotsFetchSpider(Spider):
-    """Fetches robots.txt files with the plugin's fetcher and nothing else:
-    it schedules no request, so the crawl ends once the fetches are done."""
+    """Fetches robots.txt files through the crawl's robots service and nothing
+    else: it schedules no request, so the crawl ends once the fetches are done."""
 
     name = "scrapy_rfc9309_robots"
 
     def __init__(
-        self, origins: list[str], config: Rfc9309Settings, results: dict[str, FetchResult], **kwargs: Any
+        self, origins: list[str], config: Rfc9309Settings, results: dict[str, Inspected], **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.origins = origins
@@ -193,13 +197,13 @@ class RobotsFetchSpider(Spider):
         from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
         from twisted.internet.defer import DeferredList
 
-        from ..fetch import RobotsFetcher
+        from ..wiring import robots_service
 
-        fetcher = RobotsFetcher(self.crawler, self.config)
+        service = robots_service(self.crawler)
 
         async def fetch(origin: str) -> None:
             try:
-                self.results[origin] = await fetcher.fetch(origin)
+                self.results[origin] = await service.inspect(origin, self.config.for_origin(origin).unreachable)
             except Exception:  # a bug, not a network problem (those are results)
                 self.logger.exception("could not fetch the robots.txt of %s", origin)
 
@@ -212,25 +216,23 @@ def _origin_block(
     origin: str,
     targets: list[str],
     config: Rfc9309Settings,
-    result: FetchResult | None,
+    inspected: Inspected | None,
     agent_given: bool,
 ) -> tuple[list[str], list[Decision]]:
     """The lines and decisions of one origin."""
     from ..origins import robots_url
-    from ..robots import RobotsTxt, Verdict, parse
-    from ..robots.access import Access, policy_for
-    from .report import file_lines, row, verdict_lines
+    from ..robots import RobotsTxt, Verdict
+    from .report import file_lines, verdict_lines, row
 
     policy = config.for_origin(origin)
     token = config.user_agent if agent_given else policy.user_agent
     lines = [origin]
     robots: RobotsTxt
-    if result is None:  # obey: False for this origin
+    if inspected is None:  # obey: False for this origin
         robots = RobotsTxt.allow_all(Verdict.ALLOWED_NOT_OBEYED)
         lines.append(row("robots.txt", "not fetched (RFC9309_ORIGINS: obey: False)"))
     else:
-        parsed = parse(result.body, result.content_type, config.max_bytes) if result.access is Access.SUCCESS else None
-        robots = policy_for(result.access, policy.unreachable, parsed)
+        result, robots = inspected
         lines.append(row("robots.txt", describe_fetch(robots_url(origin), result, config, policy.unreachable)))
     lines.extend(file_lines(robots, token))
     decisions = [robots.check(target, token) for target in targets]

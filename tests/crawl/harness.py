@@ -175,7 +175,8 @@ def check_accounting(result: Result) -> None:
     rfc = result.rfc()
     allowed = sum(v for k, v in rfc.items() if k.startswith("requests/allowed/"))
     denied = sum(v for k, v in rfc.items() if k.startswith("requests/denied/"))
-    assert rfc.get("requests/checked", 0) == allowed + denied + rfc.get("requests/errors", 0), rfc
+    dropped = rfc.get("requests/dropped/spider_closing", 0)
+    assert rfc.get("requests/checked", 0) == allowed + denied + dropped + rfc.get("requests/errors", 0), rfc
     consulted = rfc.get("requests/checked", 0) - rfc.get("requests/allowed/allowed_not_obeyed", 0)
     consulted -= rfc.get("requests/denied/invalid_user_agent", 0)
     assert rfc.get("cache/hits", 0) + rfc.get("cache/misses", 0) == consulted, rfc

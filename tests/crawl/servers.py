@@ -74,6 +74,10 @@ class Server:
         self.hits: list[Hit] = []
         #: path -> time.monotonic() when each answer to it was sent
         self.answered: dict[str, list[float]] = {}
+        #: requests being handled now, and the most there ever were at once (counted
+        #: down before the answer is sent, so a client cannot overlap by reacting to it)
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._turns: dict[str, int] = {}
@@ -149,13 +153,19 @@ class Server:
                 hit = Hit(time.monotonic(), self.path, self.command, {k.lower(): v for k, v in self.headers.items()})
                 with server._lock:
                     server.hits.append(hit)
-                reply = server._reply_for(hit)
-                if reply.hang:
-                    server._stopping.wait(MAX_HANG)
-                    self.close_connection = True
-                    return
-                if reply.delay:
-                    server._stopping.wait(reply.delay)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    reply = server._reply_for(hit)
+                    if reply.hang:
+                        server._stopping.wait(MAX_HANG)
+                        self.close_connection = True
+                        return
+                    if reply.delay:
+                        server._stopping.wait(reply.delay)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
                 body = reply.body.encode("utf-8") if isinstance(reply.body, str) else reply.body
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():

@@ -164,3 +164,38 @@ def test_fail_open_opt_in_and_agent(site, servers, tmp_path):
     assert "not RFC 9309 compliant" in out[down.origin]
     assert "agent:        PartnerBot" in out[site.origin]
     assert verdict(out[site.origin], site.url("/public")) == "DENIED disallowed_explicit (line 5: Disallow: /)"
+
+
+def make_project(root, settings: str) -> None:
+    """A minimal Scrapy project in ``root`` (what ``scrapy startproject`` makes, less the spiders)."""
+    (root / "scrapy.cfg").write_text("[settings]\ndefault = probe_project.settings\n")
+    package = root / "probe_project"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text('BOT_NAME = "probe_project"\n' + settings)
+
+
+def test_inside_a_project_with_the_add_on_the_answer_is_the_same_as_outside(servers, tmp_path):
+    """Fault 3: a 350 KB file whose line 3503 is ``Disallow: /late``.  Inside a
+    project that enables the add-on the crawl has the middleware too; there is
+    one fetcher per crawl, so the download is not cut short and the rule counts."""
+    site = servers("127.0.0.1")
+    lines = ["User-agent: *"] + [f"Allow: /filler/{i:05d}/{'x' * 80}" for i in range(3501)] + ["Disallow: /late", ""]
+    body = "\n".join(lines)
+    assert 340_000 < len(body) < 360_000 and lines[3502] == "Disallow: /late"
+    site.routes["/robots.txt"] = robots(body)
+    outside, inside = tmp_path / "outside", tmp_path / "inside"
+    outside.mkdir()
+    inside.mkdir()
+    make_project(inside, 'ADDONS = {"scrapy_rfc9309.Addon": 0}\nROBOTSTXT_OBEY = True\nLOG_LEVEL = "INFO"\n')
+
+    answers = {}
+    for where in (outside, inside):
+        process = scrapy_robots(site.url("/late/page"), site.url("/filler/00001/x"), cwd=where)
+        assert process.returncode == 1, process.stderr
+        block = blocks(process.stdout)[site.origin]
+        answers[where.name] = verdict(block, site.url("/late/page"))
+        assert "past the" not in block  # nothing truncated
+    assert answers["inside"] == answers["outside"]
+    assert answers["inside"].startswith("DENIED") and "line 3503" in answers["inside"]
+    assert site.count("/robots.txt") == 2  # once per run

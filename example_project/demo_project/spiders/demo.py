@@ -19,10 +19,12 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy.exceptions import IgnoreRequest
 
-from scrapy_rfc9309 import CrawlDelayExtension, RobotsTxt, Verdict
+from scrapy_rfc9309 import RobotsTxt, Verdict, robots_service
 from scrapy_rfc9309.origins import origin_of
+from scrapy_rfc9309.service import Known
 from scrapy_rfc9309.settings import Rfc9309Settings
 from scrapy_rfc9309.signals import robots_txt_ready
+from scrapy_rfc9309.wiring import rfc9309_settings
 
 from ..demo_site import ONE_HOST, DemoOrigin
 from ..table import OriginBlock, PageRow, render
@@ -102,10 +104,8 @@ class DemoSpider(DemoSiteSpider):
 
     # -- the table -------------------------------------------------------------------
     def report(self) -> str:
-        config = Rfc9309Settings.from_settings(self.crawler.settings)
-        throttle = next(
-            (ext for ext in self.crawler.extensions.middlewares if isinstance(ext, CrawlDelayExtension)), None
-        )
+        config = rfc9309_settings(self.crawler)
+        service = robots_service(self.crawler)
         blocks = []
         for origin in self.site.origins:
             if not origin.pages:
@@ -117,7 +117,7 @@ class DemoSpider(DemoSiteSpider):
                     address=origin.origin.split("://", 1)[1],
                     case=origin.case,
                     robots=self._robots_lines(origin, config),
-                    crawl_delay=throttle.floor_of(origin.origin) if throttle else None,
+                    crawl_delay=_floor(service.known(origin.origin)),
                     min_gap=self.site.min_gap(origin.name),
                     pages=rows,
                 )
@@ -168,6 +168,11 @@ class DemoSpider(DemoSiteSpider):
             f"robots.txt requests per origin: {', '.join(map(str, sorted(set(fetches))))}",
             "MIN GAP: the shortest time between two page requests to the origin, measured by its server.",
         ]
+
+
+def _floor(known: Known | None) -> float | None:
+    """The Crawl-delay floor the crawl kept for an origin, or None."""
+    return known.floor if known is not None and known.floor else None
 
 
 def _reading(robots: RobotsTxt, token: str) -> str:

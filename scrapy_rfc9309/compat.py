@@ -1,0 +1,183 @@
+"""The one place that knows which Scrapy runs.
+
+Everything that differs between the Scrapy releases this plugin supports, or
+that reaches into Scrapy's engine, is a small function here, so the rest of
+the package is written once, for the newest Scrapy.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
+
+import scrapy
+from scrapy import signals
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.misc import load_object
+from twisted.internet.defer import Deferred
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SCRAPY_VERSION: tuple[int, int] = tuple(int(part) for part in scrapy.__version__.split(".")[:2])  # type: ignore[assignment]
+
+#: the downloader starts a taken request in a task of its own (2.14+), not at once
+DEFERRED_DOWNLOAD_START = SCRAPY_VERSION >= (2, 14)
+
+#: Scrapy's ``robots_parsed`` signal (2.18+), or None where it does not exist
+ROBOTS_PARSED: object | None = getattr(signals, "robots_parsed", None)
+
+
+# -- awaiting Twisted from coroutines ------------------------------------------------
+def wait_for(deferred: Deferred) -> Awaitable[Any]:
+    """Await a Deferred from a coroutine, whichever reactor runs."""
+    return maybe_deferred_to_future(deferred)
+
+
+def spawn(coro: Coroutine[Any, Any, T]) -> Deferred:
+    """Run ``coro`` in the background; the Deferred can be cancelled."""
+    return deferred_from_coro(coro)
+
+
+async def sleep(seconds: float) -> None:
+    """A reactor timer: cancelled with the task that awaits it."""
+    from twisted.internet import reactor
+    from twisted.internet.task import deferLater
+
+    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
+
+
+def call_later(seconds: float, func: Callable[[], object]) -> Any:
+    """``reactor.callLater``; the result has ``cancel()`` and ``active()``."""
+    from twisted.internet import reactor
+
+    return reactor.callLater(seconds, func)  # type: ignore[attr-defined]
+
+
+def every(seconds: float, func: Callable[[], object]) -> Any:
+    """Call ``func`` every ``seconds`` (first call after one period); ``.stop()``."""
+    from twisted.internet.task import LoopingCall
+
+    loop = LoopingCall(func)
+    loop.start(seconds, now=False)
+    return loop
+
+
+# -- the engine ----------------------------------------------------------------------
+async def download(crawler: Crawler, request: Request) -> Response:
+    """Download ``request`` through the downloader middlewares only."""
+    engine = crawler.engine
+    assert engine is not None, "the crawl is not running"
+    if hasattr(engine, "download_async"):  # 2.14+
+        return await engine.download_async(request)
+    return await maybe_deferred_to_future(engine.download(request))  # pragma: no cover - 2.13
+
+
+def engine_closing(crawler: Crawler) -> bool:
+    """Whether the engine has begun to close the spider (or never opened it).
+
+    Scrapy sends no signal when closing *begins* (``spider_closed`` comes only
+    after every request in progress has ended), so the robots service asks
+    here before each fetch and on a short timer while requests wait.
+    """
+    engine = crawler.engine
+    if engine is None or not engine.running:
+        return True
+    slot = getattr(engine, "_slot", None)
+    return slot is None or slot.closing is not None
+
+
+def wake_engine(crawler: Crawler) -> None:
+    """Ask the engine to pull scheduled requests now (it otherwise looks on its
+    5 s heartbeat or when a download ends): called when a waiting request
+    gives its ``CONCURRENT_REQUESTS`` place back."""
+    slot = getattr(crawler.engine, "_slot", None)
+    if slot is not None and slot.closing is None:
+        slot.nextcall.schedule()
+
+
+def get_slot(downloader: Any, request: Request) -> tuple[str, Any]:
+    """The download slot (key, Slot) of ``request``, created if needed, as the
+    downloader itself would when the request reaches it."""
+    if SCRAPY_VERSION >= (2, 14):
+        return downloader._get_slot(request)
+    return downloader._get_slot(request, downloader.crawler.spider)  # pragma: no cover - 2.13
+
+
+async def send_async(crawler: Crawler, signal: object, **kwargs: Any) -> None:
+    """Send a signal whose handlers may be coroutines."""
+    manager = crawler.signals
+    if hasattr(manager, "send_catch_log_async"):  # 2.14+
+        await manager.send_catch_log_async(signal=signal, **kwargs)
+    else:  # pragma: no cover - 2.13
+        await maybe_deferred_to_future(manager.send_catch_log_deferred(signal=signal, **kwargs))
+
+
+# -- errors ----------------------------------------------------------------------------
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """What counts as "the network failed": Scrapy's own RETRY_EXCEPTIONS of this
+    version (timeouts, DNS, refused and lost connections, tunnels), plus TLS and
+    Twisted's client failures, which some versions raise unwrapped."""
+    from scrapy.settings import default_settings
+    from twisted.internet import error as net
+    from twisted.web import _newclient
+
+    found: list[type[BaseException]] = [
+        net.ConnectError,
+        net.ConnectionLost,
+        net.ConnectionDone,
+        net.TimeoutError,
+        _newclient.ResponseFailed,
+        _newclient.ResponseNeverReceived,
+    ]
+    for path in getattr(default_settings, "RETRY_EXCEPTIONS", []):
+        try:
+            found.append(path if isinstance(path, type) else load_object(path))
+        except (ImportError, AttributeError, ValueError):  # pragma: no cover - names move between versions
+            continue
+    try:
+        from OpenSSL import SSL
+
+        found.append(SSL.Error)
+    except ImportError:  # pragma: no cover - Scrapy requires pyOpenSSL
+        pass
+    for name in ("DownloadTimeoutError", "DownloadConnectionRefusedError", "CannotResolveHostError",
+                 "DownloadFailedError", "ResponseDataLossError", "DownloadCancelledError"):  # fmt: skip
+        cls = getattr(scrapy.exceptions, name, None)
+        if isinstance(cls, type):
+            found.append(cls)
+    return tuple(dict.fromkeys(found))
+
+
+NETWORK_ERRORS: tuple[type[BaseException], ...] = _network_errors()
+
+
+# -- offsite ----------------------------------------------------------------------------
+def offsite_filter(crawler: Crawler) -> Callable[[Request], bool] | None:
+    """A function telling whether Scrapy's enabled OffsiteMiddleware (or a
+    subclass, with its own ``should_follow``) will drop a request; None when
+    none is enabled.  Asks the middleware itself, so a project's override of
+    ``should_follow`` is honoured."""
+    from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+
+    engine = crawler.engine
+    if engine is None or engine.downloader is None:
+        return None
+    found = next((mw for mw in engine.downloader.middleware.middlewares if isinstance(mw, OffsiteMiddleware)), None)
+    if found is None:
+        return None
+    offsite: Any = found
+
+    def will_drop(request: Request) -> bool:
+        if request.dont_filter or request.meta.get("allow_offsite"):
+            return False
+        spider = crawler.spider
+        return spider is not None and not offsite.should_follow(request, spider)
+
+    return will_drop

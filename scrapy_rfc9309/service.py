@@ -1,0 +1,528 @@
+"""One robots service per crawl: everything that is per origin.
+
+The service answers one question, "what governs this origin now?", for every
+part of the plugin: the middleware (the decision), the Crawl-delay extension
+(the floors), ``scrapy robots`` and the sitemaps helper.  It owns
+
+* the in-process cache (an LRU of :class:`Known` results, the only per-origin
+  structure of the plugin; listeners are told when it forgets an origin),
+* the store behind it (memory, SQLite, Redis) and, for a shared store, the
+  cluster lease (one worker fetches) and the cluster-wide Crawl-delay turns,
+* one fetch in flight per origin, shared by every request waiting for it,
+* the access-result rules applied to a fetch (``unreachable`` policy, the
+  retries of ``"wait"``, a stale copy standing in for an unreachable file),
+* the floor of an origin (Crawl-delay / Request-rate, capped),
+* the shutdown: once the spider starts closing no fetch starts, sleeps end
+  and every waiter gets :class:`NotResolved`.
+
+It imports no Scrapy module: the fetcher is handed in (:mod:`.fetch` is the
+Scrapy download), and so are the stats collector and the "is the engine
+closing?" question; timers come from :mod:`.compat`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+
+from twisted.internet.defer import Deferred, DeferredLock
+
+from . import compat
+from .robots import RobotsTxt, parse
+from .robots.access import Access, cache_seconds, policy_for
+from .robots.text import shorten
+from .storage import STALE_MAX_SECONDS, FallbackStorage, Lease, LruDict, RobotsEntry
+
+if TYPE_CHECKING:
+    from .fetch import FetchResult
+    from .settings import OriginPolicy, Rfc9309Settings
+
+logger = logging.getLogger(__name__)
+
+STATS = "rfc9309/"
+#: "wait" mode: first retry after this many seconds, doubling up to the cap
+WAIT_FIRST_DELAY = 1.0
+WAIT_MAX_DELAY = 60.0
+#: counts are kept here and added to Scrapy's stats at most this often (and at
+#: close): one StatsCollector.inc_value costs about as much as a whole check
+STATS_FLUSH_SECONDS = 1.0
+#: a shared store's fetch lease: poll for the holder's result this often (doubling)
+CLAIM_POLL_FIRST = 0.05
+CLAIM_POLL_MAX = 0.5
+#: seconds waited for a live lease holder beyond its longest possible fetch
+CLAIM_MARGIN = 10.0
+
+
+class Fetcher(Protocol):
+    """Downloads one origin's robots.txt (:class:`scrapy_rfc9309.fetch.RobotsFetcher`)."""
+
+    async def fetch(self, origin: str, trigger: Any = None) -> FetchResult: ...
+
+
+class NotResolved(Exception):
+    """The spider began to close before the origin's robots.txt was known."""
+
+    def __init__(self, origin: str) -> None:
+        super().__init__(f"robots.txt of {origin} was not known when the spider began to close")
+        self.origin = origin
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What governs an origin: the stored result, the policy it means, and its floor."""
+
+    entry: RobotsEntry
+    robots: RobotsTxt
+    #: the product token of the origin (RFC9309_ORIGINS may name another)
+    token: str
+    #: seconds between two requests (Crawl-delay / Request-rate, capped); 0 for none
+    floor: float = 0.0
+    #: the value the file asked for when the cap cut it, else None
+    capped_from: float | None = None
+
+
+#: listeners: (origin, known, previous known or None, the request that triggered the fetch or None)
+ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
+
+
+class Counts:
+    """Stat increments batched in a dict, added to Scrapy's stats every second."""
+
+    def __init__(self, stats: Any) -> None:
+        self._stats = stats
+        self._counts: defaultdict[str, int] = defaultdict(int)
+        self._flushed_at = time.monotonic()
+
+    def inc(self, key: str, count: int = 1) -> None:
+        self._counts[key] += count
+
+    def tick(self) -> None:
+        """Flush when the last flush is more than a second old (cheap to call often)."""
+        if time.monotonic() - self._flushed_at > STATS_FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        counts, self._counts = self._counts, defaultdict(int)
+        self._flushed_at = time.monotonic()
+        for key, count in counts.items():
+            self._stats.inc_value(STATS + key, count)
+
+
+class _Pending:
+    """The one resolution in flight for an origin, and the requests awaiting it."""
+
+    __slots__ = ("waiters", "known", "error", "done", "fetch")
+
+    def __init__(self) -> None:
+        self.waiters: list[Deferred] = []
+        self.known: Known | None = None
+        self.error: BaseException | None = None
+        self.done = False
+        #: the last fetch made for it (``scrapy robots`` describes it)
+        self.fetch: FetchResult | None = None
+
+    async def wait(self) -> Known:
+        if not self.done:
+            waiter: Deferred = Deferred()
+            self.waiters.append(waiter)
+            return await compat.wait_for(waiter)
+        if self.error is not None:
+            raise self.error
+        assert self.known is not None
+        return self.known
+
+    def finish(self, known: Known | None, error: BaseException | None = None) -> None:
+        if self.done:
+            return
+        self.done, self.known, self.error = True, known, error
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if error is not None:
+                waiter.errback(error)
+            else:
+                waiter.callback(known)
+
+
+class RobotsService:
+    """Per-origin robots.txt resolution for one crawl (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: Rfc9309Settings,
+        fetcher: Fetcher,
+        storage: FallbackStorage,
+        stats: Any,
+        closing: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.settings = settings
+        self.fetcher = fetcher
+        self.storage = storage
+        self.counts = Counts(stats)
+        self._stats = stats
+        self._closing = closing
+        #: True once the spider began to close: no fetch starts, waiters get NotResolved
+        self.closed = False
+        #: a store shared with other processes paces requests cluster-wide
+        self.paces = storage.shared and settings.crawl_delay
+        self._known: LruDict[str, Known] = LruDict(settings.cache_max_origins, on_evict=self._evicted)
+        self._pending: dict[str, _Pending] = {}
+        self._tasks: set[Deferred] = set()
+        self._turns: dict[str, DeferredLock] = {}
+        self._ready: list[ReadyListener] = []
+        self._forget: list[Callable[[str], None]] = []
+        #: early fetches in flight are capped (they count against CONCURRENT_REQUESTS)
+        self.prefetch_cap = 16
+
+    # -- listeners ---------------------------------------------------------------------
+    def on_ready(self, listener: ReadyListener) -> None:
+        """Call ``listener`` each time an origin's result takes effect, before the
+        requests waiting for it go on (it may be a coroutine function)."""
+        self._ready.append(listener)
+
+    def on_forget(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(origin)`` when the cache forgets an origin."""
+        self._forget.append(listener)
+
+    # -- asking ----------------------------------------------------------------------------
+    def fresh(self, origin: str) -> Known | None:
+        """The fresh result of ``origin``, or None (the hot path: no I/O)."""
+        known = self._known.get(origin)
+        if known is not None and time.time() < known.entry.expires_at:
+            return known
+        return None
+
+    def known(self, origin: str) -> Known | None:
+        """The cached result of ``origin``, fresh or not, without touching its LRU place."""
+        return self._known.peek(origin)
+
+    def pending(self, origin: str) -> bool:
+        return origin in self._pending
+
+    def prefetch(self, origin: str, trigger: Any = None) -> None:
+        """Start resolving ``origin`` now if it is neither known nor in flight,
+        while fewer than :attr:`prefetch_cap` resolutions run."""
+        if self.closed or origin in self._pending or len(self._pending) >= self.prefetch_cap:
+            return
+        if self.fresh(origin) is None:
+            self._start(origin, trigger)
+
+    async def resolve(self, origin: str, trigger: Any = None) -> Known:
+        """What governs ``origin``: from the cache, or from the one resolution in
+        flight (started if needed).  Raises :class:`NotResolved` once closing."""
+        known = self.fresh(origin)
+        if known is not None:
+            return known
+        if self.closed or self._check_closing():
+            raise NotResolved(origin)
+        pending = self._pending.get(origin) or self._start(origin, trigger)
+        return await pending.wait()
+
+    async def inspect(self, origin: str, unreachable: str | None = None) -> tuple[FetchResult, RobotsTxt]:
+        """Fetch ``origin``'s robots.txt once, now (no cache, no store, no
+        retries), and the policy it means under ``unreachable`` (the origin's
+        own by default): what ``scrapy robots`` shows."""
+        if unreachable is None:
+            unreachable = self.settings.for_origin(origin).unreachable
+        result = await self.fetcher.fetch(origin)
+        self._count_fetch(origin, result)
+        return result, self.policy_of(self._entry(result), unreachable)
+
+    # -- floors ---------------------------------------------------------------------------
+    def floor_for(self, robots: RobotsTxt, token: str) -> tuple[float, float | None]:
+        """``(floor, capped_from)``: the seconds ``robots`` asks between two
+        requests of ``token`` (the larger of Crawl-delay and Request-rate), cut to
+        ``RFC9309_MAX_CRAWL_DELAY``; 0 when none or when floors are off."""
+        if not self.settings.crawl_delay:
+            return 0.0, None
+        delay = robots.min_delay(token)
+        if not delay or delay <= 0:
+            return 0.0, None
+        cap = self.settings.max_crawl_delay
+        return (delay, None) if delay <= cap else (cap, delay)
+
+    async def wait_turn(self, origin: str, floor: float, local_wait: Callable[[], float]) -> None:
+        """With a shared store: hold until this request's cluster-wide time slot on
+        ``origin``, at least ``floor`` after any worker's previous one.
+
+        One request per origin reserves at a time, and only once its own download
+        slot would start it at once (``local_wait() == 0``), so the reservation and
+        the real start stay milliseconds apart."""
+        lock = self._turns.get(origin)
+        if lock is None:
+            lock = self._turns[origin] = DeferredLock()
+        await compat.wait_for(lock.acquire())
+        try:
+            local = local_wait()
+            if local > 0:
+                await self._sleep(local, origin)
+            wait = await self.storage.reserve(origin, floor)
+            if wait > 0:
+                self.counts.inc("crawl_delay/cluster/requests_held")
+                self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", round(wait, 3))
+                await self._sleep(wait, origin)
+        finally:
+            lock.release()
+            if not lock.locked and not lock.waiting:
+                self._turns.pop(origin, None)
+
+    # -- life --------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Open the store (``StorageUnavailable`` when it cannot be reached)."""
+        await self.storage.open()
+
+    def shutdown(self) -> None:
+        """The spider began to close: start nothing more, wake every waiter."""
+        if self.closed:
+            return
+        self.closed = True
+        pending = list(self._pending.items())
+        if pending:
+            logger.info(
+                "scrapy-rfc9309: the spider is closing; %d origin(s) still waiting for robots.txt: "
+                "their requests are dropped (rfc9309/requests/dropped/spider_closing)",
+                len(pending),
+            )
+        for origin, entry in pending:
+            entry.finish(None, NotResolved(origin))
+        for task in list(self._tasks):
+            task.cancel()
+        self._turns.clear()
+
+    async def close(self) -> None:
+        self.shutdown()
+        self.counts.flush()
+        await self.storage.close()
+
+    # -- resolution --------------------------------------------------------------------
+    def _check_closing(self) -> bool:
+        if self._closing():
+            self.shutdown()
+        return self.closed
+
+    def _start(self, origin: str, trigger: Any) -> _Pending:
+        pending = self._pending[origin] = _Pending()
+        task = compat.spawn(self._resolve(origin, trigger, pending))
+        self._tasks.add(task)
+        task.addBoth(lambda _: self._tasks.discard(task))
+        return pending
+
+    async def _resolve(self, origin: str, trigger: Any, pending: _Pending) -> None:
+        try:
+            known = await self._obtain(origin, trigger, pending)
+        except NotResolved as exc:
+            pending.finish(None, exc)
+        except Exception as exc:  # a bug, not a network problem: fail the waiters loudly
+            logger.error("scrapy-rfc9309: could not resolve robots.txt of %s", origin, exc_info=True)
+            pending.finish(None, exc)
+        else:
+            pending.finish(known)
+        finally:
+            pending.finish(None, NotResolved(origin))  # cancelled: nobody may hang (no-op when done)
+            if self._pending.get(origin) is pending:
+                del self._pending[origin]
+
+    async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
+        policy = self.settings.for_origin(origin)
+        previous = self._known.peek(origin)
+        stale = previous.entry if previous is not None else None
+        stored = await self.storage.get(origin)
+        if stored is not None and stored.is_fresh():
+            self.counts.inc("cache/storage_hits")
+            return await self._publish(origin, stored, policy, trigger)
+        if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
+            stale = stored  # newer than ours: another worker's, or an earlier run's
+
+        lease, stored = await self._claim(origin, policy)
+        if stored is not None:  # another worker fetched it meanwhile
+            self.counts.inc("cache/storage_hits")
+            return await self._publish(origin, stored, policy, trigger)
+        if stale is not None:
+            self.counts.inc("cache/expiries")
+        try:
+            entry = await self._fetch(origin, trigger, policy, stale, pending)
+            robots = self.policy_of(entry, policy.unreachable)
+            if self.paces:
+                # before the entry is visible: no worker's first page may follow the fetch too closely
+                floor, _ = self.floor_for(robots, policy.user_agent)
+                if floor:
+                    await self.storage.note_start(origin, floor)
+            await self.storage.put(origin, entry)
+        finally:
+            if lease is not None:
+                await self.storage.release(lease)
+        return await self._publish(origin, entry, policy, trigger, robots)
+
+    async def _fetch(
+        self, origin: str, trigger: Any, policy: OriginPolicy, stale: RobotsEntry | None, pending: _Pending
+    ) -> RobotsEntry:
+        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep."""
+        usable = self._stale_usable(stale)
+        result = await self._fetch_once(origin, trigger, pending)
+        if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not usable:
+            deadline = time.monotonic() + self.settings.unreachable_wait
+            delay = WAIT_FIRST_DELAY
+            while result.access is Access.UNREACHABLE and (left := deadline - time.monotonic()) > 0:
+                await self._sleep(min(delay, left), origin)
+                delay = min(delay * 2, WAIT_MAX_DELAY)
+                result = await self._fetch_once(origin, trigger, pending)
+        entry = self._entry(result)
+        if result.access is Access.UNREACHABLE and usable:
+            # RFC 9309 sections 2.3.1.4 and 2.4: an unreachable file may be replaced by a
+            # stored copy (younger than 30 days), kept until the next retry of the
+            # unreachable one.  fetched_at stays that of the copy.
+            assert stale is not None
+            self.counts.inc("cache/stale_used")
+            return replace(stale, expires_at=entry.expires_at)
+        return entry
+
+    async def _fetch_once(self, origin: str, trigger: Any, pending: _Pending) -> FetchResult:
+        if self._check_closing():
+            raise NotResolved(origin)
+        result = await self.fetcher.fetch(origin, trigger)
+        if self.closed:  # cut short by the shutdown: not a result to keep or share
+            raise NotResolved(origin)
+        first_internal = result.internal and not (pending.fetch is not None and pending.fetch.internal)
+        pending.fetch = result
+        self._count_fetch(origin, result, log_internal=first_internal)
+        return result
+
+    async def _sleep(self, seconds: float, origin: str) -> None:
+        await compat.sleep(seconds)
+        if self._check_closing():
+            raise NotResolved(origin)
+
+    async def _claim(self, origin: str, policy: OriginPolicy) -> tuple[Lease | None, RobotsEntry | None]:
+        """Become the process that fetches ``origin``'s robots.txt: ``(lease, None)``;
+        or get the entry another process stored meanwhile: ``(None, entry)``; or,
+        after waiting longer than any fetch can take, ``(None, None)`` (fetch
+        anyway).  A store of one process grants at once."""
+        storage = self.storage
+        settings = self.settings
+        bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
+        if policy.unreachable == "wait":
+            bound += settings.unreachable_wait
+        deadline = time.monotonic() + bound
+        delay = CLAIM_POLL_FIRST
+        waited = False
+        while True:
+            lease = await storage.claim(origin)
+            if lease is not None:
+                if storage.shared and not storage.down:
+                    # the holder may have stored its result and let go just before we asked
+                    entry = await storage.get(origin)
+                    if entry is not None and entry.is_fresh():
+                        await storage.release(lease)
+                        return None, entry
+                return lease, None
+            if not waited:
+                waited = True
+                self.counts.inc("storage/lock_waits")
+            if time.monotonic() > deadline:
+                self.counts.inc("storage/lock_timeouts")
+                logger.warning(
+                    "robots.txt of %s: another worker has been fetching it for %g s; fetching it here too",
+                    origin, bound,
+                )  # fmt: skip
+                return None, None
+            await self._sleep(delay, origin)
+            delay = min(delay * 2, CLAIM_POLL_MAX)
+            entry = await storage.get(origin)
+            if entry is not None and entry.is_fresh():
+                return None, entry
+
+    def _stale_usable(self, entry: RobotsEntry | None) -> bool:
+        """Whether a stale entry may stand in for an unreachable file: a real file,
+        younger than 30 days, and RFC9309_STALE_IF_UNREACHABLE on."""
+        return (
+            entry is not None
+            and self.settings.stale_if_unreachable
+            and entry.access == Access.SUCCESS.value
+            and entry.age() < STALE_MAX_SECONDS
+        )
+
+    def policy_of(self, entry: RobotsEntry, unreachable: str) -> RobotsTxt:
+        """The :class:`RobotsTxt` an entry means (parsed file, allow-all or deny-all)."""
+        access = Access(entry.access)
+        parsed = parse(entry.body, entry.content_type, self.settings.max_bytes) if access is Access.SUCCESS else None
+        return policy_for(access, unreachable, parsed)
+
+    async def _publish(
+        self, origin: str, entry: RobotsEntry, policy: OriginPolicy, trigger: Any, robots: RobotsTxt | None = None
+    ) -> Known:
+        """Remember the result and tell every listener, before the waiters go on."""
+        if robots is None:
+            robots = self.policy_of(entry, policy.unreachable)
+        floor, capped_from = self.floor_for(robots, policy.user_agent)
+        known = Known(entry, robots, policy.user_agent, floor, capped_from)
+        previous = self._known.peek(origin)
+        self._known.put(origin, known)
+        self.counts.inc(f"origins/{entry.access}")
+        for listener in self._ready:
+            outcome = listener(origin, known, previous, trigger)
+            if inspect.isawaitable(outcome):
+                await outcome
+        return known
+
+    def _entry(self, result: FetchResult) -> RobotsEntry:
+        now = time.time()
+        lifetime = cache_seconds(
+            result.access,
+            result.fresh_for,
+            cap=self.settings.cache_seconds,
+            floor=self.settings.cache_min_seconds,
+            unreachable_retry=self.settings.retry_unreachable_seconds,
+        )
+        return RobotsEntry(
+            access=result.access.value,
+            status=result.status,
+            body=result.body if result.access is Access.SUCCESS else b"",
+            content_type=result.content_type,
+            fetched_at=now,
+            expires_at=now + lifetime,
+            url=result.url,
+        )
+
+    def _evicted(self, origin: str) -> None:
+        self.counts.inc("cache/evictions")
+        for listener in self._forget:
+            listener(origin)
+
+    def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
+        inc = self.counts.inc
+        inc("fetch/count")
+        if result.redirects:
+            inc("fetch/3xx", result.redirects)
+        inc(f"fetch/{result.outcome}")
+        inc(f"access/{result.access.value}")
+        if result.truncated_bytes:
+            inc("fetch/truncated")
+            inc("fetch/bytes_truncated", result.truncated_bytes)
+            logger.info(
+                "robots.txt of %s is larger than %d bytes: the rest (at least %d bytes) was ignored",
+                origin, self.settings.max_bytes, result.truncated_bytes,
+            )  # fmt: skip
+        if result.note:
+            logger.warning(
+                "robots.txt of %s: %s (last %s); treating it as unavailable: all allowed",
+                origin, result.note, shorten(result.url),
+            )  # fmt: skip
+        elif result.internal and log_internal:
+            logger.error(
+                "robots.txt of %s could not be fetched because of an error that is not the network's "
+                "(%s: %s); its requests are denied until the next retry. Check your downloader "
+                "middlewares and URL filters: the robots.txt request carries meta 'rfc9309_robots_fetch'",
+                origin, type(result.error).__name__, shorten(str(result.error)),
+                exc_info=(type(result.error), result.error, result.error.__traceback__) if result.error else None,
+            )  # fmt: skip
+        elif result.access is Access.UNREACHABLE and not result.internal:
+            cause = f"{type(result.error).__name__}: {result.error}" if result.error else f"status {result.status}"
+            logger.info("robots.txt of %s is unreachable (%s)", origin, shorten(cause))
+        else:
+            logger.debug(
+                "robots.txt of %s: %s, status %s, %d bytes, %d redirect(s)",
+                origin, result.access.value, result.status, len(result.body), result.redirects,
+            )  # fmt: skip

@@ -1,0 +1,187 @@
+"""One robots service per crawl, and its ties to the crawl's life.
+
+``robots_service(crawler)`` is the one documented way to reach the service:
+the middleware, the Crawl-delay extension, ``scrapy robots`` and the sitemaps
+helper all call it and get the same object, built on first use with the
+crawl's only :class:`~scrapy_rfc9309.fetch.RobotsFetcher`.  This module also
+ties the service to the crawl:
+
+* ``spider_opened``: the store is opened (unreachable: the crawl stops before
+  its first request, finish reason ``rfc9309_storage_unavailable``);
+* while the spider runs, a 0.2 s timer asks :func:`~.compat.engine_closing`:
+  Scrapy sends no signal when closing *begins*, and waits, retries and held
+  requests must stop then, not when the last of them ends;
+* ``spider_idle``: the spider is not idle while requests wait inside the
+  middleware (they are not in ``Downloader.active``, see :mod:`.slots`);
+* ``spider_closed``: everything stops, stats are flushed, the store closed.
+
+It also tells the crawl each time an origin's result takes effect: the
+plugin's ``robots_txt_ready`` signal and Scrapy's ``robots_parsed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from scrapy import Request, signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.http.request import NO_CALLBACK
+
+from . import compat
+from .fetch import RobotsFetcher
+from .interop import RobotParserAdapter
+from .origins import origin_of, robots_url
+from .robots.text import shorten
+from .service import Known, RobotsService
+from .settings import Rfc9309Settings
+from .signals import robots_txt_ready
+from .slots import HeldRequests, keep_slot_concurrency
+from .storage import FallbackStorage, StorageUnavailable, build_storage, display_url
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from .robots import RobotsTxt
+
+__all__ = ["governing_robots", "robots_service", "rfc9309_settings"]
+
+logger = logging.getLogger(__name__)
+
+#: finish reason of a crawl whose store cannot be reached at start-up
+STORAGE_UNAVAILABLE = "rfc9309_storage_unavailable"
+#: how often the engine is asked whether the spider began to close
+CLOSING_POLL_SECONDS = 0.2
+#: at most max(this, 4 x CONCURRENT_REQUESTS) resolutions are started early (when a
+#: request is scheduled); beyond that one starts when its request reaches the middleware
+PREFETCH_MIN = 64
+
+
+@dataclass
+class _Crawl:
+    settings: Rfc9309Settings
+    service: RobotsService | None = None
+    held: HeldRequests | None = None
+    watcher: Any = field(default=None, repr=False)
+
+
+_CRAWLS: WeakKeyDictionary[Any, _Crawl] = WeakKeyDictionary()
+
+
+def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
+    """The crawl's ``RFC9309_*`` settings, read and checked once per crawler."""
+    state = _CRAWLS.get(crawler)
+    if state is None:
+        state = _CRAWLS[crawler] = _Crawl(Rfc9309Settings.from_settings(crawler.settings))
+    return state.settings
+
+
+def robots_service(crawler: Crawler) -> RobotsService:
+    """The crawl's :class:`~scrapy_rfc9309.service.RobotsService` (built on first use)."""
+    rfc9309_settings(crawler)
+    state = _CRAWLS[crawler]
+    if state.service is None:
+        _build(crawler, state)
+    assert state.service is not None
+    return state.service
+
+
+def held_requests(crawler: Crawler) -> HeldRequests:
+    """The crawl's :class:`~scrapy_rfc9309.slots.HeldRequests` (built with the service)."""
+    robots_service(crawler)
+    held = _CRAWLS[crawler].held
+    assert held is not None
+    return held
+
+
+async def governing_robots(crawler: Crawler, url: str) -> RobotsTxt | None:
+    """The :class:`~scrapy_rfc9309.RobotsTxt` that governs ``url``'s origin: the
+    parsed file, or the allow-all / deny-all policy of an unavailable or
+    unreachable one, fetched once through the crawl's service when not known.
+
+    None when robots.txt is not consulted for that origin (``RFC9309_ORIGINS =
+    {origin: {"obey": False}}``).  ``ValueError`` for a non-http(s) URL.  Call it
+    once the crawl runs (``start()``, a callback); ``RuntimeError`` before, or
+    when ``RFC9309_ENABLED`` is False."""
+    origin = origin_of(url)
+    if origin is None:
+        raise ValueError(f"{shorten(url)!r} is not an http(s) URL")
+    if not rfc9309_settings(crawler).enabled:
+        raise RuntimeError("scrapy-rfc9309 is not enabled in this crawl (RFC9309_ENABLED is False)")
+    if crawler.engine is None or not crawler.engine.running:
+        raise RuntimeError("the crawl is not running yet: ask from start() or a callback, not from __init__")
+    service = robots_service(crawler)
+    if not service.settings.for_origin(origin).obey:
+        return None
+    return (await service.resolve(origin)).robots
+
+
+# -- building -------------------------------------------------------------------------------
+def _build(crawler: Crawler, state: _Crawl) -> None:
+    settings = state.settings
+    service = RobotsService(
+        settings,
+        RobotsFetcher(crawler, settings),
+        FallbackStorage(build_storage(settings), count=lambda key: service.counts.inc(key)),
+        crawler.stats,
+        closing=lambda: compat.engine_closing(crawler),
+    )
+    if settings.storage != "memory":
+        logger.info(
+            "RFC 9309 robots.txt store: %s; stored copies used when robots.txt is unreachable: %s",
+            display_url(settings.storage), "up to 30 days" if settings.stale_if_unreachable else "no",
+        )  # fmt: skip
+    service.prefetch_cap = max(PREFETCH_MIN, 4 * crawler.settings.getint("CONCURRENT_REQUESTS", 16))
+    state.service = service
+    state.held = HeldRequests(crawler)
+    service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
+
+    async def opened(spider: Any) -> None:
+        try:
+            await service.open()
+        except StorageUnavailable as exc:
+            logger.error(
+                "RFC9309_STORAGE: cannot use the robots.txt store (%s). Start it, correct RFC9309_STORAGE, "
+                "or set RFC9309_STORAGE = 'memory' to keep robots.txt in this process only. "
+                "The crawl stops before its first request.",
+                exc, extra={"spider": spider},
+            )  # fmt: skip
+            raise CloseSpider(STORAGE_UNAVAILABLE) from exc
+        state.watcher = compat.every(CLOSING_POLL_SECONDS, lambda: _watch(crawler, state))
+        keep_slot_concurrency(crawler)  # released requests must not start past the slot's limit
+
+    def idle(spider: Any) -> None:
+        if state.held is not None and state.held.count:
+            raise DontCloseSpider
+
+    async def closed(spider: Any, reason: str) -> None:
+        if state.watcher is not None and state.watcher.running:
+            state.watcher.stop()
+        await service.close()
+
+    crawler.signals.connect(opened, signal=signals.spider_opened, weak=False)
+    crawler.signals.connect(idle, signal=signals.spider_idle, weak=False)
+    crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
+
+
+async def _announce(crawler: Crawler, origin: str, known: Known, trigger: Any) -> None:
+    """Send ``robots_txt_ready`` and Scrapy's ``robots_parsed`` (2.18+) for a
+    result that takes effect, before the requests waiting for it go on."""
+    request = trigger if isinstance(trigger, Request) else Request(robots_url(origin), callback=NO_CALLBACK)
+    crawler.signals.send_catch_log(
+        signal=robots_txt_ready, origin=origin, robots=known.robots, user_agent=known.token, request=request
+    )
+    if compat.ROBOTS_PARSED is not None:
+        adapter = RobotParserAdapter(known.robots, known.token)
+        await compat.send_async(crawler, compat.ROBOTS_PARSED, robotparser=adapter, request=request)
+
+
+def _watch(crawler: Crawler, state: _Crawl) -> None:
+    assert state.service is not None and state.held is not None
+    if compat.engine_closing(crawler):
+        state.service.shutdown()
+        if state.watcher is not None and state.watcher.running:
+            state.watcher.stop()
+    state.held.wake()
