@@ -158,6 +158,30 @@ def _network_errors() -> tuple[type[BaseException], ...]:
 NETWORK_ERRORS: tuple[type[BaseException], ...] = _network_errors()
 
 
+# -- settings ----------------------------------------------------------------------------
+def enabled_components(settings: Any, name: str) -> list[Any]:
+    """The classes a component priority dict (``DOWNLOADER_MIDDLEWARES`` ...)
+    enables, as Scrapy's own manager of this version reads it."""
+    from scrapy.utils.conf import build_component_list
+
+    if hasattr(settings, "get_component_priority_dict_with_base"):  # 2.14+: class keys replace paths
+        compdict = settings.get_component_priority_dict_with_base(name)
+    else:  # pragma: no cover - 2.13
+        compdict = settings.getwithbase(name)
+    return [load_object(c) if isinstance(c, str) else c for c in build_component_list(compdict)]
+
+
+def disable_component(settings: Any, name: str, cls: type) -> None:
+    """Disable ``cls`` in a component priority dict, whether Scrapy's defaults
+    name it by class or by import path."""
+    settings.set_in_component_priority_dict(name, cls, None)
+    if not hasattr(settings, "get_component_priority_dict_with_base"):  # pragma: no cover - 2.13
+        # before 2.14 the class key and the defaults' import path were two components
+        components = settings.getdict(name)
+        components[f"{cls.__module__}.{cls.__name__}"] = None
+        settings.set(name, components, settings.getpriority(name) or 0)
+
+
 # -- offsite ----------------------------------------------------------------------------
 def offsite_filter(crawler: Crawler) -> Callable[[Request], bool] | None:
     """A function telling whether Scrapy's enabled OffsiteMiddleware (or a

@@ -64,7 +64,7 @@ class RobotsTxtMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         settings = rfc9309_settings(crawler)
         if not settings.enabled:
-            raise NotConfigured("RFC9309_ENABLED is False")
+            raise NotConfigured  # said once, at INFO, by rfc9309_settings
         logger.info(
             "RFC 9309 robots.txt: product token %r (from %s); unreachable robots.txt: %s; "
             "cache %gs, at most %d origins",

@@ -76,8 +76,10 @@ class CrawlDelayExtension:
 
     def __init__(self, crawler: Crawler) -> None:
         config = rfc9309_settings(crawler)
-        if not (config.enabled and config.crawl_delay):
-            raise NotConfigured("RFC9309_CRAWL_DELAY (or RFC9309_ENABLED) is off")
+        if not config.enabled:
+            raise NotConfigured  # said once, at INFO, by rfc9309_settings
+        if not config.crawl_delay:
+            raise NotConfigured("RFC9309_CRAWL_DELAY is False")
         self._service = service = robots_service(crawler)
         self._stats = crawler.stats
         self._slots = SlotFloors(crawler, on_gone=self._slot_gone)

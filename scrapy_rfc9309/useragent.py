@@ -2,9 +2,15 @@
 
 A robots.txt group names crawlers by product token (``User-agent: ExampleBot``),
 not by the full User-Agent header (``ExampleBot/1.0 (+https://example.com)``).
-The token is the first product of the string; in a Mozilla-style string
+
+The one rule, for ``ROBOTSTXT_USER_AGENT``/``USER_AGENT``, the per-origin
+``user_agent``, the ``robotstxt_user_agent`` meta key and ``scrapy robots
+--agent``: the token is the first product of the string (``Name`` of
+``Name/1.0 (...)``, or a bare ``Name``); in a Mozilla-style string
 (``Mozilla/5.0 (compatible; ExampleBot/1.0; +https://...)``) it is the product
-after ``compatible;``, which is where crawlers put their name.
+after ``compatible;``, which is where crawlers put their name.  The token is
+letters, ``_`` and ``-`` only (RFC 9309 2.2.1), and a name followed by a space
+and more words (``my bot/1.0``) is ambiguous: both are refused, never cut.
 
 Pure standard library: the middleware, the robots_parsed adapter and the tests
 share it.
@@ -20,14 +26,25 @@ _COMPATIBLE = re.compile(r"compatible\s*;\s*([^;)]*)", re.IGNORECASE)
 _TOKEN_RUN = re.compile(r"[A-Za-z_-]+")
 
 
+_PRODUCT_END = re.compile(r"[\s/(;]")
+
+
 def _first_product(text: str) -> str:
     """``ExampleBot`` from ``ExampleBot/1.0 (+https://...)``."""
     text = text.strip()
-    for stop in (" ", "\t", "/", "(", ";"):
-        cut = text.find(stop)
-        if cut >= 0:
-            text = text[:cut]
-    return text
+    end = _PRODUCT_END.search(text)
+    return text[: end.start()] if end else text
+
+
+def _ambiguous(text: str) -> bool:
+    """Whether the first product is followed by a space and another word
+    (``my bot/1.0``): which of them is the name cannot be told."""
+    text = text.strip()
+    end = _PRODUCT_END.search(text)
+    if end is None or not end.group().isspace():
+        return False
+    rest = text[end.start() :].lstrip()
+    return bool(rest) and rest[0] != "("
 
 
 def product_of(user_agent: str | bytes) -> str:
@@ -49,7 +66,14 @@ def derive_token(user_agent: str | bytes | None) -> str:
     """
     if user_agent is None or not (user_agent.strip() if isinstance(user_agent, str) else user_agent.strip()):
         raise ValueError("no user agent to derive a robots.txt product token from")
-    product = product_of(user_agent)
+    text = user_agent.decode("latin-1") if isinstance(user_agent, bytes) else user_agent
+    product = product_of(text)
+    if not _COMPATIBLE.search(text) and _ambiguous(text):
+        raise ValueError(
+            f"{text!r} is ambiguous: a robots.txt product token has no spaces (RFC 9309 section 2.2.1); "
+            f"write the name as one word, e.g. {text.strip().replace(' ', '-', 1)!r}, or set "
+            "ROBOTSTXT_USER_AGENT to your crawler's name, e.g. 'ExampleBot'"
+        )
     try:
         check_token(product)
     except ValueError:

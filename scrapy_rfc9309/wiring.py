@@ -22,13 +22,14 @@ plugin's ``robots_txt_ready`` signal and Scrapy's ``robots_parsed``.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http.request import NO_CALLBACK
+from scrapy.settings import SETTINGS_PRIORITIES
 
 from . import compat
 from .fetch import RobotsFetcher
@@ -71,11 +72,45 @@ _CRAWLS: WeakKeyDictionary[Any, _Crawl] = WeakKeyDictionary()
 
 
 def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
-    """The crawl's ``RFC9309_*`` settings, read and checked once per crawler."""
+    """The crawl's ``RFC9309_*`` settings, read and checked once per crawler.
+
+    ``enabled`` is False when ``RFC9309_ENABLED`` is False or when the user set
+    ``ROBOTSTXT_OBEY = False`` (anywhere above Scrapy's own default: project,
+    spider, command line), as for Scrapy's middleware; one INFO line says so."""
     state = _CRAWLS.get(crawler)
     if state is None:
-        state = _CRAWLS[crawler] = _Crawl(Rfc9309Settings.from_settings(crawler.settings))
+        settings = Rfc9309Settings.from_settings(crawler.settings)
+        switch = _switched_off(crawler.settings, settings)
+        if switch:
+            settings = replace(settings, enabled=False)
+            logger.info("scrapy-rfc9309 is off (%s): robots.txt is not consulted in this crawl", switch)
+        elif _builtin_enabled(crawler.settings):
+            logger.warning(
+                "Scrapy's own RobotsTxtMiddleware is enabled next to scrapy-rfc9309's: robots.txt is fetched "
+                "twice per origin and its drops are not counted here. Use ADDONS = {'scrapy_rfc9309.Addon': 0}, "
+                "or set DOWNLOADER_MIDDLEWARES['scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware'] = None"
+            )
+        state = _CRAWLS[crawler] = _Crawl(settings)
     return state.settings
+
+
+def _switched_off(scrapy_settings: Any, settings: Rfc9309Settings) -> str:
+    """Which switch turns the plugin off, or ""."""
+    if not settings.enabled:
+        return "RFC9309_ENABLED = False"
+    obey = scrapy_settings.getbool("ROBOTSTXT_OBEY")
+    if not obey and (scrapy_settings.getpriority("ROBOTSTXT_OBEY") or 0) > SETTINGS_PRIORITIES["default"]:
+        return "ROBOTSTXT_OBEY = False"
+    return ""
+
+
+def _builtin_enabled(scrapy_settings: Any) -> bool:
+    """Whether Scrapy's RobotsTxtMiddleware will run too."""
+    if not scrapy_settings.getbool("ROBOTSTXT_OBEY"):
+        return False
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builtin
+
+    return Builtin in compat.enabled_components(scrapy_settings, "DOWNLOADER_MIDDLEWARES")
 
 
 def robots_service(crawler: Crawler) -> RobotsService:

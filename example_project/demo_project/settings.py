@@ -15,8 +15,9 @@ NEWSPIDER_MODULE = "demo_project.spiders"
 # RFC 9309 one and enables the Crawl-delay floor.
 ADDONS = {"scrapy_rfc9309.Addon": 0}
 
-# As `scrapy startproject` writes it. The add-on turns it off, so Scrapy's own
-# robots.txt middleware never runs next to ours.
+# As `scrapy startproject` writes it, and with Scrapy's meaning: False (here, in a
+# spider's custom_settings, or `-s ROBOTSTXT_OBEY=False`) turns robots.txt off. The
+# add-on disables Scrapy's own robots.txt middleware, so only ours runs.
 ROBOTSTXT_OBEY = True
 
 # The product token (ExampleBot) is derived from this; the demo spider overrides it.

@@ -71,7 +71,8 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--agent",
             metavar="TOKEN",
-            help="product token to match User-agent lines with; by default ROBOTSTXT_USER_AGENT, "
+            help="product token (or a User-Agent string that names one) to match User-agent lines with; "
+            "by default ROBOTSTXT_USER_AGENT, "
             "else the product token of USER_AGENT",
         )
         parser.add_argument(
@@ -82,6 +83,13 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--lint", metavar="PATH", help="print the diagnostics of this robots.txt ('-' for stdin) and exit"
         )
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        if not opts.loglevel:
+            # stdout is the report: a project's LOG_LEVEL = "INFO" must not fill stderr with the crawl's log
+            assert self.settings is not None
+            self.settings.set("LOG_LEVEL", "WARNING", priority="cmdline")
 
     # -- entry point -----------------------------------------------------------
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -113,6 +121,11 @@ class Command(ScrapyCommand):
         from ..robots import parse
         from .report import exit_status, file_lines, verdict_lines
 
+        for target in targets:
+            if not target.startswith("/") and not target.lower().startswith(("http://", "https://")):
+                raise UsageError(
+                    f"{target!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
+                )
         robots = parse(_read(path), max_bytes=config.max_bytes)
         token = config.user_agent
         decisions = [robots.check(target, token) for target in targets]
@@ -153,14 +166,14 @@ class Command(ScrapyCommand):
     # -- helpers -----------------------------------------------------------------
     def _config(self, agent: str | None) -> Rfc9309Settings:
         """The project's RFC9309_* settings, with ``--agent`` as the token."""
-        from ..robots import check_token
         from ..settings import Rfc9309Settings
+        from ..useragent import derive_token
 
         assert self.settings is not None
         settings = self.settings.copy()
         if agent is not None:
             try:
-                check_token(agent)
+                derive_token(agent)  # the plugin's one rule: "ExampleBot/1.0 (...)" gives ExampleBot
             except ValueError as exc:
                 raise UsageError(f"--agent: {exc}", print_help=False) from None
             settings.set("ROBOTSTXT_USER_AGENT", agent, priority="cmdline")

@@ -50,3 +50,16 @@ def test_refusal_says_what_to_do():
 )
 def test_lenient_token(user_agent, token):
     assert lenient_token(user_agent) == token
+
+
+@pytest.mark.parametrize("user_agent", ["my bot/1.0 (+http://x)", "Other Bot/2.0", "my bot", "Example\tBot/1"])
+def test_a_name_with_a_space_is_ambiguous_and_refused_not_cut(user_agent):
+    with pytest.raises(ValueError, match="ambiguous"):
+        derive_token(user_agent)
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "token"), [("ExampleBot (+https://example.com/bot)", "ExampleBot"), ("ExampleBot ", "ExampleBot")]
+)
+def test_a_name_followed_by_a_comment_is_not_ambiguous(user_agent, token):
+    assert derive_token(user_agent) == token

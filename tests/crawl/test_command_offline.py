@@ -146,7 +146,7 @@ def test_lint(robots_file, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["/x", "--agent", "Bot/1.0", "--file", "ROBOTS"], "invalid robots.txt product token 'Bot/1.0'"),
+        (["/x", "--agent", "Bot2/1.0", "--file", "ROBOTS"], "its product 'Bot2' is not made of letters"),
         (["--file", "ROBOTS"], "give at least one URL"),
         ([], "give at least one URL"),
         (["/x", "--file", "missing.txt"], "cannot read missing.txt"),
@@ -165,3 +165,28 @@ def test_usage_errors_exit_2(args, message, robots_file, tmp_path):
     assert process.returncode == 2
     assert message in process.stderr
     assert process.stdout == ""
+
+
+def test_agent_takes_a_full_user_agent_string_by_the_same_rule_as_settings(robots_file, tmp_path):
+    by_token = scrapy_robots("/public", "--agent", "PartnerBot", "--file", str(robots_file), cwd=tmp_path)
+    by_string = scrapy_robots("/public", "--agent", "PartnerBot/2.0 (+https://x)", "--file", str(robots_file), cwd=tmp_path)
+    assert by_string.returncode == by_token.returncode and by_string.stdout == by_token.stdout
+    ambiguous = scrapy_robots("/public", "--agent", "my bot/1.0", "--file", str(robots_file), cwd=tmp_path)
+    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr
+
+
+def test_a_target_that_is_neither_path_nor_url_is_a_usage_error(robots_file, tmp_path):
+    process = scrapy_robots("not-a-url", "--file", str(robots_file), cwd=tmp_path)
+    assert process.returncode == 2
+    assert "neither a path" in process.stderr and process.stdout == ""
+
+
+def test_inside_a_project_logging_at_info_the_command_still_logs_at_warning(robots_file, tmp_path):
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = chatty.settings\n")
+    (tmp_path / "chatty").mkdir()
+    (tmp_path / "chatty" / "__init__.py").write_text("")
+    (tmp_path / "chatty" / "settings.py").write_text('BOT_NAME = "chatty"\nLOG_LEVEL = "INFO"\n')
+    quiet = scrapy_robots("http://127.0.0.1:9/x", cwd=tmp_path)  # a refused connection: a real crawl runs
+    assert " INFO: " not in quiet.stderr, quiet.stderr
+    loud = scrapy_robots("http://127.0.0.1:9/x", "-L", "INFO", cwd=tmp_path)
+    assert " INFO: " in loud.stderr

@@ -27,7 +27,6 @@ TOLERANCE = 0.1
 BASE_SETTINGS: dict[str, Any] = {
     "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
     "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayExtension": 0},
-    "ROBOTSTXT_OBEY": False,
     "AUTOTHROTTLE_ENABLED": True,
     "AUTOTHROTTLE_START_DELAY": 0,
     "DOWNLOAD_DELAY": 0,

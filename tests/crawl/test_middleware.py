@@ -266,7 +266,14 @@ async def test_addon_replaces_the_builtin_middleware(servers):
     assert site.count("/robots.txt") == 1
     assert not any(k.startswith("robotstxt/") for k in result.stats)
     assert result.stat("fetch/4xx") == 1
-    assert result.crawler.settings.getbool("ROBOTSTXT_OBEY") is False
+    # Scrapy's middleware is disabled by its entry; the user's switch keeps its value
+    assert result.crawler.settings.getbool("ROBOTSTXT_OBEY") is True
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builtin
+
+    from scrapy_rfc9309 import RobotsTxtMiddleware
+
+    running = [type(mw) for mw in result.crawler.engine.downloader.middleware.middlewares]
+    assert Builtin not in running and RobotsTxtMiddleware in running
     names = {type(ext).__name__ for ext in result.crawler.extensions.middlewares}
     assert "CrawlDelayExtension" in names
 

@@ -28,11 +28,20 @@ class SitemapDemoSpider(DemoSiteSpider, SitemapSpider):
         super().__init__(*args, **kwargs)
         self.sitemaps: list[str] = []
         self.pages: list[str] = []
+        self.dropped: list[str] = []
 
     async def start(self):
         self.sitemaps = self.sitemap_urls = await robots_sitemaps(self.crawler, ORIGINS["rules"])
         async for request in super().start():
             yield request
+
+    def _parse_sitemap(self, response: Any) -> Any:
+        # the page requests a sitemap yields get an errback, so the report can show the drops
+        for request in super()._parse_sitemap(response):
+            yield request.replace(errback=self.page_dropped) if hasattr(request, "errback") else request
+
+    def page_dropped(self, failure: Any) -> None:
+        self.dropped.append(f"{failure.request.url} ({failure.value})")
 
     def parse_page(self, response: Any) -> Any:
         self.pages.append(response.url)
@@ -43,6 +52,7 @@ class SitemapDemoSpider(DemoSiteSpider, SitemapSpider):
         lines = [
             f"sitemaps listed in {ORIGINS['rules']}/robots.txt: {', '.join(self.sitemaps) or 'none'}",
             *(f"crawled from the sitemap: {url}" for url in sorted(self.pages)),
+            *(f"dropped from the sitemap: {drop}" for drop in sorted(self.dropped)),
             f"robots.txt requests seen by the server: {sum(hit.path == '/robots.txt' for hit in hits)}",
             f"sitemap.xml requests seen by the server: {sum(hit.path == '/sitemap.xml' for hit in hits)}",
         ]
