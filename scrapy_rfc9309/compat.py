@@ -7,7 +7,9 @@ the package is written once, for the newest Scrapy.
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
 
 import scrapy
@@ -27,8 +29,23 @@ T = TypeVar("T")
 
 SCRAPY_VERSION: tuple[int, int] = tuple(int(part) for part in scrapy.__version__.split(".")[:2])  # type: ignore[assignment]
 
+#: the oldest Scrapy this module knows; setup.cfg's install_requires says the same
+OLDEST_SCRAPY = (2, 13)
+if SCRAPY_VERSION < OLDEST_SCRAPY:  # pragma: no cover - pip refuses this unless forced
+    raise ImportError(
+        f"scrapy-rfc9309 needs Scrapy {OLDEST_SCRAPY[0]}.{OLDEST_SCRAPY[1]} or later; "
+        f"this is Scrapy {scrapy.__version__} (pip install -U 'scrapy>=2.13')"
+    )
+
 #: the downloader starts a taken request in a task of its own (2.14+), not at once
 DEFERRED_DOWNLOAD_START = SCRAPY_VERSION >= (2, 14)
+
+#: the clock of ``Slot.lastseen``: ``time.monotonic`` since 2.16, ``time.time`` before
+SLOT_CLOCK: Callable[[], float] = time.monotonic if SCRAPY_VERSION >= (2, 16) else time.time
+
+#: Scrapy 2.13 passes ``spider=`` to every downloader middleware method; 2.14+
+#: passes it only to methods that require it, with a deprecation warning
+_PASSES_SPIDER = SCRAPY_VERSION < (2, 14)
 
 #: Scrapy's ``robots_parsed`` signal (2.18+), or None where it does not exist
 ROBOTS_PARSED: object | None = getattr(signals, "robots_parsed", None)
@@ -51,13 +68,6 @@ async def sleep(seconds: float) -> None:
     from twisted.internet.task import deferLater
 
     await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
-
-
-def call_later(seconds: float, func: Callable[[], object]) -> Any:
-    """``reactor.callLater``; the result has ``cancel()`` and ``active()``."""
-    from twisted.internet import reactor
-
-    return reactor.callLater(seconds, func)  # type: ignore[attr-defined]
 
 
 def every(seconds: float, func: Callable[[], object]) -> Any:
@@ -102,12 +112,31 @@ def wake_engine(crawler: Crawler) -> None:
         slot.nextcall.schedule()
 
 
-def get_slot(downloader: Any, request: Request) -> tuple[str, Any]:
+def get_slot(crawler: Crawler, request: Request) -> tuple[str, Any]:
     """The download slot (key, Slot) of ``request``, created if needed, as the
     downloader itself would when the request reaches it."""
+    engine = crawler.engine
+    assert engine is not None, "the crawl is not running"
     if SCRAPY_VERSION >= (2, 14):
-        return downloader._get_slot(request)
-    return downloader._get_slot(request, downloader.crawler.spider)  # pragma: no cover - 2.13
+        return engine.downloader._get_slot(request)
+    # 2.13: the spider is an argument (its download_delay / max_concurrent_requests)
+    return engine.downloader._get_slot(request, crawler.spider)  # type: ignore[call-arg]
+
+
+# -- components ------------------------------------------------------------------------
+def request_method(method: Callable[[Any, Request], Awaitable[None]]) -> Any:
+    """Decorate a downloader middleware's ``async def process_request(self,
+    request)`` so every supported Scrapy can call it: 2.13 always adds
+    ``spider=``; later releases must not see a ``spider`` parameter (they warn
+    that it is deprecated), so there the method is returned unchanged."""
+    if not _PASSES_SPIDER:
+        return method
+
+    @functools.wraps(method)
+    async def process_request(self: Any, request: Request, spider: Any = None) -> None:  # pragma: no cover - 2.13
+        return await method(self, request)
+
+    return process_request
 
 
 async def send_async(crawler: Crawler, signal: object, **kwargs: Any) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -74,6 +74,7 @@ class RobotsTxtMiddleware:
         return cls(crawler, settings)
 
     # -- the decision ----------------------------------------------------------
+    @compat.request_method  # the spider argument of Scrapy 2.13
     async def process_request(self, request: Request) -> None:
         meta = request.meta
         if FETCH_META_KEY in meta:
@@ -147,11 +148,11 @@ class RobotsTxtMiddleware:
     def _closing(self) -> bool:
         return self.service.closed or compat.engine_closing(self.crawler)
 
-    def _drop_closing(self, request: Request) -> None:
+    def _drop_closing(self, request: Request) -> NoReturn:
         self._counts.inc(DROPPED_CLOSING)
         self._drop(request, "Dropped: the spider closed before robots.txt allowed it")
 
-    def _drop(self, request: Request, message: str) -> None:
+    def _drop(self, request: Request, message: str) -> NoReturn:
         logger.debug("%s: %s", message, _show(request), extra={"spider": self.crawler.spider})
         raise IgnoreRequest(message) from None
 
@@ -175,7 +176,8 @@ class RobotsTxtMiddleware:
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.service.counts.flush()
-        get = self.crawler.stats.get_value  # type: ignore[union-attr]
+        assert self.crawler.stats is not None
+        get = self.crawler.stats.get_value
         origins = {a.value: get(STATS + f"origins/{a.value}", 0) for a in Access if a is not Access.REDIRECT}
         allowed = sum(get(STATS + key, 0) for key in _ALLOWED.values())
         denied = sum(get(STATS + key, 0) for key in [*_DENIED.values(), "requests/denied/invalid_user_agent"])

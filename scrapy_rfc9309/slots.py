@@ -24,7 +24,8 @@ API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
   the spider opens, i.e. after every component's ``__init__`` connected its
   own; pydispatcher calls receivers in connection order, so ours runs after
   AutoThrottle's and before the queue is processed.
-* ``Slot.lastseen`` (``time.monotonic()`` of the slot's last start) with
+* ``Slot.lastseen`` (the slot's last start, on :data:`.compat.SLOT_CLOCK`:
+  ``time.monotonic()`` since Scrapy 2.16, ``time.time()`` before) with
   ``Slot.delay`` and the jitter: :func:`seconds_until_free` reads them so the
   cluster-wide Crawl-delay can reserve a start time only once this worker's
   own slot would start the request at once (see ``RobotsService.wait_turn``).
@@ -40,8 +41,8 @@ API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
   the requests that reach a slot within one turn of the event loop start
   together, past ``CONCURRENT_REQUESTS_PER_DOMAIN`` (measured on 2.19 without
   this plugin: 14 requests in flight to one site with a limit of 2).
-  :func:`keep_slot_concurrency` counts a request as transferring from the
-  moment it is taken from the queue.
+  :func:`keep_slot_concurrency` (applied to the slot of every held request)
+  counts a request as transferring from the moment it is taken from the queue.
 * ``Downloader.active`` (what ``CONCURRENT_REQUESTS`` counts, through
   ``Downloader.needs_backout()``) and ``Slot.active`` (what
   ``DownloaderAwarePriorityQueue`` counts per slot): :class:`HeldRequests`
@@ -52,7 +53,6 @@ API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -229,7 +229,7 @@ def seconds_until_free(crawler: Crawler, request: Request) -> float:
     if slot is None or not slot.lastseen:
         return 0.0
     longest = slot.delay * (1 + _get_jitter(slot))
-    return max(0.0, slot.lastseen + longest - time.monotonic())
+    return max(0.0, slot.lastseen + longest - compat.SLOT_CLOCK())
 
 
 class _StartingQueue(deque):
@@ -246,25 +246,18 @@ class _StartingQueue(deque):
         return entry
 
 
-def keep_slot_concurrency(crawler: Crawler) -> None:
-    """Make each download slot start no more requests than its concurrency.
+def keep_slot_concurrency(slot: Any) -> None:
+    """Make ``slot`` start no more requests than its concurrency.
 
-    From now on, the queue of each slot a request reaches is replaced (once)
-    by a :class:`_StartingQueue`, so a request taken from it counts in
-    ``slot.transferring`` at once, not one event-loop turn later when its
-    download task starts (the download adds it again, a no-op, and removes it
-    when done).  Scrapy 2.13 starts downloads synchronously: nothing to do.
+    Its queue is replaced (once) by a :class:`_StartingQueue`, so a request
+    taken from it counts in ``slot.transferring`` at once, not one event-loop
+    turn later when its download task starts (the download adds it again, a
+    no-op, and removes it when done).  Done for the slot of every request held
+    here: released together, they reach their slot together.  Scrapy 2.13
+    starts downloads synchronously: nothing to do there.
     """
-    if not compat.DEFERRED_DOWNLOAD_START:
-        return
-
-    def reached(request: Request) -> None:
-        engine = crawler.engine
-        slot = engine.downloader.slots.get(request.meta.get("download_slot")) if engine is not None else None
-        if slot is not None and type(slot.queue) is not _StartingQueue:
-            slot.queue = _StartingQueue(slot.queue, slot.transferring)
-
-    crawler.signals.connect(reached, signal=signals.request_reached_downloader, weak=False)
+    if compat.DEFERRED_DOWNLOAD_START and type(slot.queue) is not _StartingQueue:
+        slot.queue = _StartingQueue(slot.queue, slot.transferring)
 
 
 def _drop_if_unused(downloader: Any, key: str, slot: Any) -> None:
@@ -320,12 +313,14 @@ class HeldRequests:
         #: of which taken out of Downloader.active
         self.relieved = 0
         self.limit = max(RELIEF_MIN, RELIEF_PER_CONCURRENT * crawler.settings.getint("CONCURRENT_REQUESTS", 16))
-        crawler.signals.connect(self.wake, signal=signals.request_left_downloader)
 
     @asynccontextmanager
     async def holding(self, request: Request, closing: Callable[[], bool]) -> AsyncIterator[None]:
-        downloader = self._crawler.engine.downloader  # type: ignore[union-attr]
-        key, slot = compat.get_slot(downloader, request)
+        engine = self._crawler.engine
+        assert engine is not None, "requests are held only while the crawl runs"
+        downloader = engine.downloader
+        key, slot = compat.get_slot(self._crawler, request)
+        keep_slot_concurrency(slot)
         relieve = self.relieved < self.limit and request in downloader.active
         if relieve:
             downloader.active.discard(request)
@@ -342,6 +337,8 @@ class HeldRequests:
         else:
             if relieve:
                 while downloader.needs_backout() and not closing():
+                    if not self._room:  # listen only while someone waits: no receiver per request otherwise
+                        self._crawler.signals.connect(self.wake, signal=signals.request_left_downloader)
                     waiter: Deferred = Deferred()
                     self._room.append(waiter)
                     await compat.wait_for(waiter)
@@ -358,6 +355,8 @@ class HeldRequests:
         """Let the released requests look for room again (a request left the
         downloader, or a periodic check)."""
         waiters, self._room = self._room, deque()
+        if waiters:
+            self._crawler.signals.disconnect(self.wake, signal=signals.request_left_downloader)
         for waiter in waiters:
             if not waiter.called:
                 waiter.callback(None)

@@ -39,7 +39,7 @@ from .robots.text import shorten
 from .service import Known, RobotsService
 from .settings import Rfc9309Settings
 from .signals import robots_txt_ready
-from .slots import HeldRequests, keep_slot_concurrency
+from .slots import HeldRequests
 from .storage import FallbackStorage, StorageUnavailable, build_storage, display_url
 
 if TYPE_CHECKING:
@@ -185,7 +185,6 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
             )  # fmt: skip
             raise CloseSpider(STORAGE_UNAVAILABLE) from exc
         state.watcher = compat.every(CLOSING_POLL_SECONDS, lambda: _watch(crawler, state))
-        keep_slot_concurrency(crawler)  # released requests must not start past the slot's limit
 
     def idle(spider: Any) -> None:
         if state.held is not None and state.held.count:
