@@ -38,9 +38,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -533,7 +534,10 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="where the plugin's warm-cache time goes")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument(
-        "--slow-rounds", type=int, default=None, help=f"rounds of the latency runs (default: min(--rounds, {SLOW_ROUNDS}))"
+        "--slow-rounds",
+        type=int,
+        default=None,
+        help=f"rounds of the latency runs (default: min(--rounds, {SLOW_ROUNDS}))",
     )
     ap.add_argument("--origins", type=int, default=50)
     ap.add_argument("--pages", type=int, default=40)

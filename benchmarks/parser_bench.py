@@ -18,8 +18,9 @@ import gc
 import statistics
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from peers import Peer
 

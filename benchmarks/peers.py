@@ -8,7 +8,8 @@ its decoding is inside its time.  A peer that is not installed is skipped.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 
 class Peer(NamedTuple):

@@ -26,10 +26,9 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinMiddleware
 
+        from . import compat
         from .middleware import RobotsTxtMiddleware
         from .throttle import CrawlDelayExtension
-
-        from . import compat
 
         compat.disable_component(settings, "DOWNLOADER_MIDDLEWARES", BuiltinMiddleware)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, MIDDLEWARE_PRIORITY)

@@ -32,11 +32,11 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
-    from .robots import RobotsTxt
-    from .settings import Rfc9309Settings
-
     # typing.Self requires Python 3.11
     from typing_extensions import Self
+
+    from .robots import RobotsTxt
+    from .settings import Rfc9309Settings
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,10 @@ come for free: Scrapy builds one settings object per crawler, so a spider's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES

@@ -54,9 +54,10 @@ API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from twisted.internet.defer import Deferred

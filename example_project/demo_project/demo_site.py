@@ -19,9 +19,9 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Mapping
 from urllib.parse import urlsplit
 
 PORT_ENV = "RFC9309_DEMO_PORT"

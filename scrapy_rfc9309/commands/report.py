@@ -7,7 +7,7 @@ by the same code.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..robots import Decision, RobotsTxt, Verdict
 
@@ -99,8 +99,7 @@ def lint_lines(label: str, robots: RobotsTxt) -> tuple[list[str], int]:
     exit status (0 clean, 1 with diagnostics)."""
     diagnostics = robots.diagnostics
     lines = [
-        f"{label}:{d.line}: {d.code}: {d.message}" if d.line else f"{label}: {d.code}: {d.message}"
-        for d in diagnostics
+        f"{label}:{d.line}: {d.code}: {d.message}" if d.line else f"{label}: {d.code}: {d.message}" for d in diagnostics
     ]
     if diagnostics:
         lines.append(f"{label}: {len(diagnostics)} problem{'s' if len(diagnostics) != 1 else ''}")

@@ -235,7 +235,7 @@ def _origin_block(
     """The lines and decisions of one origin."""
     from ..origins import robots_url
     from ..robots import RobotsTxt, Verdict
-    from .report import file_lines, verdict_lines, row
+    from .report import file_lines, row, verdict_lines
 
     policy = config.for_origin(origin)
     token = config.user_agent if agent_given else policy.user_agent

@@ -26,8 +26,9 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .base import STALE_MAX_SECONDS, RobotsEntry, RobotsStorage, StorageUnavailable
 

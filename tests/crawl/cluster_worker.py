@@ -17,7 +17,11 @@ import sys
 from typing import Any
 
 import scrapy
-from scrapy.crawler import AsyncCrawlerProcess
+
+try:  # Scrapy 2.14+
+    from scrapy.crawler import AsyncCrawlerProcess as Process
+except ImportError:  # Scrapy 2.13
+    from scrapy.crawler import CrawlerProcess as Process  # type: ignore[assignment]
 
 
 class WorkerSpider(scrapy.Spider):
@@ -58,7 +62,7 @@ def main(argv: list[str]) -> None:
         "RFC9309_FETCH_TIMEOUT": 5,
         "LOG_LEVEL": "INFO",
     }
-    process = AsyncCrawlerProcess(settings)
+    process = Process(settings)
     crawler = process.create_crawler(WorkerSpider)
     outcomes: list[dict] = []
     print("ready", flush=True)

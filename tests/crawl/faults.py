@@ -31,8 +31,8 @@ import struct
 import threading
 import time
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 from urllib.parse import urlsplit
 
 from twisted.internet.defer import Deferred

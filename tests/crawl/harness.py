@@ -15,11 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import scrapy
-from scrapy import signals
-from scrapy.crawler import AsyncCrawlerRunner
+from scrapy.crawler import CrawlerRunner
 from twisted.internet.defer import Deferred
 
+from scrapy_rfc9309 import compat
 from scrapy_rfc9309.signals import robots_txt_ready
+
+try:  # Scrapy 2.14+: the asyncio-first runner
+    from scrapy.crawler import AsyncCrawlerRunner as Runner
+except ImportError:  # Scrapy 2.13
+    Runner = CrawlerRunner  # type: ignore[misc,assignment]
 
 #: the plugin enabled by hand, as the README shows
 MIDDLEWARES = {
@@ -104,9 +109,7 @@ class ProbeSpider(scrapy.Spider):
         self.counter[0] += 1
         meta = dict(spec.meta)
         meta["probe"] = spec
-        return scrapy.Request(
-            spec.url, callback=self.ok, errback=self.failed, meta=meta, dont_filter=spec.dont_filter
-        )
+        return scrapy.Request(spec.url, callback=self.ok, errback=self.failed, meta=meta, dont_filter=spec.dont_filter)
 
     async def start(self):
         for spec in self.plan:
@@ -144,7 +147,7 @@ async def crawl(
     merged = dict(BASE_SETTINGS)
     merged.update(settings or {})
     spider_cls = type("ProbeSpider", (ProbeSpider,), dict(spider_attrs or {}))
-    runner = AsyncCrawlerRunner(merged)
+    runner = Runner(merged)
     crawler = runner.create_crawler(spider_cls)
     outcomes: list[Outcome] = []
     counter = [0]
@@ -162,9 +165,17 @@ async def crawl(
         parsed.append((time.monotonic(), kwargs))
 
     crawler.signals.connect(on_ready, signal=robots_txt_ready)
-    crawler.signals.connect(on_parsed, signal=signals.robots_parsed)
-    await Deferred.fromFuture(runner.crawl(crawler, plan=specs, outcomes=outcomes, counter=counter))
+    if compat.ROBOTS_PARSED is not None:  # Scrapy 2.18+
+        crawler.signals.connect(on_parsed, signal=compat.ROBOTS_PARSED)
+    await run(runner, crawler, plan=specs, outcomes=outcomes, counter=counter)
     return Result(outcomes, dict(crawler.stats.get_stats()), ready, parsed, counter[0], crawler)
+
+
+async def run(runner: Any, crawler: Any, **kwargs: Any) -> None:
+    """``runner.crawl(crawler, **kwargs)`` to its end, whichever :data:`Runner`
+    (a Future from AsyncCrawlerRunner, a Deferred from CrawlerRunner)."""
+    done = runner.crawl(crawler, **kwargs)
+    await (done if isinstance(done, Deferred) else Deferred.fromFuture(done))
 
 
 def check_accounting(result: Result) -> None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Union
 
 #: the longest any reply may hang, so no test can outlive it by much
 MAX_HANG = 20.0
@@ -43,7 +43,7 @@ class Hit:
     headers: dict[str, str]
 
 
-Route = Union[Reply, list, Callable[[Hit], Reply]]
+Route = Reply | list | Callable[[Hit], Reply]
 
 
 class _HTTPServer(ThreadingHTTPServer):

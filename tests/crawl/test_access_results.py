@@ -12,6 +12,7 @@ import logging
 
 import pytest
 import pytest_twisted
+
 from .harness import check_accounting, crawl
 from .servers import Reply, closed_port, redirect, robots
 

@@ -191,7 +191,11 @@ async def test_memory_stays_bounded_when_10000_origins_pass_an_lru_capped_cache(
     print(
         f"\nallocated: {CAP:,} cached origins hold {fill / 2**20:.1f} MiB; {PASSING - 2 * CAP:,} more origins "
         f"through the full cache added {growth / 2**10:+.0f} KiB (uncapped they would add ~{fill * 8 / 2**20:.0f} MiB)"
-        + (f"; RSS {(full_rss - start_rss) / 2**20:.1f} MiB then {(end_rss - full_rss) / 2**20:+.1f} MiB" if start_rss else "")
+        + (
+            f"; RSS {(full_rss - start_rss) / 2**20:.1f} MiB then {(end_rss - full_rss) / 2**20:+.1f} MiB"
+            if start_rss
+            else ""
+        )
     )
     assert fill > 0
     # uncapped, the next 8,000 origins would hold about 8 x fill; a leak of even

@@ -50,9 +50,7 @@ def site(servers):
     return server
 
 
-def test_all_allowed_exits_0_through_2xx_4xx_truncation_too_many_redirects_and_obey_false(
-    site, servers, tmp_path
-):
+def test_all_allowed_exits_0_through_2xx_4xx_truncation_too_many_redirects_and_obey_false(site, servers, tmp_path):
     gone, big, loop, skipped = servers("127.0.0.2"), servers("127.0.0.3"), servers("127.0.0.4"), servers("127.0.0.5")
     gone.routes["/robots.txt"] = Reply(404, "User-agent: *\nDisallow: /\n")  # a 4xx body is never read
     filler = "# " + "x" * 97 + "\n"

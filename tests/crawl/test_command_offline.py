@@ -7,14 +7,12 @@ the entry point, the exit statuses and Scrapy's usage-error path are real.
 
 from __future__ import annotations
 
-
 import pytest
-
-from .command_runner import scrapy_robots
 
 from scrapy_rfc9309 import parse
 from scrapy_rfc9309.commands.report import describe_group, exit_status, file_lines, lint_lines, verdict_lines
 
+from .command_runner import scrapy_robots
 
 ROBOTS = (
     "User-agent: *\n"  # 1
@@ -156,7 +154,14 @@ def test_lint(robots_file, tmp_path):
         (["/x", "-s", "RFC9309_UNREACHABLE=maybe", "--file", "ROBOTS"], "RFC9309_UNREACHABLE='maybe'"),
     ],
     ids=[
-        "bad-token", "no-url", "nothing", "unreadable", "lint-unreadable", "lint-with-url", "path-online", "bad-setting"
+        "bad-token",
+        "no-url",
+        "nothing",
+        "unreadable",
+        "lint-unreadable",
+        "lint-with-url",
+        "path-online",
+        "bad-setting",
     ],
 )
 def test_usage_errors_exit_2(args, message, robots_file, tmp_path):
@@ -169,7 +174,9 @@ def test_usage_errors_exit_2(args, message, robots_file, tmp_path):
 
 def test_agent_takes_a_full_user_agent_string_by_the_same_rule_as_settings(robots_file, tmp_path):
     by_token = scrapy_robots("/public", "--agent", "PartnerBot", "--file", str(robots_file), cwd=tmp_path)
-    by_string = scrapy_robots("/public", "--agent", "PartnerBot/2.0 (+https://x)", "--file", str(robots_file), cwd=tmp_path)
+    by_string = scrapy_robots(
+        "/public", "--agent", "PartnerBot/2.0 (+https://x)", "--file", str(robots_file), cwd=tmp_path
+    )
     assert by_string.returncode == by_token.returncode and by_string.stdout == by_token.stdout
     ambiguous = scrapy_robots("/public", "--agent", "my bot/1.0", "--file", str(robots_file), cwd=tmp_path)
     assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr

@@ -218,7 +218,9 @@ def test_sitemap_spider_reads_sitemaps_without_a_second_robots_download():
     # the sitemap lists three pages; robots.txt still forbids /private/ to DemoBot
     assert crawled == ["/about.html", "/team.html"]
     dropped = re.findall(r"^dropped from the sitemap: http://[\d.:]+(/[\w/.]+) \((.*)\)$", out, re.M)
-    assert dropped == [("/private/salaries.html", "Forbidden by robots.txt: disallowed_explicit (line 6: Disallow: /private/)")]
+    assert dropped == [
+        ("/private/salaries.html", "Forbidden by robots.txt: disallowed_explicit (line 6: Disallow: /private/)")
+    ]
     assert "robots.txt requests seen by the server: 1" in out
     assert "sitemap.xml requests seen by the server: 1" in out
 

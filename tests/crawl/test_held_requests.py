@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 import pytest_twisted
-from scrapy import signals
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import IgnoreRequest
 
@@ -71,7 +70,9 @@ async def test_a_site_waiting_for_robots_txt_does_not_stall_a_healthy_one(server
     assert together <= BOUND * alone + 0.1, (alone, together)
     # the stalled site was still waiting long after the healthy one was done
     assert max(stalled.times("/robots.txt")) - min(stalled.times("/robots.txt")) > 2.5
-    assert all(result.outcome(r.url).message.startswith("Forbidden by robots.txt: unknown_unreachable") for r in waiting)
+    assert all(
+        result.outcome(r.url).message.startswith("Forbidden by robots.txt: unknown_unreachable") for r in waiting
+    )
     check_accounting(result)
 
 

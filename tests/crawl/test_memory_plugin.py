@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest_twisted
 import scrapy
-from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
@@ -37,6 +36,7 @@ from scrapy_rfc9309.storage.sqlite import SqliteStorage
 from scrapy_rfc9309.wiring import held_requests
 
 from .faults import statm_rss
+from .harness import Runner, run
 
 ORIGINS = int(__import__("os").environ.get("MEMTEST_ORIGINS", 100_000))
 CAP = 10_000
@@ -105,7 +105,7 @@ async def test_memory_of_the_whole_plugin_is_flat_over_100000_origins(tmp_path):
         await store.put(origin(i), RobotsEntry("success", 200, body(i), "text/plain", now, now + 3600, url))
     await store.close()
 
-    runner = AsyncCrawlerRunner(
+    runner = Runner(
         {
             "ADDONS": {"scrapy_rfc9309.Addon": 0},
             "RFC9309_STORAGE": f"sqlite://{path}",
@@ -123,7 +123,7 @@ async def test_memory_of_the_whole_plugin_is_flat_over_100000_origins(tmp_path):
     before = sum(1 for o in gc.get_objects() if isinstance(o, RobotsTxt))  # other tests' files
     crawler = runner.create_crawler(type("ManyOriginsSpider", (ManyOriginsSpider,), {"looks": looks}))
     started = time.monotonic()
-    await Deferred.fromFuture(runner.crawl(crawler))
+    await run(runner, crawler)
     took = time.monotonic() - started
 
     stats = crawler.stats.get_stats()

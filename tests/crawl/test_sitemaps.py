@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest_twisted
 import scrapy
-from scrapy.crawler import AsyncCrawlerRunner
-from twisted.internet.defer import Deferred
-from .harness import BASE_SETTINGS
-from .servers import Reply, robots
 
 from scrapy_rfc9309.sitemaps import robots_sitemaps
+
+from .harness import BASE_SETTINGS, Runner, run
+from .servers import Reply, robots
 
 
 class SitemapProbe(scrapy.Spider):
@@ -36,10 +35,10 @@ class SitemapProbe(scrapy.Spider):
 
 
 async def ask(first: str, asks: list[str], settings: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict]:
-    runner = AsyncCrawlerRunner({**BASE_SETTINGS, **(settings or {})})
+    runner = Runner({**BASE_SETTINGS, **(settings or {})})
     crawler = runner.create_crawler(SitemapProbe)
     found: dict[str, Any] = {}
-    await Deferred.fromFuture(runner.crawl(crawler, first=first, asks=asks, found=found))
+    await run(runner, crawler, first=first, asks=asks, found=found)
     return found, crawler.stats.get_stats()
 
 

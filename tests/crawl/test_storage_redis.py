@@ -201,7 +201,9 @@ async def test_entries_round_trip_with_retention_and_prefix(redis_server):
         await store.open()
         try:
             now = time.time()
-            entry = RobotsEntry("success", 200, b"User-agent: *\nDisallow: /\x00x\n", None, now, now + 86_400, "http://a/r")
+            entry = RobotsEntry(
+                "success", 200, b"User-agent: *\nDisallow: /\x00x\n", None, now, now + 86_400, "http://a/r"
+            )
             await store.put("http://a:80", entry)
             assert await store.get("http://a:80") == entry
             unreachable = RobotsEntry("unreachable", None, b"", "text/plain", now, now + 300, "http://b/robots.txt")

@@ -121,7 +121,7 @@ async def test_an_ambiguous_meta_user_agent_is_a_logged_denial_not_a_cut(site, c
 
 
 # -- scrapy crawl -s ROBOTSTXT_OBEY=False, as a user types it ----------------------------------
-SPIDER = '''
+SPIDER = """
 import scrapy
 
 class Probe(scrapy.Spider):
@@ -130,7 +130,7 @@ class Probe(scrapy.Spider):
 
     def parse(self, response):
         yield {{"status": response.status}}
-'''
+"""
 
 
 def test_command_line_switch_turns_the_plugin_off(site, tmp_path):
