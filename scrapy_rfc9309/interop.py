@@ -32,10 +32,15 @@ class RobotParserAdapter(RobotParser):
         self.default_token = default_token
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> RobotParserAdapter:
+    def from_crawler(cls, crawler: Crawler | None, robotstxt_body: bytes) -> RobotParserAdapter:
+        """Parse ``robotstxt_body`` with the crawl's settings; with no crawler
+        (Scrapy's own parser tests build every backend as
+        ``build_from_crawler(cls, None, body)``), with the default settings."""
+        from scrapy.settings import Settings
+
         from .settings import Rfc9309Settings
 
-        settings = Rfc9309Settings.from_settings(crawler.settings)
+        settings = Rfc9309Settings.from_settings(crawler.settings if crawler is not None else Settings())
         return cls(parse(robotstxt_body, max_bytes=settings.max_bytes), settings.user_agent)
 
     def _token(self, user_agent: str | bytes | None) -> str:

@@ -22,6 +22,7 @@ TLS and decoding errors                 operator opted in
 from __future__ import annotations
 
 from email.utils import parsedate_to_datetime
+
 from .robotstxt import RobotsTxt
 from .verdicts import ValueEnum, Verdict
 

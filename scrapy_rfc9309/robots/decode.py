@@ -2,7 +2,10 @@
 
 RFC 9309 files are UTF-8.  Real ones are sometimes Latin-1 or Windows-1252;
 those are decoded with the charset the server declared (or ISO-8859-1) and
-reported, never rejected.
+reported, never rejected.  A few are UTF-16, saved so by an editor: their
+byte order mark says so unambiguously, and they are decoded as UTF-16 and
+reported (read as UTF-8, every line would hold NUL octets and no rule would
+apply, though the site meant them).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ MIN_PARSE_BYTES = 512_000
 DEFAULT_PARSE_BYTES = 512_000
 
 _BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 # The position after each line end (CR, LF, CRLF), to split keeping the ends.
 _AFTER_LINE_END = re.compile(rb"(?<=\n)|(?<=\r)(?!\n)")
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:-]+)", re.IGNORECASE)
@@ -66,6 +70,8 @@ def decode_body(
         if n == 3 or not b"\x80" <= body[n : n + 1] <= b"\xbf":
             body = body[n:]
             diagnostics.add(1, "bom", None if n == 3 else f"only {n} of its 3 bytes")
+    elif body[:2] in _UTF16_BOMS:
+        return _utf16(body, max_bytes, diagnostics)
     cut = len(body) > max_bytes
     if cut:
         body = body[:max_bytes]
@@ -78,6 +84,26 @@ def decode_body(
         else:
             text = _fallback(body, content_type, exc, diagnostics)
     if cut:
+        _truncated(text, max_bytes, diagnostics)
+    return text
+
+
+def _utf16(body: bytes, max_bytes: int, diagnostics: DiagnosticLog) -> str:
+    """A body that starts with a UTF-16 byte order mark, decoded as UTF-16.
+
+    The limit counts the body's own octets (after the mark), cut to an even
+    number; an odd last octet or an unpaired surrogate becomes U+FFFD.
+    """
+    codec = _UTF16_BOMS[body[:2]]
+    diagnostics.add(1, "utf16", codec.upper().replace("-LE", "LE").replace("-BE", "BE"))
+    body = body[2:]
+    cut = len(body) > max_bytes
+    if cut:
+        body = body[: max_bytes & ~1]
+    text = body.decode(codec, "replace")
+    if cut:
+        if text[-1:] == "\ufffd":  # the limit fell between the two halves of a surrogate pair
+            text = text[:-1]
         _truncated(text, max_bytes, diagnostics)
     return text
 

@@ -31,6 +31,7 @@ class Diagnostic(NamedTuple):
 #: so the README and the ``scrapy robots --lint`` output stay in step.
 CODES: dict[str, str] = {
     "bom": "a UTF-8 byte order mark was skipped",
+    "utf16": "the body is UTF-16, not the UTF-8 RFC 9309 asks for; decoded by its byte order mark",
     "invalid_utf8": "the body is not valid UTF-8; decoded with a fallback charset",
     "truncated": "the body is larger than the parse limit; the rest was ignored",
     "line_too_long": "the line is longer than 16,663 bytes; the rest was ignored",
@@ -45,6 +46,7 @@ CODES: dict[str, str] = {
     "pattern_not_absolute": "the pattern starts with neither '/' nor '*'; it can match no path",
     "invalid_crawl_delay": "Crawl-delay is not a non-negative number; it was ignored",
     "invalid_request_rate": "Request-rate is not 'n/m[s|m|h]'; it was ignored",
+    "request_rate_window": "the time window after Request-rate is not supported; the rate applies at all hours",
     "sitemap_not_absolute": "the Sitemap value is not an absolute URL",
 }
 _CODE_LIST = list(CODES)

@@ -60,8 +60,8 @@ _FAST_KEYS = {
     for key, kind in _KEYS.items()
     for spelling in (key, key.upper(), key.capitalize(), key.title())
 }
-# Keys accepted by prefix ("Disallowed:") and common typos, as Google accepts
-# them.  No typo leniency for Allow: a typo there would widen access.
+# Common typos of the keys, as Google accepts them.  No typo leniency for
+# Allow: a typo there would widen access.
 _LENIENT_KEYS = (
     ("user-agent", USER_AGENT),
     ("useragent", USER_AGENT),
@@ -79,11 +79,19 @@ _LENIENT_KEYS = (
     ("crawldelay", CRAWL_DELAY),
     ("request-rate", REQUEST_RATE),
 )
-# One regex instead of a loop of startswith(): the slow path runs on every
-# line of an HTML page served as robots.txt.
-_LENIENT = re.compile("|".join(f"({re.escape(prefix)})" for prefix, _ in _LENIENT_KEYS))
-_LENIENT_KIND = [kind for _, kind in _LENIENT_KEYS]
-# A line that could be a record once blanks, case and typos are forgiven.
+# Google reads any key that starts with one of these as that key, so prose
+# with a colon ("User-agent must match exactly: see below") becomes a record.
+# RFC 9309 2.2.4 allows leniency only where it keeps the meaning of the
+# records: a longer key is read as a key only when what follows the key (or
+# its typo) is one of these endings ("Disallowed:", "User-agents:"); any
+# other is an unknown key.  (Blanks after the key are cut before the look-up.)
+_KEY_ENDINGS = ("", "s", "ed")
+# lower-cased key -> kind: every spelling read as a record but the exact keys
+_LENIENT_FORMS = {
+    prefix + ending: kind for prefix, kind in _LENIENT_KEYS for ending in _KEY_ENDINGS if prefix + ending not in _KEYS
+}
+# A line that could be a record once blanks, case and typos are forgiven:
+# a filter for the lines of an HTML page, read one by one after it.
 _KEY_LINE = re.compile(
     r"[ \t]*(?:" + "|".join(re.escape(prefix) for prefix, _ in _LENIENT_KEYS) + ")", re.IGNORECASE | re.ASCII
 )
@@ -101,7 +109,11 @@ _EVENS_MAX = 1 << 17  # lines; the array is at most 512 KiB
 _HTML_START = re.compile(r"\s*<(?:!doctype|html|head|body|!--|\?xml|meta|script)", re.IGNORECASE)
 _AGENT_RUN = re.compile(r"[A-Za-z_-]*")
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)\Z")
-_RATE = re.compile(r"(\d+)[ \t]*/[ \t]*(\d+(?:\.\d+)?)[ \t]*([smhSMH]?)(?![ \t]*[A-Za-z])")
+_RATE = re.compile(r"(\d+)[ \t]*/[ \t]*(\d+(?:\.\d+)?)[ \t]*(?:([smhSMH])(?![A-Za-z]))?")
+# The time window of the 1996 "extended standard" ("Request-rate: 1/10m
+# 1300-1659", UTC): not supported, the rate is kept for all hours (a crawler
+# then never goes faster than asked inside the window), with a diagnostic.
+_RATE_WINDOW = re.compile(r"\d{1,2}(?::?\d\d)?[ \t]*-[ \t]*\d{1,2}(?::?\d\d)?(?:[ \t]*(?:UTC|GMT|Z))?\Z", re.IGNORECASE)
 _RATE_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
 _INF = float("inf")
 # user-agent value -> (token, diagnostic code or None); bounded, shared by all files
@@ -357,26 +369,42 @@ def _slow_record(line: str, number: int, diags: DiagnosticLog) -> tuple[int | No
     colon = line.find(":")
     if colon >= 0:
         key = line[:colon].rstrip(" \t").lower()
-        value = line[colon + 1 :].strip(" \t")
+        kind = _key_kind(key, number, diags)
+        if kind is not None:
+            return kind, line[colon + 1 :].strip(" \t")
+    # Google's leniency: "Disallow /x" (exactly two tokens) is a record.  So
+    # is "Sitemap https://e.com/s.xml" and "Disallow /a:b", whose only colon
+    # is the value's: read by the colon, they would give the broken URL
+    # "//e.com/s.xml" and the pattern "b".
+    parts = line.replace("\t", " ").split(" ", 1)
+    if len(parts) == 2:
+        value = parts[1].lstrip(" ")
+        if " " not in value:
+            first = parts[0].lower()
+            kind = _KEYS.get(first)
+            if kind is None:
+                kind = _LENIENT_FORMS.get(first)
+            if kind is not None:
+                diags.add(number, "missing_colon", parts[0])
+                if first not in _KEYS:
+                    diags.add(number, "key_typo", f"{first!r} read as {_NAMES[kind]}")
+                return kind, value
+    if colon >= 0 and key:
+        diags.add(number, "unknown_key", key)
     else:
-        # Google's leniency: "Disallow /x" (exactly two tokens) is a record.
-        parts = None
-        if _lenient_kind(line.lower()) is not None:
-            parts = [p for p in line.replace("\t", " ").split(" ") if p]
-        if parts is None or len(parts) != 2:
-            diags.add(number, "unparsable_line")
-            return None, ""
-        diags.add(number, "missing_colon", parts[0])
-        key, value = parts[0].lower(), parts[1]
-    kind = _KEYS.get(key)
-    if kind is not None:
-        return kind, value
-    kind = _lenient_kind(key)
-    if kind is not None:
-        diags.add(number, "key_typo", f"{key!r} read as {_NAMES[kind]}")
-        return kind, value
-    diags.add(number, "unknown_key" if key else "unparsable_line", key or None)
+        diags.add(number, "unparsable_line")
     return None, ""
+
+
+def _key_kind(key: str, number: int, diags: DiagnosticLog) -> int | None:
+    """The kind of a lower-cased key: an exact key, or a typo or ending read
+    as one (reported); None for any other."""
+    kind = _KEYS.get(key)
+    if kind is None:
+        kind = _LENIENT_FORMS.get(key)
+        if kind is not None:
+            diags.add(number, "key_typo", f"{key!r} read as {_NAMES[kind]}")
+    return kind
 
 
 def _cut_line(line: str, number: int, diags: DiagnosticLog) -> str:
@@ -387,11 +415,6 @@ def _cut_line(line: str, number: int, diags: DiagnosticLog) -> str:
         return line
     diags.add(number, "line_too_long", f"{len(raw):,} bytes")
     return raw[:MAX_LINE_BYTES].decode("utf-8", "ignore")
-
-
-def _lenient_kind(key: str) -> int | None:
-    m = _LENIENT.match(key)
-    return None if m is None else _LENIENT_KIND[m.lastindex - 1]  # type: ignore[operator]
 
 
 def _agent_token(value: str, number: int, diags: DiagnosticLog) -> str:
@@ -431,11 +454,17 @@ def _crawl_delay(value: str, number: int, diags: DiagnosticLog) -> float | None:
 
 
 def _request_rate(value: str, number: int, diags: DiagnosticLog) -> tuple[int, float] | None:
+    """``n/m`` with an optional unit (``s``, ``m``, ``h``); after it, only a
+    time window (ignored, reported), else the whole value is invalid."""
     m = _RATE.match(value)
     # int() refuses more than 4,300 digits (ValueError); no real rate has that many
     if m and len(m.group(1)) <= 18:
-        requests, seconds = int(m.group(1)), float(m.group(2)) * _RATE_UNIT[m.group(3).lower()]
-        if requests > 0 and 0 < seconds < _INF:
+        rest = value[m.end() :].lstrip(" \t")
+        window = bool(rest) and _RATE_WINDOW.match(rest) is not None
+        requests, seconds = int(m.group(1)), float(m.group(2)) * _RATE_UNIT[(m.group(3) or "").lower()]
+        if (not rest or window) and requests > 0 and 0 < seconds < _INF:
+            if window:
+                diags.add(number, "request_rate_window", rest)
             return requests, seconds
     diags.add(number, "invalid_request_rate", value)
     return None

@@ -8,7 +8,19 @@ Both sides, the URL and the rule, go through the same normalisation, so that
 * every ``%xx`` escape gets upper-case hex;
 * escapes of unreserved characters (``A-Z a-z 0-9 - . _ ~``) are decoded;
 * escapes of reserved characters stay encoded (``%2F`` is not ``/``), except
-  ``%2A`` and ``%24``, which stand for a literal ``*`` and ``$`` (section 2.2.3).
+  ``%2A`` and ``%24``, which stand for a literal ``*`` and ``$`` (section 2.2.3);
+* the ASCII characters RFC 3986 allows nowhere in a URI (controls, space,
+  ``"<>\\^`{|}``, DEL: neither unreserved nor reserved) are one with their
+  escape: ``/a<b``, ``/a%3Cb`` and ``/a%3cb`` are one path.  RFC 9309 2.2.2
+  compares them percent-encoded; here an escape of one of them is *decoded*
+  for matching instead, which gives the same answers (an escape is one
+  character, see below) and leaves the per-URL fast path, which cannot
+  afford to look for such characters, untouched.  The rule's priority is
+  still its length percent-encoded: ``<`` counts 3 octets, raw or escaped;
+* a ``%`` that starts no escape (``/100%``) is the octet ``%25`` (RFC 3986 2.4).
+
+An escape is matched as one character: a ``*`` cannot end inside one, so
+``/a*3Cb`` does not match ``/a%3Cb`` (nor ``/a<b``).
 
 No pattern ever reaches a regex engine: a wildcard pattern is split on ``*``
 into literal pieces and matched with ``str.find``, leftmost first.  For
@@ -21,52 +33,107 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+# An escape, or a "%" that starts none (group 1 is then None).
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})?")
 _ASCII = "".join(map(chr, range(128)))
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-#: escapes decoded when matching: unreserved characters plus the literal * and $
-_DECODED = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED or chr(c) in "*$"}
-_DECODED_CANON = {k: v for k, v in _DECODED.items() if v not in "*$"}
-
-
-def _fix_escape(match: re.Match[str]) -> str:
-    hx = match.group(1).upper()
-    return _DECODED.get(hx) or "%" + hx
+_RESERVED = frozenset(":/?#[]@!$&'()*+,;=")
+#: ASCII characters outside RFC 3986's unreserved and reserved sets (and not
+#: "%"): a URI holds them only percent-encoded (RFC 3986 2.1, 2.4).
+OUTSIDE_URI = "".join(chr(c) for c in range(128) if chr(c) not in _UNRESERVED | _RESERVED | {"%"})
+#: escapes decoded when matching: unreserved characters, the literal * and $,
+#: and the characters outside the URI grammar
+_DECODED = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED or chr(c) in "*$" + OUTSIDE_URI}
+#: escapes decoded in the priority form: unreserved characters only
+_DECODED_CANON = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED}
+_OUTSIDE = re.compile("[" + re.escape(OUTSIDE_URI) + "]")
+#: the same characters as bytes but "\n", which separates a file's patterns
+_OUTSIDE_BYTES = OUTSIDE_URI.replace("\n", "").encode("ascii")
 
 
 def _fix_escape_canon(match: re.Match[str]) -> str:
-    hx = match.group(1).upper()
+    hx = match.group(1)
+    if hx is None:
+        return "%25"
+    hx = hx.upper()
     return _DECODED_CANON.get(hx) or "%" + hx
+
+
+def _encode_outside(match: re.Match[str]) -> str:
+    return f"%{ord(match.group()):02X}"
+
+
+def any_outside(patterns: str) -> bool:
+    """Whether any of ``patterns`` (joined by newlines, which no pattern
+    holds) has a raw character of :data:`OUTSIDE_URI`.
+
+    One ``bytes.translate`` at C speed for all the patterns of a file: a
+    regex search, or one per pattern, costs several times more.
+    """
+    raw = patterns.encode("utf-8", "surrogatepass")
+    return len(raw.translate(None, _OUTSIDE_BYTES)) != len(raw)
 
 
 def _encode_non_ascii(text: str) -> str:
     return quote(text, safe=_ASCII, errors="surrogatepass")
 
 
-# An escape that normalisation would change: lower-case hex, or an
-# unreserved/"*"/"$" character.  Most real URLs have none, and one C-level
-# search is cheaper than calling back into Python for every escape.
-_NEEDS_FIX = re.compile(
-    r"%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|3[0-9]|4[1-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE]|2[DE4A])"
-)
+# The matching form of every escape that normalisation changes (lower-case
+# hex, or a decoded character) and of a "%" that starts no escape.
+_FIXES = {"%": "%25"}
+for _a in "0123456789ABCDEFabcdef":
+    for _b in "0123456789ABCDEFabcdef":
+        _hx = (_a + _b).upper()
+        _fixed = _DECODED.get(_hx) or "%" + _hx
+        if _fixed != "%" + _a + _b:
+            _FIXES["%" + _a + _b] = _fixed
+del _a, _b, _hx, _fixed
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    return _FIXES[match[0]]
+
+
+def _needs_fix_pattern() -> str:
+    """A regex for what :data:`_FIXES` changes.
+
+    Most URLs with escapes need no change, or one ("%20") among a run of
+    UTF-8 escapes: substituting only these skips the rest at C speed, and
+    the lookahead rejects an upper-case non-ASCII escape ("%D8") at once,
+    before the alternatives are tried.
+    """
+    alternatives = []
+    for first in "01234567":
+        seconds = "".join(h[1] for h in sorted(_DECODED) if h[0] == first)
+        alternatives.append(f"{first}[{seconds}a-f]")
+    alternatives += ["[89A-F][a-f]", "[a-f][0-9A-Fa-f]", "(?![0-9A-Fa-f]{2})"]
+    return "%(?![89A-F][0-9A-F])(?:" + "|".join(alternatives) + ")"
+
+
+_NEEDS_FIX = re.compile(_needs_fix_pattern())
 
 
 def normalize(text: str) -> str:
     """The matching form of a path or of one literal piece of a pattern."""
     if not text.isascii():
         text = _encode_non_ascii(text)
-    if "%" in text and _NEEDS_FIX.search(text):
-        text = _ESCAPE.sub(_fix_escape, text)
+    if "%" in text:
+        text = _NEEDS_FIX.sub(_fix_escape, text)
     return text
 
 
-def canonical(text: str) -> str:
-    """A pattern as written, normalised but with ``%2A``/``%24`` kept encoded;
-    its length in octets is the rule's priority."""
+def canonical(text: str, outside: bool = True) -> str:
+    """A pattern as written, percent-encoded as RFC 9309 2.2.2 compares it:
+    unreserved escapes decoded, every other escape kept (``%2A``/``%24``
+    too), and non-ASCII and the characters outside the URI grammar encoded.
+    Its length in octets is the rule's priority.  ``outside=False`` says
+    ``text`` holds none of :data:`OUTSIDE_URI` (see :func:`compile_pattern`)."""
     if not text.isascii():
         text = _encode_non_ascii(text)
     if "%" in text:
         text = _ESCAPE.sub(_fix_escape_canon, text)
+    if outside and _OUTSIDE.search(text):
+        text = _OUTSIDE.sub(_encode_outside, text)
     return text
 
 
@@ -125,11 +192,13 @@ WILD = 4  # pieces a (a tuple) matched leftmost in order; b, the longest piece a
 WILD_END = 5  # as WILD, and the last piece ends the path
 
 
-def compile_pattern(raw: str) -> tuple[int, object, str, int, int]:
+def compile_pattern(raw: str, outside: bool = True) -> tuple[int, object, str, int, int]:
     """``(kind, a, b, n, priority)`` for a non-empty pattern as written in a
-    file; ``priority`` is the pattern's length in octets."""
+    file; ``priority`` is the pattern's length in octets, percent-encoded.
+    ``outside=False`` says the pattern holds no character of
+    :data:`OUTSIDE_URI` (the caller has looked, for a whole file at once)."""
     plain = raw.isascii() and "%" not in raw  # most patterns: nothing to normalise
-    priority = len(raw) if plain else len(canonical(raw))
+    priority = len(raw) if plain and not (outside and _OUTSIDE.search(raw)) else len(canonical(raw, outside))
     anchored = raw[-1] == "$"
     body = raw[:-1] if anchored else raw
     if "*" not in body:

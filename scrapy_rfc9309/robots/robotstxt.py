@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Iterable
+from collections.abc import Iterable
 
 from . import patterns
 from .decode import DEFAULT_PARSE_BYTES
@@ -67,13 +67,17 @@ class _Matcher:
     """
 
     __slots__ = (
-        "_texts", "_marks", "_order", "_keys", "_moved", "_generic", "_decisions",
+        "_texts", "_marks", "_order", "_keys", "_moved", "_generic", "_decisions", "_outside",
         "buckets", "crawl_delay", "request_rate", "specific",
     )  # fmt: skip
 
-    def __init__(self, groups: list[Group], specific: bool, texts: list[str], marks) -> None:
+    def __init__(self, groups: list[Group], specific: bool, texts: list[str], marks, outside: bool) -> None:
         self.specific = specific
         self._texts, self._marks = texts, marks
+        # Whether some pattern holds a character outside the URI grammar
+        # (patterns.OUTSIDE_URI): it counts 3 octets, so only then can a
+        # rule's priority differ from its length as written.
+        self._outside = outside
         self._decisions: dict[int, Decision] = {}  # rule number -> Decision, made on its first win
         # Rule numbers sorted by pattern as written: the rules of bucket "a"
         # (patterns "/a...") are then one slice, found by bisection.
@@ -122,6 +126,7 @@ class _Matcher:
         add = out.append
         seen: set[str] = set()
         compile_pattern = patterns.compile_pattern
+        outside = self._outside
         for i in numbers:
             raw, mark = texts[i], marks[i]
             allow = mark & 1
@@ -129,17 +134,17 @@ class _Matcher:
             if key in seen:
                 continue
             seen.add(key)
-            if raw.isascii() and "*" not in raw and "%" not in raw and raw[-1] != "$":
+            if raw.isascii() and "*" not in raw and "%" not in raw and raw[-1] != "$" and not outside:
                 entry, priority = (_PREFIX, raw, "", 0, i), len(raw)  # the common rule
             else:
-                kind, a, b, n, priority = compile_pattern(raw)
+                kind, a, b, n, priority = compile_pattern(raw, outside)
                 entry = (kind, a, b, n, i)
             # Longest first; Allow before Disallow on equal length; then file order.
             add((-priority, 1 - allow, i, entry))
             if allow:
                 extra = _index_htm(raw)
                 if extra is not None:
-                    kind, a, b, n, priority = compile_pattern(extra)
+                    kind, a, b, n, priority = compile_pattern(extra, outside)
                     add((-priority, 0, i + 0.5, (kind, a, b, n, i)))
         return out
 
@@ -424,8 +429,11 @@ class RobotsTxt:
         matcher = matchers.get(token)
         if matcher is None:
             groups, specific = _select(self._groups, token)
-            patterns = self._patterns.split("\n") if groups else []
-            matcher = _Matcher(groups, specific, patterns, self._marks)
+            if groups:
+                texts, outside = self._patterns.split("\n"), patterns.any_outside(self._patterns)
+            else:
+                texts, outside = [], False
+            matcher = _Matcher(groups, specific, texts, self._marks, outside)
             matchers[token] = matcher
         matchers[user_agent] = matcher
         return matcher

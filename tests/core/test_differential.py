@@ -53,10 +53,13 @@ FULL_PATTERNS = 40
 ROBOTS_TXT = "a_robots_txt_implicit_allow"
 TRUNCATED = "f_parse_limit_512000_bytes"
 NON_UTF8 = "e_non_utf8_file_octets"
+UTF16 = "k_utf16_byte_order_mark"
 WHITESPACE = "h_only_space_and_tab_are_whitespace"
+KEYS = "j_key_prefix_not_a_key"
 PERCENT = "b_percent_encoding"
+OUTSIDE_URI = "i_characters_outside_uri_encoded"
 OTHER_LINES = "c_other_records_end_group"
-CLASSES = (ROBOTS_TXT, TRUNCATED, NON_UTF8, WHITESPACE, PERCENT, OTHER_LINES)
+CLASSES = (ROBOTS_TXT, TRUNCATED, NON_UTF8, UTF16, WHITESPACE, KEYS, PERCENT, OUTSIDE_URI, OTHER_LINES)
 
 
 def _need_corpus(*parts: str) -> Path:
@@ -109,13 +112,25 @@ LIT_DOLLAR = "\x01\x03\x01"
 
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_RESERVED = frozenset(":/?#[]@!$&'()*+,;=")
+# RFC 3986: ASCII characters in neither set (nor "%"), allowed in a URI only
+# percent-encoded; and a "%" that starts no escape (RFC 3986 2.4).
+_OUTSIDE_URI = re.compile(
+    "[" + re.escape("".join(c for c in map(chr, range(128)) if c not in _UNRESERVED | _RESERVED | {"%"})) + "]"
+)
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
-def rfc_encode(text: str) -> str:
+def rfc_encode(text: str, outside: bool = False) -> str:
     """RFC 9309 section 2.2.2, written here independently of the core:
     non-ASCII to ``%XX``, hex in upper case, unreserved escapes decoded, and
-    ``%2A``/``%24`` (literal ``*``/``$``) and a raw ``$`` as placeholders."""
+    ``%2A``/``%24`` (literal ``*``/``$``) and a raw ``$`` as placeholders;
+    with ``outside``, also the characters RFC 3986 allows only encoded
+    (class i)."""
     text = "".join(c if c < "\x80" else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) for c in text)
+    if outside:
+        text = _OUTSIDE_URI.sub(lambda m: f"%{ord(m.group()):02X}", text)
+        text = _LONE_PERCENT.sub("%25", text)
 
     def fix(m: re.Match[str]) -> str:
         char = chr(int(m.group(1), 16))
@@ -126,19 +141,19 @@ def rfc_encode(text: str) -> str:
     return _ESCAPE.sub(fix, text.replace("$", LIT_DOLLAR))
 
 
-def neutral_pattern(raw: str) -> str:
+def neutral_pattern(raw: str, outside: bool = False) -> str:
     """The rule as Google must see it to match the way RFC 9309 does."""
     anchored = raw.endswith("$")
     body = raw[:-1] if anchored else raw
-    return "*".join(rfc_encode(p) for p in body.split("*")) + ("$" if anchored else "")
+    return "*".join(rfc_encode(p, outside) for p in body.split("*")) + ("$" if anchored else "")
 
 
-def neutral_path(url: str) -> str:
+def neutral_path(url: str, outside: bool = False) -> str:
     """The path of ``url`` as Google must see it."""
-    return rfc_encode(_raw_path(url).replace("*", LIT_STAR))
+    return rfc_encode(_raw_path(url).replace("*", LIT_STAR), outside)
 
 
-def rewrite_rules(text: str) -> str:
+def rewrite_rules(text: str, outside: bool = False) -> str:
     """``text`` with the value of every rule line replaced by its neutral
     pattern; keys and all other lines are left as written, so Google still
     decides for itself which lines are rules and how they group."""
@@ -148,7 +163,38 @@ def rewrite_rules(text: str) -> str:
         if m:
             value = m.group(2).rstrip(" \t")
             if value:
-                lines[i] = m.group(1) + neutral_pattern(value) + line[m.start(2) + len(value) :]
+                lines[i] = m.group(1) + neutral_pattern(value, outside) + line[m.start(2) + len(value) :]
+    return "\n".join(lines)
+
+
+# Class (j): the keys read as keys (exact, typo, or ending "s"/"ed"), written
+# here from docs/deviations.md; Google reads every key by its prefix alone.
+_TYPOS = r"user-agent|useragent|user agent|allow|disallow|dissallow|dissalow|disalow|diasllow|disallaw"
+_TYPOS += r"|sitemap|site-map|crawl-delay|crawldelay|request-rate"
+_KEY_FORM = re.compile(rf"(?:{_TYPOS})(?:s|ed)?", re.IGNORECASE)
+_ANY_GOOGLE_KEY = re.compile(rf"(?:{_TYPOS})", re.IGNORECASE)
+
+
+def rewrite_keys(text: str) -> str:
+    """Lines whose key Google reads by prefix alone, as we read them: a key
+    followed by one token ("Sitemap https://e.com/s.xml", "Disallow /a:b")
+    with the colon put back after the key; any other (prose such as
+    "User-agent must match exactly: see below") made a comment."""
+    lines = _LINE_SPLIT.split(text)
+    for i, line in enumerate(lines):
+        content = line.split("#", 1)[0].strip(" \t")
+        tokens = content.replace("\t", " ").split(" ")
+        tokens = [t for t in tokens if t]
+        if ":" in content:
+            key = content.split(":", 1)[0].rstrip(" \t")
+        else:  # Google takes blanks for the colon when they part exactly two tokens
+            key = tokens[0] if len(tokens) == 2 else ""
+        if not _ANY_GOOGLE_KEY.match(key) or _KEY_FORM.fullmatch(key):
+            continue
+        if ":" in content and len(tokens) == 2 and _KEY_FORM.fullmatch(tokens[0]):
+            lines[i] = f"{tokens[0]}: {tokens[1]}"
+        else:
+            lines[i] = "# " + line
     return "\n".join(lines)
 
 
@@ -177,32 +223,42 @@ class Classifier:
         diags = DiagnosticLog()
         self.text = decode_body(body, None, DEFAULT_PARSE_BYTES, diags)
         self.codes = {d.code for d in diags.to_list()}
-        self._steps: list[tuple[str, bytes, bool]] | None = None
+        self._steps: list[tuple[str, bytes, int]] | None = None
 
-    def steps(self) -> list[tuple[str, bytes, bool]]:
-        """``(class, body shown to Google, whether the URL is neutralised)``."""
+    def steps(self) -> list[tuple[str, bytes, int]]:
+        """``(class, body shown to Google, the URL shown: 0 as asked, 1
+        percent-encoded as RFC 9309 does, 2 and its characters outside the
+        URI grammar encoded too)``."""
         if self._steps is None:
             text = self.text
             steps = []
             if "truncated" in self.codes:  # (f) what we parsed, not the whole body
-                steps.append((TRUNCATED, _utf8(text), False))
+                steps.append((TRUNCATED, _utf8(text), 0))
             if "invalid_utf8" in self.codes:  # (e) our decoding, as UTF-8
-                steps.append((NON_UTF8, _utf8(text), False))
+                steps.append((NON_UTF8, _utf8(text), 0))
+            if "utf16" in self.codes:  # (k) our decoding, as UTF-8
+                steps.append((UTF16, _utf8(text), 0))
             if "\x0b" in text or "\x0c" in text:  # (h) not whitespace for us
                 text = text.replace("\x0b", "\x01").replace("\x0c", "\x01")
-                steps.append((WHITESPACE, _utf8(text), False))
-            text = rewrite_rules(text)  # (b) percent-encoding, both sides
-            steps.append((PERCENT, _utf8(text), True))
-            steps.append((OTHER_LINES, _utf8(drop_other_lines(text)), True))  # (c)
+                steps.append((WHITESPACE, _utf8(text), 0))
+            keyed = rewrite_keys(text)  # (j) keys by prefix alone
+            if keyed != text:
+                text = keyed
+                steps.append((KEYS, _utf8(text), 0))
+            percent = rewrite_rules(text)  # (b) percent-encoding, both sides
+            steps.append((PERCENT, _utf8(percent), 1))
+            text = rewrite_rules(text, outside=True)  # (i) and the characters outside the URI grammar
+            steps.append((OUTSIDE_URI, _utf8(text), 2))
+            steps.append((OTHER_LINES, _utf8(drop_other_lines(text)), 2))  # (c)
             self._steps = steps
         return self._steps
 
     def classify(self, token: str, url: str, ours: bool, verdict: Verdict) -> str | None:
         if verdict is Verdict.ALLOWED_ROBOTS_TXT:  # (a)
             return ROBOTS_TXT
-        neutral_url = ORIGIN + neutral_path(url)
+        urls = (url, ORIGIN + neutral_path(url), ORIGIN + neutral_path(url, outside=True))
         for cls, body, neutral in self.steps():
-            if google_allows(body, token, neutral_url if neutral else url) == ours:
+            if google_allows(body, token, urls[neutral]) == ours:
                 return cls
         return None
 
@@ -345,6 +401,17 @@ DEVIATIONS = [
     (b"User-agent: *\nDisallow: /x\n" + b"#" * 512_000 + b"\nDisallow: /late\n", "/late", TRUNCATED),
     (b"User-agent: *\nDisallow:\x0c/x\n", "/x", WHITESPACE),
     (b"User-agent: *\x0bfoo\nDisallow: /x\n", "/x", WHITESPACE),
+    (b"User-agent: *\nDisallow: /a<d.html\n", "/a%3Cd.html", OUTSIDE_URI),
+    (b"User-agent: *\nDisallow: /sitecore modules/\n", "/sitecore%20modules/", OUTSIDE_URI),
+    (b"User-agent: *\nDisallow: /a%7cb\n", "/a|b", OUTSIDE_URI),
+    (b"User-agent: *\nDisallow: /b/*?*|\n", "/b/x?_trkparms=a%7Cb", OUTSIDE_URI),
+    (b"User-agent: *\nDisallow: /a%2\n", "/a%2F", OUTSIDE_URI),
+    (b"User-agent: *\nAllow: /a*b\nDisallow: /a<\n", "/a<b", OUTSIDE_URI),
+    (b"User-agent: *\nAllow: /\nUser-agent must match exactly: see the docs\nDisallow: /y\n", "/y", KEYS),
+    (b"User-agent: *\nDisallow /a:b\n", "/a:b", KEYS),
+    (b"User-agent: *\nDisallowance /x\n", "/x", KEYS),
+    ("\ufeffUser-agent: *\r\nDisallow: /store/cart/\r\n".encode("utf-16-le"), "/store/cart/", UTF16),
+    ("\ufeffUser-agent: *\r\nDisallow: /store/cart/\r\n".encode("utf-16-be"), "/store/cart/", UTF16),
 ]
 
 

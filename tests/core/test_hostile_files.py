@@ -437,7 +437,7 @@ def test_a_wrong_ascii_compatible_charset_keeps_the_rules(charset: str) -> None:
     assert not robots.check("/private", TOKEN).allowed
     assert not robots.check("/caf%C3%A9", TOKEN).allowed
     # a UTF-8 file declared as Latin-1 is read as UTF-8: its bytes say so
-    utf8 = "User-agent: *\nDisallow: /caf\u00e9\n".encode("utf-8")
+    utf8 = "User-agent: *\nDisallow: /caf\u00e9\n".encode()
     assert not parse(utf8, f"text/plain; charset={charset}").check("/caf%C3%A9", TOKEN).allowed
 
 
