@@ -26,10 +26,14 @@ import urllib.request
 from typing import Any
 
 import scrapy
-from scrapy.crawler import AsyncCrawlerProcess
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
+
+try:  # Scrapy 2.14+
+    from scrapy.crawler import AsyncCrawlerProcess as Process
+except ImportError:  # Scrapy 2.13
+    from scrapy.crawler import CrawlerProcess as Process  # type: ignore[assignment]
 
 #: what every configuration shares; only the robots.txt handling differs
 COMMON_SETTINGS: dict[str, Any] = {
@@ -244,7 +248,7 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     # one slot, so the per-domain limit must not be lower than the total
     settings["CONCURRENT_REQUESTS"] = settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = config.get("concurrency", 32)
     out: dict[str, Any] = {"passes": [], "receivers": {}}
-    process = AsyncCrawlerProcess(settings)
+    process = Process(settings)
     process.crawl(
         BenchSpider, passes=config["passes"], control=config["control"], profile=config.get("profile"), out=out
     )

@@ -2,7 +2,29 @@
 
 Everything that differs between the Scrapy releases this plugin supports, or
 that reaches into Scrapy's engine, is a small function here, so the rest of
-the package is written once, for the newest Scrapy.
+the package is written once, for the newest Scrapy.  Supported: 2.13 to 2.19
+(setup.cfg; CI runs the whole suite on 2.19 and tests/crawl on 2.13).  What
+differs:
+
+========================================  =====================================
+2.13 only                                 ``process_request(request, spider)``
+                                          (:func:`request_method`);
+                                          ``engine.download``, deferred signals,
+                                          ``Downloader._get_slot(request, spider)``,
+                                          component dicts keyed by import path,
+                                          downloads start at once
+before 2.15                               Twisted's network errors unwrapped
+                                          (:func:`network_error_name`)
+before 2.16                               ``Slot.lastseen`` on ``time.time``
+                                          (:data:`SLOT_CLOCK`)
+before 2.18                               no ``robots_parsed`` signal;
+                                          ``CloseSpider`` from ``spider_opened``
+                                          ignored (:func:`close_at_open`)
+========================================  =====================================
+
+(The jitter of a download slot, ``Slot.jitter`` in 2.19 and
+``Slot.randomize_delay`` before, is told apart in :mod:`.slots`, the adapter
+around the slots.)
 """
 
 from __future__ import annotations
@@ -10,10 +32,12 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import scrapy
 from scrapy import signals
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
@@ -89,6 +113,34 @@ async def download(crawler: Crawler, request: Request) -> Response:
     return await maybe_deferred_to_future(engine.download(request))  # pragma: no cover - 2.13
 
 
+def close_at_open(crawler: Crawler, reason: str) -> None:
+    """Stop the crawl from a ``spider_opened`` handler, before its first request.
+
+    Scrapy 2.18+ honours ``CloseSpider`` raised there (raised here).  Before,
+    the engine logs it and goes on; so the spider is closed with ``reason`` as
+    soon as the engine runs, in the same event-loop turn as its first look at
+    the scheduler, before any request is downloaded (the caller makes sure
+    nothing of its own starts meanwhile)."""
+    if SCRAPY_VERSION >= (2, 18):
+        raise CloseSpider(reason)
+    from twisted.internet import reactor  # pragma: no cover - 2.13 to 2.17
+
+    clock: Any = reactor
+
+    def close_when_running() -> None:  # pragma: no cover - 2.13 to 2.17
+        engine = crawler.engine
+        if engine is None or crawler.spider is None or getattr(engine, "_slot", None) is None:
+            return  # already closed
+        if not engine.running:
+            clock.callLater(0, close_when_running)
+        elif hasattr(engine, "close_spider_async"):  # 2.14+
+            spawn(engine.close_spider_async(reason=reason))
+        else:
+            engine.close_spider(crawler.spider, reason=reason)
+
+    clock.callLater(0, close_when_running)
+
+
 def engine_closing(crawler: Crawler) -> bool:
     """Whether the engine has begun to close the spider (or never opened it).
 
@@ -120,21 +172,21 @@ def get_slot(crawler: Crawler, request: Request) -> tuple[str, Any]:
     if SCRAPY_VERSION >= (2, 14):
         return engine.downloader._get_slot(request)
     # 2.13: the spider is an argument (its download_delay / max_concurrent_requests)
-    return engine.downloader._get_slot(request, crawler.spider)  # type: ignore[call-arg]
+    return engine.downloader._get_slot(request, crawler.spider)
 
 
 # -- components ------------------------------------------------------------------------
-def request_method(method: Callable[[Any, Request], Awaitable[None]]) -> Any:
-    """Decorate a downloader middleware's ``async def process_request(self,
-    request)`` so every supported Scrapy can call it: 2.13 always adds
-    ``spider=``; later releases must not see a ``spider`` parameter (they warn
-    that it is deprecated), so there the method is returned unchanged."""
+def request_method(method: Callable[..., Any]) -> Any:
+    """Decorate a downloader middleware's ``process_request(self, request)``
+    (plain or ``async``) so every supported Scrapy can call it: 2.13 always
+    adds ``spider=``; later releases must not see a ``spider`` parameter (they
+    warn that it is deprecated), so there the method is returned unchanged."""
     if not _PASSES_SPIDER:
         return method
 
     @functools.wraps(method)
-    async def process_request(self: Any, request: Request, spider: Any = None) -> None:  # pragma: no cover - 2.13
-        return await method(self, request)
+    def process_request(self: Any, request: Request, spider: Any = None) -> Any:  # pragma: no cover - 2.13
+        return method(self, request)
 
     return process_request
 
@@ -185,6 +237,30 @@ def _network_errors() -> tuple[type[BaseException], ...]:
 
 
 NETWORK_ERRORS: tuple[type[BaseException], ...] = _network_errors()
+
+
+def network_error_name(error: BaseException) -> str:
+    """The class name of a network error as Scrapy 2.15+ raises it, so the
+    ``fetch/error/<name>`` stats are the same on every supported Scrapy: before
+    2.15 the download handler let Twisted's errors through, since then it wraps
+    them in its own (``DownloadTimeoutError``, ...)."""
+    if SCRAPY_VERSION >= (2, 15):
+        return type(error).__name__
+    from twisted.internet import error as net  # pragma: no cover - 2.13, 2.14
+    from twisted.web._newclient import ResponseFailed
+    from twisted.web.http import _DataLoss
+
+    if isinstance(error, ResponseFailed):
+        lost = any(reason.check(_DataLoss) for reason in error.reasons)
+        return "ResponseDataLossError" if lost else "DownloadFailedError"
+    for twisted_error, name in (
+        (net.TimeoutError, "DownloadTimeoutError"),
+        (net.ConnectionRefusedError, "DownloadConnectionRefusedError"),
+        (net.DNSLookupError, "CannotResolveHostError"),
+    ):
+        if isinstance(error, twisted_error):
+            return name
+    return type(error).__name__
 
 
 # -- settings ----------------------------------------------------------------------------

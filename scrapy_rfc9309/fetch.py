@@ -158,8 +158,8 @@ class RobotsFetcher:
             except CancelledError:
                 raise  # the crawl is closing: not an access result
             except compat.NETWORK_ERRORS as exc:  # timeout, DNS, refused, reset, TLS
-                access, name = classify_error(exc)
-                classes.append(name)
+                access = classify_error(exc)[0]
+                classes.append(f"error/{compat.network_error_name(exc)}")
                 return FetchResult(access, None, url, classes, error=exc)
             except Exception as exc:  # not the network: a middleware's bug, a URL filter ...
                 classes.append(f"error/internal/{type(exc).__name__}")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from scrapy import Request, signals
-from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.exceptions import DontCloseSpider
 from scrapy.http.request import NO_CALLBACK
 from scrapy.settings import SETTINGS_PRIORITIES
 
@@ -183,7 +183,9 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
                 "The crawl stops before its first request.",
                 exc, extra={"spider": spider},
             )  # fmt: skip
-            raise CloseSpider(STORAGE_UNAVAILABLE) from exc
+            service.shutdown()  # no robots.txt fetch starts meanwhile
+            compat.close_at_open(crawler, STORAGE_UNAVAILABLE)  # raises CloseSpider where Scrapy honours it
+            return
         state.watcher = compat.every(CLOSING_POLL_SECONDS, lambda: _watch(crawler, state))
 
     def idle(spider: Any) -> None:

@@ -20,6 +20,8 @@ import pytest_twisted
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import IgnoreRequest
 
+from scrapy_rfc9309 import compat
+
 from .harness import Req, check_accounting, crawl
 from .redisd import RedisServer, require_redis
 from .servers import Reply, robots
@@ -193,6 +195,7 @@ async def test_early_fetch_asks_the_projects_own_offsite_rule(servers):
 class BrokenMiddleware:
     """A user's downloader middleware with a bug that only robots.txt requests reach."""
 
+    @compat.request_method
     def process_request(self, request):
         if "rfc9309_robots_fetch" in request.meta:
             raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
@@ -201,6 +204,7 @@ class BrokenMiddleware:
 class UrlFilterMiddleware:
     """A user's URL filter that drops every URL ending in .txt."""
 
+    @compat.request_method
     def process_request(self, request):
         if request.url.endswith(".txt"):
             raise IgnoreRequest("no .txt files")
