@@ -29,6 +29,8 @@ from .useragent import derive_token
 from .wiring import held_requests, rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
@@ -101,9 +103,8 @@ class RobotsTxtMiddleware:
                 return None
         else:
             counts.inc("cache/misses")
-        # waits are held as a busy site's requests are (see slots.HeldRequests)
-        async with self.held.holding(request, self._closing):
-            if known is None:
+            # waits are held as a busy site's requests are (see slots.HeldRequests)
+            async with self.held.holding(request, self._closing):
                 try:
                     known = await self.service.resolve(origin, request)
                 except NotResolved:
@@ -112,8 +113,8 @@ class RobotsTxtMiddleware:
                     counts.inc("requests/errors")
                     raise
                 floor = self._pace_floor(known, token, self._decide(request, known.robots, token))
-            if floor:
-                await self._pace(request, origin, floor)
+        if floor:
+            await self._pace(request, origin, floor)
         return None
 
     def _decide(self, request: Request, robots: RobotsTxt, token: str) -> Verdict:
@@ -140,8 +141,15 @@ class RobotsTxtMiddleware:
         return known.floor if token == known.token else self.service.floor_for(known.robots, token)[0]
 
     async def _pace(self, request: Request, origin: str, floor: float) -> None:
+        """Wait for the cluster-wide turn; the turn is taken while the request has
+        its downloader place, every wait before it is held (see wait_turn)."""
+
+        async def hold(wait: Callable[[], Awaitable[Any]]) -> None:
+            async with self.held.holding(request, self._closing):
+                await wait()
+
         try:
-            await self.service.wait_turn(origin, floor, lambda: seconds_until_free(self.crawler, request))
+            await self.service.wait_turn(origin, floor, lambda: seconds_until_free(self.crawler, request), hold)
         except NotResolved:
             self._drop_closing(request)
 

@@ -28,6 +28,7 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet.defer import Deferred, DeferredLock
@@ -245,26 +246,54 @@ class RobotsService:
         cap = self.settings.max_crawl_delay
         return (delay, None) if delay <= cap else (cap, delay)
 
-    async def wait_turn(self, origin: str, floor: float, local_wait: Callable[[], float]) -> None:
-        """With a shared store: hold until this request's cluster-wide time slot on
-        ``origin``, at least ``floor`` after any worker's previous one.
+    async def wait_turn(
+        self,
+        origin: str,
+        floor: float,
+        local_wait: Callable[[], float],
+        hold: Callable[[Callable[[], Awaitable[Any]]], Awaitable[None]] | None = None,
+    ) -> None:
+        """With a shared store: hold until this request may start on ``origin``,
+        at least ``floor`` after any worker's previous start.
 
-        One request per origin reserves at a time, and only once its own download
-        slot would start it at once (``local_wait() == 0``), so the reservation and
-        the real start stay milliseconds apart."""
+        The turn is taken in the store (atomically, on its clock) only when the
+        request can start at once: its own download slot would start it now
+        (``local_wait() == 0``) and the caller holds its downloader place.  Every
+        wait before that (for this worker's other request of the origin, for the
+        slot, for another worker's turn) runs through ``hold(wait)``, with which
+        the middleware gives the place back meanwhile and takes one again after.
+        So no turn is taken by a request that then waits for a place and starts
+        late, closer than ``floor`` to the next worker's.  One request per origin
+        asks at a time."""
+        if hold is None:
+
+            async def hold(wait: Callable[[], Awaitable[Any]]) -> None:
+                await wait()
+
         lock = self._turns.get(origin)
         if lock is None:
             lock = self._turns[origin] = DeferredLock()
-        await compat.wait_for(lock.acquire())
+        if lock.locked:
+            await hold(lambda: compat.wait_for(lock.acquire()))
+        else:
+            lock.acquire()
+        began = time.monotonic()
+        waited = False
         try:
-            local = local_wait()
-            if local > 0:
-                await self._sleep(local, origin)
-            wait = await self.storage.reserve(origin, floor)
-            if wait > 0:
-                self.counts.inc("crawl_delay/cluster/requests_held")
-                self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", round(wait, 3))
-                await self._sleep(wait, origin)
+            while True:
+                local = local_wait()
+                if local > 0:
+                    await hold(partial(self._sleep, local, origin))
+                    continue
+                wait = await self.storage.take_turn(origin, floor)
+                if wait <= 0:
+                    break
+                if not waited:
+                    waited = True
+                    self.counts.inc("crawl_delay/cluster/requests_held")
+                await hold(partial(self._sleep, wait, origin))
+            if waited:
+                self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", round(time.monotonic() - began, 3))
         finally:
             lock.release()
             if not lock.locked and not lock.waiting:

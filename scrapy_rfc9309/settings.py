@@ -35,8 +35,10 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_CACHE_SECONDS": 86_400.0,
     "RFC9309_CACHE_MIN_SECONDS": 60.0,
     "RFC9309_CACHE_MAX_ORIGINS": 10_000,
-    # None: "memory", or a SQLite file inside JOBDIR when JOBDIR is set
+    # None: scrapy-redis's server when scrapy-redis is the scheduler, else a SQLite
+    # file inside JOBDIR when JOBDIR is set, else "memory"
     "RFC9309_STORAGE": None,
+    "RFC9309_STORAGE_RETRY_SECONDS": 30.0,
     "RFC9309_STALE_IF_UNREACHABLE": True,
     "RFC9309_REDIS_PREFIX": "rfc9309:",
     "RFC9309_ORIGINS": {},
@@ -72,6 +74,8 @@ class Rfc9309Settings:
     cache_max_origins: int = 10_000
     #: the store URL, resolved (see scrapy_rfc9309.storage.factory)
     storage: str = "memory"
+    #: seconds between attempts to use a store again after it failed mid-crawl
+    storage_retry_seconds: float = 30.0
     #: use a stored file younger than 30 days when a re-fetch is unreachable
     stale_if_unreachable: bool = True
     redis_prefix: str = "rfc9309:"
@@ -119,7 +123,10 @@ class Rfc9309Settings:
             cache_max_origins=_number(
                 get("RFC9309_CACHE_MAX_ORIGINS"), "RFC9309_CACHE_MAX_ORIGINS", int, positive=True
             ),
-            storage=_storage(get("RFC9309_STORAGE"), get("JOBDIR")),
+            storage=_storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings),
+            storage_retry_seconds=_number(
+                get("RFC9309_STORAGE_RETRY_SECONDS"), "RFC9309_STORAGE_RETRY_SECONDS", float, positive=True
+            ),
             stale_if_unreachable=_bool(get("RFC9309_STALE_IF_UNREACHABLE"), "RFC9309_STALE_IF_UNREACHABLE"),
             redis_prefix=str(get("RFC9309_REDIS_PREFIX")),
             user_agent=token,
@@ -177,10 +184,17 @@ def _policy(value: Any, name: str) -> str:
     return value.lower()
 
 
-def _storage(value: Any, jobdir: Any) -> str:
-    """RFC9309_STORAGE, or when it is not set: a SQLite file in JOBDIR, else memory."""
+def _storage(value: Any, jobdir: Any, settings: Any) -> str:
+    """RFC9309_STORAGE, or when it is not set: the Redis server of scrapy-redis when
+    it is the scheduler (the workers sharing its queue share robots.txt and
+    Crawl-delay), else a SQLite file in JOBDIR, else memory."""
     if value:
         return str(value)
+    from .storage.factory import scrapy_redis_url
+
+    cluster = scrapy_redis_url(settings) if hasattr(settings, "get") else None
+    if cluster:
+        return cluster
     if jobdir:
         import os
 

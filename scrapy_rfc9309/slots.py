@@ -27,7 +27,7 @@ API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
 * ``Slot.lastseen`` (the slot's last start, on :data:`.compat.SLOT_CLOCK`:
   ``time.monotonic()`` since Scrapy 2.16, ``time.time()`` before) with
   ``Slot.delay`` and the jitter: :func:`seconds_until_free` reads them so the
-  cluster-wide Crawl-delay can reserve a start time only once this worker's
+  cluster-wide Crawl-delay can take its turn only once this worker's
   own slot would start the request at once (see ``RobotsService.wait_turn``).
 * ``Downloader._slot_gc`` drops idle slots and ``_get_slot`` builds a fresh
   one with the default delay; the floor is re-applied to the new object on
@@ -63,6 +63,7 @@ from scrapy import signals
 from twisted.internet.defer import Deferred
 
 from . import compat
+from .storage.factory import uses_scrapy_redis
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -300,7 +301,11 @@ class HeldRequests:
     and hands out other sites' requests.  At most :attr:`limit` requests of
     the whole crawl are taken out so (``max(64, 8 x CONCURRENT_REQUESTS)``);
     more wait counted, as requests queued in a slow site's slot do, which
-    bounds what waiting sites can pull from the scheduler into memory.  A
+    bounds what waiting sites can pull from the scheduler into memory.  Under
+    scrapy-redis's scheduler, whose queue every worker pops, the limit is
+    ``CONCURRENT_REQUESTS``: a worker whose requests wait would otherwise take
+    up to 64 more off the shared queue (all new sites wait for robots.txt when
+    a crawl starts) and work through them alone while the others idle.  A
     released request counts again only once the downloader has room, so
     ``CONCURRENT_REQUESTS`` holds; then the slot's own concurrency and delay
     apply as to any request.
@@ -313,7 +318,11 @@ class HeldRequests:
         self.count = 0
         #: of which taken out of Downloader.active
         self.relieved = 0
-        self.limit = max(RELIEF_MIN, RELIEF_PER_CONCURRENT * crawler.settings.getint("CONCURRENT_REQUESTS", 16))
+        concurrent = crawler.settings.getint("CONCURRENT_REQUESTS", 16)
+        if uses_scrapy_redis(crawler.settings.get("SCHEDULER")):
+            self.limit = concurrent  # other workers pop the same queue: take no more than can start soon
+        else:
+            self.limit = max(RELIEF_MIN, RELIEF_PER_CONCURRENT * concurrent)
 
     @asynccontextmanager
     async def holding(self, request: Request, closing: Callable[[], bool]) -> AsyncIterator[None]:

@@ -11,16 +11,24 @@ Addresses: origin *n* listens on ``127.0.0.<n+2>``, all on one port
 (``RFC9309_DEMO_PORT``, default 9309).  Where only 127.0.0.1 is configured
 (macOS), or with ``RFC9309_DEMO_ONE_HOST=1``, origins share 127.0.0.1 and
 use consecutive ports instead.  Nothing here touches the internet.
+
+Served on its own (``python -m demo_project.demo_site``, for the cluster demo
+and for ``scrapy robots``), every origin also answers ``GET`` :data:`HITS_PATH`
+with what all the servers saw so far, as JSON (:meth:`DemoSite.snapshot`),
+without recording that request: the crawlers run in other processes, and
+:meth:`DemoSite.replay` rebuilds the site's view from it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
 import time
+import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -28,6 +36,8 @@ PORT_ENV = "RFC9309_DEMO_PORT"
 #: set to 1 to use the one-host layout (as on macOS) where several hosts would work
 ONE_HOST_ENV = "RFC9309_DEMO_ONE_HOST"
 DEFAULT_PORT = 9309
+#: what every origin of a site served on its own answers with the servers' records
+HITS_PATH = "/__demo__/hits.json"
 #: origin names, in table order; "moved-to" only serves the end of a redirect chain
 NAMES = ("rules", "allow", "wildcards", "missing", "down", "moved", "moved-to", "delay", "bom", "html", "intranet")
 
@@ -213,7 +223,6 @@ class _Origin:
     spec: DemoOrigin
     httpd: ThreadingHTTPServer
     thread: threading.Thread
-    hits: list[Hit] = field(default_factory=list)
 
 
 class DemoSite:
@@ -223,6 +232,7 @@ class DemoSite:
         self.origins = origins
         self._by_name = {origin.name: origin for origin in origins}
         self._running: dict[str, _Origin] = {}
+        self._hits: dict[str, list[Hit]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -262,12 +272,32 @@ class DemoSite:
     # -- what the servers saw -------------------------------------------------
     def _record(self, name: str, hit: Hit) -> None:
         with self._lock:
-            self._running[name].hits.append(hit)
+            self._hits.setdefault(name, []).append(hit)
 
     def hits(self, name: str) -> list[Hit]:
         with self._lock:
-            running = self._running.get(name)
-            return list(running.hits) if running else []
+            return list(self._hits.get(name, ()))
+
+    def snapshot(self) -> dict[str, list[list]]:
+        """Every hit so far, by origin name: ``[[at, path, status], ...]``."""
+        with self._lock:
+            return {name: [[hit.at, hit.path, hit.status] for hit in hits] for name, hits in self._hits.items()}
+
+    @classmethod
+    def replay(cls, snapshot: dict[str, list[list]]) -> DemoSite:
+        """A site that serves nothing and saw what ``snapshot`` says: the
+        queries below answer for a site served by another process."""
+        site = cls(plan())
+        site._hits = {name: [Hit(float(at), str(path), int(status)) for at, path, status in hits]
+                      for name, hits in snapshot.items()}  # fmt: skip
+        return site
+
+    @classmethod
+    def fetch(cls, timeout: float = 5.0) -> DemoSite:
+        """:meth:`replay` of the site served by ``python -m demo_project.demo_site``
+        (``OSError`` when it is not running)."""
+        with urllib.request.urlopen(ORIGINS[NAMES[0]] + HITS_PATH, timeout=timeout) as response:
+            return cls.replay(json.loads(response.read()))
 
     def page_times(self, name: str) -> list[float]:
         """Arrival times of page requests (not robots.txt, not redirect hops)."""
@@ -316,11 +346,18 @@ def _handler(site: DemoSite, name: str) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 (stdlib name)
             arrived = time.monotonic()
+            if self.path == HITS_PATH:  # not a page: the records, for a report in another process
+                answer = Answer(200, json.dumps(site.snapshot()).encode(), "application/json")
+                self._send(answer)
+                return
             answer = spec.routes.get(self.path)
             if answer is None:
                 page = f"<html><body><h1>{spec.case}</h1><p>{self.path}</p></body></html>"
                 answer = Answer(200, page.encode(), "text/html")
             site._record(name, Hit(arrived, self.path, answer.status))
+            self._send(answer)
+
+        def _send(self, answer: Answer) -> None:
             self.send_response(answer.status)
             self.send_header("Content-Type", answer.content_type)
             self.send_header("Content-Length", str(len(answer.body)))
@@ -347,6 +384,7 @@ def main() -> None:
     site = DemoSite.start()
     for origin in site.origins:
         print(f"{origin.origin}/robots.txt  {origin.case}")
+    print(f"what the servers saw: {ORIGINS[NAMES[0]]}{HITS_PATH}")
     print("serving; Ctrl-C to stop", flush=True)
     try:
         threading.Event().wait()

@@ -11,7 +11,7 @@ Two optional parts only matter to a store that other processes share
 an origin's robots.txt while the others wait for its result, and time-slot
 reservations, so that the workers together keep an origin's Crawl-delay.
 The defaults suit a store of one process: the lease is always granted and no
-reservation ever waits.
+turn ever waits.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from dataclasses import dataclass
 #: RFC 9309 section 2.3.1.4: a stored copy may stand in for an unreachable
 #: robots.txt for about 30 days; persistent backends keep entries that long.
 STALE_MAX_SECONDS = 30 * 86_400
+#: seconds a store that failed mid-crawl is left alone before it is tried again
+#: (``RFC9309_STORAGE_RETRY_SECONDS``; see :class:`~.fallback.FallbackStorage`)
+RETRY_AFTER = 30.0
 
 
 def display_url(url: str) -> str:
@@ -91,6 +94,8 @@ class RobotsStorage(ABC):
     url: str = "memory"
     #: True when other processes read and write the same entries
     shared: bool = False
+    #: seconds to go on without the store after it failed, before trying it again
+    retry_after: float = RETRY_AFTER
 
     async def open(self) -> None:  # noqa: B027 - optional hook
         """Connect, create tables... (nothing for the memory backend)."""
@@ -119,6 +124,15 @@ class RobotsStorage(ABC):
         """Reserve the next start time on ``origin`` for one request, at least
         ``floor`` seconds after the previous reservation of any process, and
         return the seconds to wait for it (0: go now)."""
+        return 0.0
+
+    async def take_turn(self, origin: str, floor: float) -> float:
+        """Start a request on ``origin`` *now* if the previous start of any
+        process (reserved, taken or noted) is at least ``floor`` seconds ago:
+        record it and return 0.  Else record nothing and return the seconds
+        until the origin is free.  Unlike :meth:`reserve`, a turn is never
+        held for a start that may come late: the caller takes it only once the
+        request can start at once, and asks again after the wait otherwise."""
         return 0.0
 
     async def note_start(self, origin: str, floor: float) -> None:  # noqa: B027 - optional

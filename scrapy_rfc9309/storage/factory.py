@@ -12,28 +12,51 @@ value                              backend
                                    ``from_rfc9309_settings(settings)`` when it has one
 =================================  ============================================
 
-When ``RFC9309_STORAGE`` is not set and ``JOBDIR`` is, the settings resolve it
-to ``sqlite://<JOBDIR>/rfc9309-robots.sqlite`` (see
-:mod:`scrapy_rfc9309.settings`), so a paused and resumed crawl keeps its files.
+When ``RFC9309_STORAGE`` is not set, the settings resolve it (see
+:mod:`scrapy_rfc9309.settings`):
+
+* when scrapy-redis schedules the crawl (``SCHEDULER`` is
+  ``scrapy_redis.scheduler.Scheduler`` or a subclass), to the Redis server
+  scrapy-redis uses (:func:`scrapy_redis_url`): the workers sharing its queue
+  share robots.txt and Crawl-delay too;
+* else, when ``JOBDIR`` is set, to ``sqlite://<JOBDIR>/rfc9309-robots.sqlite``,
+  so a paused and resumed crawl keeps its files;
+* else to ``"memory"``.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
-from .base import RobotsStorage
+from .base import RETRY_AFTER, RobotsStorage
 from .memory import MemoryStorage
 
 #: the file name used inside JOBDIR
 JOBDIR_FILE = "rfc9309-robots.sqlite"
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+#: the package whose scheduler makes a crawl a cluster sharing one Redis server
+SCRAPY_REDIS = "scrapy_redis"
+#: scrapy-redis's own defaults (scrapy_redis.defaults, redis.Redis())
+SCRAPY_REDIS_HOST = "localhost"
+SCRAPY_REDIS_PORT = 6379
 
 
 def build_storage(settings: Any) -> RobotsStorage:
     """The backend ``settings.storage`` names (``settings`` is a
-    :class:`~scrapy_rfc9309.settings.Rfc9309Settings`).  ``ValueError`` for a
-    value it cannot read, ``ImportError`` when the Redis client is missing."""
+    :class:`~scrapy_rfc9309.settings.Rfc9309Settings`), with its
+    ``retry_after`` set from ``RFC9309_STORAGE_RETRY_SECONDS``.  ``ValueError``
+    for a value it cannot read, ``ImportError`` when the Redis client is
+    missing."""
+    store = _build(settings)
+    store.retry_after = float(getattr(settings, "storage_retry_seconds", RETRY_AFTER))
+    return store
+
+
+def _build(settings: Any) -> RobotsStorage:
     url = str(settings.storage).strip()
     lowered = url.lower()
     if lowered == "memory":
@@ -65,3 +88,63 @@ def _load(path: str) -> Any:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"RFC9309_STORAGE={path!r}: cannot import it ({exc})") from None
+
+
+def scrapy_redis_url(settings: Any) -> str | None:
+    """The Redis server scrapy-redis schedules this crawl on, as a URL; None
+    when scrapy-redis is not the scheduler.
+
+    ``settings`` is a Scrapy ``Settings`` (or a plain mapping).  The URL is the
+    one ``scrapy_redis.connection.get_redis_from_settings`` connects to:
+    ``REDIS_URL``; else ``REDIS_HOST``, ``REDIS_PORT`` and ``REDIS_DB``; each
+    also read from ``REDIS_PARAMS`` (``url``, ``host``, ``port``, ``db``,
+    ``username``, ``password``), the ``REDIS_*`` setting winning, as in
+    scrapy-redis; else ``localhost:6379``, database 0.  Other client options of
+    ``REDIS_PARAMS`` (TLS, socket options) are not carried over: set
+    ``RFC9309_STORAGE`` to a URL that has them."""
+    if not uses_scrapy_redis(settings.get("SCHEDULER")):
+        return None
+    params = dict(_dict_setting(settings, "REDIS_PARAMS"))
+    for setting, param in (("REDIS_URL", "url"), ("REDIS_HOST", "host"), ("REDIS_PORT", "port"), ("REDIS_DB", "db")):
+        value = settings.get(setting)
+        if value:
+            params[param] = value
+    if params.get("url"):
+        return str(params["url"])
+    auth = ""
+    if params.get("password"):
+        auth = f"{quote(str(params.get('username') or ''), safe='')}:{quote(str(params['password']), safe='')}@"
+    elif params.get("username"):
+        auth = f"{quote(str(params['username']), safe='')}@"
+    host = str(params.get("host") or SCRAPY_REDIS_HOST)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address
+    port = int(params.get("port") or SCRAPY_REDIS_PORT)
+    db = int(params.get("db") or 0)
+    return f"redis://{auth}{host}:{port}/{db}"
+
+
+def uses_scrapy_redis(scheduler: Any) -> bool:
+    """Whether ``SCHEDULER`` (an import path or a class) is scrapy-redis's
+    scheduler or a subclass of it.  A path that does not import is not (the
+    crawl fails on it anyway, with Scrapy's own message)."""
+    if not scheduler:
+        return False
+    if isinstance(scheduler, str):
+        if scheduler.split(".", 1)[0] == SCRAPY_REDIS:
+            return True
+        module, _, name = scheduler.rpartition(".")
+        try:
+            scheduler = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError):
+            return False
+    classes = inspect.getmro(scheduler) if inspect.isclass(scheduler) else (type(scheduler),)
+    return any(getattr(cls, "__module__", "").split(".", 1)[0] == SCRAPY_REDIS for cls in classes)
+
+
+def _dict_setting(settings: Any, name: str) -> Mapping[str, Any]:
+    getdict = getattr(settings, "getdict", None)
+    if getdict is not None:
+        return getdict(name)  # a Scrapy Settings: also reads a JSON string given with -s
+    value = settings.get(name)
+    return value if isinstance(value, Mapping) else {}

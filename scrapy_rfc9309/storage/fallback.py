@@ -3,8 +3,9 @@
 A robots.txt cache is an optimisation: losing it must not lose requests.  So
 when the backend fails mid-crawl (Redis killed, the SQLite file damaged), the
 crawl goes on with an in-process store, one warning is logged, and the
-backend is tried again after ``retry_after`` seconds; when it answers again,
-it is used again.  While it is down the cluster guarantees lapse: each worker
+backend is tried again after ``retry_after`` seconds (by default the
+backend's own, ``RFC9309_STORAGE_RETRY_SECONDS``); when it answers again, it
+is used again.  While it is down the cluster guarantees lapse: each worker
 fetches robots.txt for itself and keeps Crawl-delay on its own download slot
 only.
 
@@ -18,13 +19,12 @@ import logging
 import time
 from collections.abc import Callable
 
-from .base import Lease, RobotsEntry, RobotsStorage, StorageUnavailable
+from .base import RETRY_AFTER, Lease, RobotsEntry, RobotsStorage, StorageUnavailable
 from .memory import MemoryStorage
 
 logger = logging.getLogger(__name__)
 
-#: seconds between attempts to get back to a backend that failed
-RETRY_AFTER = 30.0
+__all__ = ["RETRY_AFTER", "FallbackStorage"]
 
 
 class FallbackStorage(RobotsStorage):
@@ -34,13 +34,14 @@ class FallbackStorage(RobotsStorage):
         self,
         primary: RobotsStorage,
         fallback: RobotsStorage | None = None,
-        retry_after: float = RETRY_AFTER,
+        retry_after: float | None = None,
         count: Callable[[str], None] | None = None,
     ) -> None:
         self.primary = primary
         self.fallback = fallback if fallback is not None else MemoryStorage()
         self.url = primary.url
-        self.retry_after = retry_after
+        #: seconds between attempts to get back to a backend that failed
+        self.retry_after = getattr(primary, "retry_after", RETRY_AFTER) if retry_after is None else retry_after
         #: called with a stats key ("storage/errors", "storage/outages") on each failure
         self._count = count or (lambda key: None)
         self._down_until: float | None = None
@@ -112,6 +113,17 @@ class FallbackStorage(RobotsStorage):
         if not self.down:
             try:
                 wait = await self.primary.reserve(origin, floor)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+            else:
+                self._answered()
+                return wait
+        return 0.0
+
+    async def take_turn(self, origin: str, floor: float) -> float:
+        if not self.down:
+            try:
+                wait = await self.primary.take_turn(origin, floor)
             except StorageUnavailable as exc:
                 self._failed(exc)
             else:

@@ -14,11 +14,13 @@ Three kinds of keys, all under a prefix (``RFC9309_REDIS_PREFIX``, default
   Release and renewal compare the token first (a Lua script), so a worker
   never frees a lease that expired and was taken by another.
 * ``<prefix>pace:<origin>`` - the start time (Redis server clock, in
-  microseconds) of the last request reserved on the origin.  A Lua script
-  reserves the next start ``max(now, last + floor)`` and returns the wait, in
-  one atomic step, so however many workers ask, their starts are at least
-  ``floor`` apart.  Redis's own clock is used, so the workers' clocks need
-  not agree.
+  microseconds) of the last request started on the origin.  A Lua script, in
+  one atomic step, either takes the turn (``now >= last + floor``: records
+  ``now`` and returns 0) or returns the wait and records nothing
+  (:meth:`take_turn`), so however many workers ask, their starts are at least
+  ``floor`` apart; :meth:`reserve` books the next start ``max(now, last +
+  floor)`` ahead instead.  Redis's own clock is used, so the workers' clocks
+  need not agree.
 
 Every failure (refused, reset, timeout, an error reply) is raised as
 :class:`~.base.StorageUnavailable`; the middleware decides what it means.
@@ -55,6 +57,7 @@ local gap = tonumber(ARGV[1])
 local last = tonumber(redis.call('GET', KEYS[1]) or '0')
 local start = now
 if last + gap > now then start = last + gap end
+if ARGV[2] == 'take' and start > now then return start - now end
 if ARGV[2] == 'note' then start = math.max(now, last) end
 redis.call('SET', KEYS[1], string.format('%.0f', start), 'PX', math.floor((start - now + gap) / 1000) + 1000)
 return start - now
@@ -191,6 +194,10 @@ class RedisStorage(RobotsStorage):
     # -- Crawl-delay across workers ----------------------------------------------------------
     async def reserve(self, origin: str, floor: float) -> float:
         micros = await self._run_script("reserve", self._key("pace", origin), int(floor * 1_000_000), "reserve")
+        return max(0, int(micros)) / 1_000_000
+
+    async def take_turn(self, origin: str, floor: float) -> float:
+        micros = await self._run_script("reserve", self._key("pace", origin), int(floor * 1_000_000), "take")
         return max(0, int(micros)) / 1_000_000
 
     async def note_start(self, origin: str, floor: float) -> None:

@@ -8,13 +8,13 @@ asks each origin for a few pages and records what became of each request:
   ``IgnoreRequest`` whose message names the verdict and the deciding line,
   ``Forbidden by robots.txt: disallowed_explicit (line 2: Disallow: /shop/)``.
 
-When the crawl is over it prints the table to stdout (see :mod:`.base`).
+When the crawl is over it prints the table to stdout (see :mod:`.base` and
+:mod:`demo_project.report`).
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.exceptions import IgnoreRequest
@@ -22,22 +22,15 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy_rfc9309 import RobotsTxt, Verdict, robots_service
 from scrapy_rfc9309.origins import origin_of
 from scrapy_rfc9309.service import Known
-from scrapy_rfc9309.settings import Rfc9309Settings
 from scrapy_rfc9309.signals import robots_txt_ready
 from scrapy_rfc9309.wiring import rfc9309_settings
 
-from ..demo_site import ONE_HOST, DemoOrigin
-from ..table import OriginBlock, PageRow, render
+from ..demo_site import ONE_HOST
+from ..report import demo_table
+from ..table import PageRow
 from .base import DemoSiteSpider
 
 FORBIDDEN = "Forbidden by robots.txt: "
-
-#: how the plugin's reading of a robots.txt that is not a file is shown in the table
-READING = {
-    Verdict.ALLOWED_UNAVAILABLE: "allow all",
-    Verdict.UNKNOWN_UNREACHABLE: "deny all",
-    Verdict.ALLOWED_UNREACHABLE_OPT_IN: "allow all (opt-in)",
-}
 
 
 class DemoSpider(DemoSiteSpider):
@@ -104,81 +97,11 @@ class DemoSpider(DemoSiteSpider):
 
     # -- the table -------------------------------------------------------------------
     def report(self) -> str:
-        config = rfc9309_settings(self.crawler)
         service = robots_service(self.crawler)
-        blocks = []
-        for origin in self.site.origins:
-            if not origin.pages:
-                continue
-            order = {path: i for i, path in enumerate(origin.pages)}
-            rows = sorted(self.rows.get(origin.name, []), key=lambda row: order[row.path])
-            blocks.append(
-                OriginBlock(
-                    address=origin.origin.split("://", 1)[1],
-                    case=origin.case,
-                    robots=self._robots_lines(origin, config),
-                    crawl_delay=_floor(service.known(origin.origin)),
-                    min_gap=self.site.min_gap(origin.name),
-                    pages=rows,
-                )
-            )
-        return render(self._title(config, blocks), blocks, self._footer(blocks))
-
-    def _robots_lines(self, origin: DemoOrigin, config: Rfc9309Settings) -> list[str]:
-        chain = self.site.robots_chain(origin.name)
-        known = self.robots.get(origin.origin)
-        if not chain:
-            why = "obey: False" if not config.for_origin(origin.origin).obey else "no answer"
-            return ["not requested", f"({why})"]
-        statuses = " -> ".join(str(status) for _, status in chain)
-        reading = _reading(*known) if known else "?"
-        lines = [f"{statuses} -> {reading}"]
-        final = chain[-1][0]
-        if origin_of(final) != origin.origin:
-            lines.append(f"(file at {urlsplit(final).netloc})")
-        if known:
-            for diagnostic in known[0].diagnostics[:2]:
-                lines.append(f"line {diagnostic.line}: {diagnostic.code}")
-        return lines
-
-    def _title(self, config: Rfc9309Settings, blocks: list[OriginBlock]) -> str:
-        pages = sum(len(block.pages) for block in blocks)
-        return (
-            f"scrapy-rfc9309 demo: {len(blocks)} origins, {pages} pages, "
-            f"product token {config.user_agent!r} (from {config.user_agent_source})"
-        )
-
-    def _footer(self, blocks: list[OriginBlock]) -> list[str]:
-        rows = [row for block in blocks for row in block.pages]
-        count = {word: sum(row.outcome == word for row in rows) for word in ("allowed", "DENIED", "ERROR")}
-        leaked = sum(
-            row.path in self.site.pages_seen(origin.name)
-            for origin in self.site.origins
-            for row in self.rows.get(origin.name, [])
-            if row.outcome == "DENIED"
-        )
-        fetches = [
-            sum(hit.path == "/robots.txt" for hit in self.site.hits(origin.name))
-            for origin in self.site.origins
-            if origin.pages and self.site.robots_chain(origin.name)
-        ]
-        return [
-            f"{count['allowed']} pages allowed, {count['DENIED']} denied, {count['ERROR']} errors; "
-            f"denied pages that reached a server: {leaked}; "
-            f"robots.txt requests per origin: {', '.join(map(str, sorted(set(fetches))))}",
-            "MIN GAP: the shortest time between two page requests to the origin, measured by its server.",
-        ]
+        floors = {origin.origin: _floor(service.known(origin.origin)) for origin in self.site.origins}
+        return demo_table(self.site, rfc9309_settings(self.crawler), self.robots, floors, self.rows)
 
 
 def _floor(known: Known | None) -> float | None:
     """The Crawl-delay floor the crawl kept for an origin, or None."""
     return known.floor if known is not None and known.floor else None
-
-
-def _reading(robots: RobotsTxt, token: str) -> str:
-    """``2 rules`` (for the agent's groups), ``allow all``, ``deny all``."""
-    fixed = robots.fixed_verdict
-    if fixed is not None:
-        return READING.get(fixed, fixed.value)
-    rules = sum(group.end - group.start for group in robots.groups_for(token))
-    return f"{rules} rule{'s' if rules != 1 else ''}"

@@ -1,0 +1,114 @@
+"""The demo's table from what a crawl knows and what the servers saw.
+
+Shared by ``scrapy crawl demo`` (one process: the spider's own records) and
+the cluster demo (``demo_cluster`` workers and ``python -m
+demo_project.cluster report``: records kept in Redis).  Pure: the caller
+hands in the site's view (:class:`~.demo_site.DemoSite`, live or replayed),
+the RFC 9309 settings, the governing file of each origin and the page rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from urllib.parse import urlsplit
+
+from scrapy_rfc9309 import RobotsTxt, Verdict
+from scrapy_rfc9309.origins import origin_of
+from scrapy_rfc9309.settings import Rfc9309Settings
+
+from .demo_site import DemoOrigin, DemoSite
+from .table import OriginBlock, PageRow, render
+
+#: how the plugin's reading of a robots.txt that is not a file is shown in the table
+READING = {
+    Verdict.ALLOWED_UNAVAILABLE: "allow all",
+    Verdict.UNKNOWN_UNREACHABLE: "deny all",
+    Verdict.ALLOWED_UNREACHABLE_OPT_IN: "allow all (opt-in)",
+}
+
+
+def demo_table(
+    site: DemoSite,
+    config: Rfc9309Settings,
+    robots: Mapping[str, tuple[RobotsTxt, str]],
+    floors: Mapping[str, float | None],
+    rows: Mapping[str, Sequence[PageRow]],
+    footer: Sequence[str] = (),
+) -> str:
+    """The table: ``robots`` maps an origin to its governing file and product
+    token, ``floors`` an origin to the Crawl-delay floor applied (or None),
+    ``rows`` an origin *name* to its page rows; ``footer`` lines are added."""
+    blocks = []
+    for origin in site.origins:
+        if not origin.pages:
+            continue
+        order = {path: i for i, path in enumerate(origin.pages)}
+        page_rows = sorted(rows.get(origin.name, []), key=lambda row: order[row.path])
+        blocks.append(
+            OriginBlock(
+                address=origin.origin.split("://", 1)[1],
+                case=origin.case,
+                robots=robots_lines(site, origin, config, robots.get(origin.origin)),
+                crawl_delay=floors.get(origin.origin),
+                min_gap=site.min_gap(origin.name),
+                pages=page_rows,
+            )
+        )
+    return render(title(config, blocks), blocks, [*footer_lines(site, rows, blocks), *footer])
+
+
+def robots_lines(
+    site: DemoSite, origin: DemoOrigin, config: Rfc9309Settings, known: tuple[RobotsTxt, str] | None
+) -> list[str]:
+    chain = site.robots_chain(origin.name)
+    if not chain:
+        why = "obey: False" if not config.for_origin(origin.origin).obey else "no answer"
+        return ["not requested", f"({why})"]
+    statuses = " -> ".join(str(status) for _, status in chain)
+    lines = [f"{statuses} -> {reading(*known) if known else '?'}"]
+    final = chain[-1][0]
+    if origin_of(final) != origin.origin:
+        lines.append(f"(file at {urlsplit(final).netloc})")
+    if known:
+        for diagnostic in known[0].diagnostics[:2]:
+            lines.append(f"line {diagnostic.line}: {diagnostic.code}")
+    return lines
+
+
+def title(config: Rfc9309Settings, blocks: list[OriginBlock]) -> str:
+    pages = sum(len(block.pages) for block in blocks)
+    return (
+        f"scrapy-rfc9309 demo: {len(blocks)} origins, {pages} pages, "
+        f"product token {config.user_agent!r} (from {config.user_agent_source})"
+    )
+
+
+def footer_lines(site: DemoSite, rows: Mapping[str, Sequence[PageRow]], blocks: list[OriginBlock]) -> list[str]:
+    every = [row for block in blocks for row in block.pages]
+    count = {word: sum(row.outcome == word for row in every) for word in ("allowed", "DENIED", "ERROR")}
+    leaked = sum(
+        row.path in site.pages_seen(origin.name)
+        for origin in site.origins
+        for row in rows.get(origin.name, [])
+        if row.outcome == "DENIED"
+    )
+    fetches = [
+        sum(hit.path == "/robots.txt" for hit in site.hits(origin.name))
+        for origin in site.origins
+        if origin.pages and site.robots_chain(origin.name)
+    ]
+    return [
+        f"{count['allowed']} pages allowed, {count['DENIED']} denied, {count['ERROR']} errors; "
+        f"denied pages that reached a server: {leaked}; "
+        f"robots.txt requests per origin: {', '.join(map(str, sorted(set(fetches))))}",
+        "MIN GAP: the shortest time between two page requests to the origin, measured by its server.",
+    ]
+
+
+def reading(robots: RobotsTxt, token: str) -> str:
+    """``2 rules`` (for the agent's groups), ``allow all``, ``deny all``."""
+    fixed = robots.fixed_verdict
+    if fixed is not None:
+        return READING.get(fixed, fixed.value)
+    rules = sum(group.end - group.start for group in robots.groups_for(token))
+    return f"{rules} rule{'s' if rules != 1 else ''}"
