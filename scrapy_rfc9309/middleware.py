@@ -3,9 +3,8 @@
 It holds the decision and its log lines only.  What governs an origin (one
 fetch per origin, cache, store, access results, floors) is the crawl's
 :class:`~scrapy_rfc9309.service.RobotsService`; how a waiting request is
-accounted in the downloader (busy on its own slot, not against
-``CONCURRENT_REQUESTS``) is :class:`~scrapy_rfc9309.slots.HeldRequests`.
-Stats are listed, and shown to add up, in docs/middleware.md.
+accounted (busy on its slot, not against ``CONCURRENT_REQUESTS``) is
+:class:`~scrapy_rfc9309.slots.HeldRequests`.  Stats: docs/middleware.md.
 """
 
 from __future__ import annotations
@@ -68,10 +67,9 @@ class RobotsTxtMiddleware:
         if not settings.enabled:
             raise NotConfigured  # said once, at INFO, by rfc9309_settings
         logger.info(
-            "RFC 9309 robots.txt: product token %r (from %s); unreachable robots.txt: %s; "
-            "cache %gs, at most %d origins",
-            settings.user_agent, settings.user_agent_source, settings.unreachable,
-            settings.cache_seconds, settings.cache_max_origins, extra={"spider": crawler.spider},
+            "RFC 9309 robots.txt: product token %r (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
+            settings.user_agent, settings.user_agent_source, settings.unreachable, settings.cache_seconds,
+            settings.cache_max_origins, extra={"spider": crawler.spider},
         )  # fmt: skip
         return cls(crawler, settings)
 
@@ -141,8 +139,7 @@ class RobotsTxtMiddleware:
         return known.floor if token == known.token else self.service.floor_for(known.robots, token)[0]
 
     async def _pace(self, request: Request, origin: str, floor: float) -> None:
-        """Wait for the cluster-wide turn; the turn is taken while the request has
-        its downloader place, every wait before it is held (see wait_turn)."""
+        """Wait for the cluster-wide turn, held (see RobotsService.wait_turn)."""
 
         async def hold(wait: Callable[[], Awaitable[Any]]) -> None:
             async with self.held.holding(request, self._closing):
@@ -153,7 +150,7 @@ class RobotsTxtMiddleware:
         except NotResolved:
             self._drop_closing(request)
 
-    def _closing(self) -> bool:
+    def _closing(self) -> bool:  # the engine asked directly: the service's watcher polls
         return self.service.closed or compat.engine_closing(self.crawler)
 
     def _drop_closing(self, request: Request) -> NoReturn:
@@ -164,10 +161,8 @@ class RobotsTxtMiddleware:
         logger.debug("%s: %s", message, _show(request), extra={"spider": self.crawler.spider})
         raise IgnoreRequest(message) from None
 
-    # -- early start -------------------------------------------------------------
     def _request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
-        """Start resolving a new origin as soon as one of its requests is
-        scheduled, so the file is there before the request reaches us."""
+        """Resolve a new origin once a request is scheduled: done before it gets here."""
         meta = request.meta
         if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt"):
             return
@@ -178,13 +173,11 @@ class RobotsTxtMiddleware:
             return  # OffsiteMiddleware will drop it: do not fetch for nothing
         self.service.prefetch(origin, request)
 
-    # -- crawl life --------------------------------------------------------------
     def _spider_opened(self, spider: Spider) -> None:
         self._offsite = compat.offsite_filter(self.crawler)
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.service.counts.flush()
-        assert self.crawler.stats is not None
         get = self.crawler.stats.get_value
         origins = {a.value: get(STATS + f"origins/{a.value}", 0) for a in Access if a is not Access.REDIRECT}
         allowed = sum(get(STATS + key, 0) for key in _ALLOWED.values())
@@ -192,16 +185,14 @@ class RobotsTxtMiddleware:
         dropped = get(STATS + DROPPED_CLOSING, 0)
         logger.info(
             "RFC 9309 robots.txt: origins with a file: %d, unavailable (allow all): %d, unreachable: %d; "
-            "requests checked: %d, allowed: %d, denied: %d%s",
-            origins["success"], origins["unavailable"], origins["unreachable"],
-            get(STATS + "requests/checked", 0), allowed, denied,
+            "requests checked: %d, allowed: %d, denied: %d%s", origins["success"], origins["unavailable"],
+            origins["unreachable"], get(STATS + "requests/checked", 0), allowed, denied,
             f", dropped as the spider closed: {dropped}" if dropped else "", extra={"spider": spider},
         )  # fmt: skip
 
 
 def _show(request: Request) -> str:
-    """A request as Scrapy prints it, with its URL length-bounded for logs."""
-    return f"<{request.method} {shorten(request.url)}>"
+    return f"<{request.method} {shorten(request.url)}>"  # as Scrapy prints it, URL bounded
 
 
 @lru_cache(maxsize=256)

@@ -109,17 +109,6 @@ class FallbackStorage(RobotsStorage):
                 return lease
         return Lease()
 
-    async def reserve(self, origin: str, floor: float) -> float:
-        if not self.down:
-            try:
-                wait = await self.primary.reserve(origin, floor)
-            except StorageUnavailable as exc:
-                self._failed(exc)
-            else:
-                self._answered()
-                return wait
-        return 0.0
-
     async def take_turn(self, origin: str, floor: float) -> float:
         if not self.down:
             try:
