@@ -56,9 +56,7 @@ _KEYS = {
 }
 # The spellings seen in real files, looked up without any lower()/strip().
 _FAST_KEYS = {
-    spelling: kind
-    for key, kind in _KEYS.items()
-    for spelling in (key, key.upper(), key.capitalize(), key.title())
+    spelling: kind for key, kind in _KEYS.items() for spelling in (key, key.upper(), key.capitalize(), key.title())
 }
 # Common typos of the keys, as Google accepts them.  No typo leniency for
 # Allow: a typo there would widen access.
@@ -283,7 +281,7 @@ def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Pars
 
 
 def _cut_comments(values: str) -> str:
-    """"\\r"-separated run values cut at "#" and stripped of trailing blanks,
+    """ "\\r"-separated run values cut at "#" and stripped of trailing blanks,
     as the value of a line read on its own is (which this leaves unchanged).
 
     Runs are stored as they stand, so only the few that need it pay for

@@ -268,7 +268,7 @@ LATE = b"Disallow: /late"
 
 
 def _limit_body() -> bytes:
-    """"Disallow: /late" ends exactly at byte 512,000; "Disallow: /after" follows."""
+    """ "Disallow: /late" ends exactly at byte 512,000; "Disallow: /after" follows."""
     filler = comment_filler(512_000 - len(HEAD) - len(LATE))
     body = HEAD + filler + LATE
     assert len(body) == 512_000

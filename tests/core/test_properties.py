@@ -87,8 +87,18 @@ url = st.one_of(
     st.builds(
         lambda origin, p: origin + p,
         st.sampled_from(
-            ["https://example.com.evil", "https://example.com:8080", "http://example.com", "HTTPS://EXAMPLE.COM",
-             "https://", "https:/", "https:", "https://?", "//example.com", "https://example.com?q"]
+            [
+                "https://example.com.evil",
+                "https://example.com:8080",
+                "http://example.com",
+                "HTTPS://EXAMPLE.COM",
+                "https://",
+                "https:/",
+                "https:",
+                "https://?",
+                "//example.com",
+                "https://example.com?q",
+            ]
         ),
         path_text,
     ),

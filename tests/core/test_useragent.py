@@ -33,7 +33,9 @@ def test_derive_token(user_agent, token):
     assert derive_token(user_agent) == token
 
 
-@pytest.mark.parametrize("user_agent", ["Bot2000/1.0", "my.bot/1", "", "   ", None, "/1.0", "Mozilla/5.0 (compatible; B0t/1)"])
+@pytest.mark.parametrize(
+    "user_agent", ["Bot2000/1.0", "my.bot/1", "", "   ", None, "/1.0", "Mozilla/5.0 (compatible; B0t/1)"]
+)
 def test_invalid_user_agents_are_refused(user_agent):
     with pytest.raises(ValueError):
         derive_token(user_agent)

@@ -8,8 +8,7 @@ import logging
 import pytest
 import pytest_twisted
 
-from scrapy_rfc9309 import RobotsTxt, Verdict
-from scrapy_rfc9309 import compat
+from scrapy_rfc9309 import RobotsTxt, Verdict, compat
 from scrapy_rfc9309.interop import RobotParserAdapter
 
 from .harness import Req, check_accounting, crawl
