@@ -53,20 +53,31 @@ def _ping(port: int) -> bool:
 
 
 class RedisServer:
-    """One redis-server process; ``stop()`` (or ``kill()``) ends it."""
+    """One redis-server process; ``stop()`` (or ``kill()``) ends it.
 
-    def __init__(self, workdir: Path) -> None:
+    ``persistent=True``: an append-only file fsynced on every write, so that
+    ``start()`` after ``kill()`` brings the same data back on the same port
+    (what a restarted server of a real deployment keeps)."""
+
+    def __init__(self, workdir: Path, persistent: bool = False) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        self.persistent = persistent
         self.port = _free_port()
         self.log = workdir / "redis.log"
+        self._proc: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        durability = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
         self._proc = subprocess.Popen(
             [
                 "redis-server",
                 "--port", str(self.port),
                 "--bind", "127.0.0.1",
                 "--save", "",
-                "--appendonly", "no",
-                "--dir", str(workdir),
+                *durability,
+                "--dir", str(self.workdir),
                 "--logfile", str(self.log),
             ],
             stdout=subprocess.DEVNULL,
@@ -91,16 +102,18 @@ class RedisServer:
 
     @property
     def running(self) -> bool:
-        return self._proc.poll() is None
+        return self._proc is not None and self._proc.poll() is None
 
     def kill(self) -> None:
         """SIGKILL: the server vanishes as in a crash."""
+        if self._proc is None:
+            return
         if self._proc.poll() is None:
             self._proc.kill()
         self._proc.wait(10)
 
     def stop(self) -> None:
-        if self._proc.poll() is None:
+        if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:
                 self._proc.wait(5)

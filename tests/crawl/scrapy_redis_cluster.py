@@ -28,8 +28,7 @@ from typing import Any, TextIO
 
 import pytest
 
-from .redisd import START_TIMEOUT as REDIS_START_TIMEOUT
-from .redisd import _free_port, _ping, require_redis
+from .redisd import RedisServer, require_redis
 
 WORKER = Path(__file__).with_name("scrapy_redis_worker.py")
 #: the spider's name: scrapy-redis's keys are cluster:start_urls, cluster:requests, cluster:dupefilter
@@ -195,62 +194,10 @@ def interleave(groups: Iterable[list[str]]) -> list[str]:
     return [group[i] for i in range(max(map(len, groups), default=0)) for group in groups if i < len(group)]
 
 
-class PersistentRedis:
+class PersistentRedis(RedisServer):
     """A ``redis-server`` that survives being killed: an append-only file,
     fsynced on every write, in its own directory, and the same port each time
     it is started (what a restarted server of a real deployment keeps)."""
 
     def __init__(self, workdir: Path) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.workdir = workdir
-        self.port = _free_port()
-        self.log = workdir / "redis.log"
-        self._proc: subprocess.Popen | None = None
-        self.start()
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def client(self) -> Any:
-        import redis
-
-        return redis.Redis(host="127.0.0.1", port=self.port, db=0, socket_timeout=5)
-
-    def start(self) -> None:
-        self._proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "yes",
-                "--appendfsync", "always",
-                "--dir", str(self.workdir),
-                "--logfile", str(self.log),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + REDIS_START_TIMEOUT
-        while not _ping(self.port):
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"redis-server did not start on port {self.port}; see {self.log}")
-            time.sleep(0.02)
-
-    def kill(self) -> None:
-        """SIGKILL, as in a crash."""
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-        if self._proc is not None:
-            self._proc.wait(10)
-
-    def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(5)
+        super().__init__(workdir, persistent=True)

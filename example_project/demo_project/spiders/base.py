@@ -6,8 +6,22 @@ from typing import Any
 
 import scrapy
 from scrapy import signals
+from scrapy.exceptions import IgnoreRequest
 
 from ..demo_site import DemoSite
+from ..table import PageRow
+
+FORBIDDEN = "Forbidden by robots.txt: "
+
+
+def dropped_row(failure: Any) -> PageRow:
+    """The table row of a page request that failed: DENIED with the plugin's
+    verdict and deciding line, or ERROR with the exception."""
+    request = failure.request
+    message = str(failure.value)
+    if failure.check(IgnoreRequest) and message.startswith(FORBIDDEN):
+        return PageRow(request.meta["demo_path"], "DENIED", message[len(FORBIDDEN) :])
+    return PageRow(request.meta["demo_path"], "ERROR", f"{type(failure.value).__name__}: {message}")
 
 
 class DemoSiteSpider(scrapy.Spider):

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 import scrapy
-from scrapy.exceptions import IgnoreRequest
 
 from scrapy_rfc9309 import RobotsTxt, Verdict, robots_service
 from scrapy_rfc9309.origins import origin_of
@@ -28,9 +27,7 @@ from scrapy_rfc9309.wiring import rfc9309_settings
 from ..demo_site import ONE_HOST
 from ..report import demo_table
 from ..table import PageRow
-from .base import DemoSiteSpider
-
-FORBIDDEN = "Forbidden by robots.txt: "
+from .base import DemoSiteSpider, dropped_row
 
 
 class DemoSpider(DemoSiteSpider):
@@ -84,13 +81,7 @@ class DemoSpider(DemoSiteSpider):
         self._add(request, PageRow(request.meta["demo_path"], "allowed", reason))
 
     def dropped(self, failure: Any) -> None:
-        request = failure.request
-        message = str(failure.value)
-        if failure.check(IgnoreRequest) and message.startswith(FORBIDDEN):
-            row = PageRow(request.meta["demo_path"], "DENIED", message[len(FORBIDDEN) :])
-        else:
-            row = PageRow(request.meta["demo_path"], "ERROR", f"{type(failure.value).__name__}: {message}")
-        self._add(request, row)
+        self._add(failure.request, dropped_row(failure))
 
     def _add(self, request: scrapy.Request, row: PageRow) -> None:
         self.rows.setdefault(request.meta["demo_origin"], []).append(row)

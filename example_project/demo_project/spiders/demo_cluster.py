@@ -20,7 +20,6 @@ from typing import Any
 
 import scrapy
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest
 
 from scrapy_rfc9309 import Verdict, robots_service
 from scrapy_rfc9309.origins import origin_of
@@ -28,13 +27,13 @@ from scrapy_rfc9309.wiring import rfc9309_settings
 
 from ..cluster import PREFIX, REDIS_URL, cluster_table, record
 from ..table import PageRow
+from .base import dropped_row
 
 try:
     from scrapy_redis.spiders import RedisSpider
 except ImportError:  # pragma: no cover - without the cluster extra
     RedisSpider = None
 
-FORBIDDEN = "Forbidden by robots.txt: "
 
 CUSTOM_SETTINGS: dict[str, Any] = {
     # scrapy-redis: one queue and one dupefilter for every worker
@@ -93,13 +92,7 @@ else:
             self._record(request, PageRow(request.meta["demo_path"], "allowed", reason))
 
         def dropped(self, failure: Any) -> None:
-            request = failure.request
-            message = str(failure.value)
-            if failure.check(IgnoreRequest) and message.startswith(FORBIDDEN):
-                row = PageRow(request.meta["demo_path"], "DENIED", message[len(FORBIDDEN) :])
-            else:
-                row = PageRow(request.meta["demo_path"], "ERROR", f"{type(failure.value).__name__}: {message}")
-            self._record(request, row)
+            self._record(failure.request, dropped_row(failure))
 
         def _record(self, request: scrapy.Request, row: PageRow) -> None:
             record(self.server, request.url, request.meta["demo_origin"], row)
