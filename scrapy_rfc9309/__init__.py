@@ -6,6 +6,8 @@ the Scrapy layer (``RobotsTxtMiddleware``, ``CrawlDelayExtension``, ``Addon``,
 is imported lazily, on first use of its names.
 """
 
+from typing import Any
+
 from .robots import Decision, Diagnostic, RobotsTxt, Rule, Verdict, parse
 
 __version__ = "0.1.0"
@@ -33,7 +35,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _SCRAPY_LAYER.get(name)
     if module is None:
         raise AttributeError(f"module 'scrapy_rfc9309' has no attribute {name!r}")

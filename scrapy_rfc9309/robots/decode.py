@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from typing import Any, overload
 
 from .diagnostics import DiagnosticLog
 
@@ -120,7 +121,7 @@ def _fallback(
     """
     line = _line_at(body, exc.start, b"\r", b"\n")
     charset = charset_of(content_type)
-    if charset not in (None, "utf-8") and _ascii_compatible(charset):
+    if charset is not None and charset != "utf-8" and _ascii_compatible(charset):
         try:
             text = body.decode(charset)
         except (UnicodeError, LookupError):  # UnicodeError: e.g. the "undefined" codec
@@ -128,13 +129,13 @@ def _fallback(
         else:
             diagnostics.add(line, "invalid_utf8", f"first invalid byte at offset {exc.start}; decoded as {charset}")
             return text
-    lines = _AFTER_LINE_END.split(body)  # CR, LF or CRLF, kept on their line
+    lines: list[str] = []
     bad = 0
-    for i, raw in enumerate(lines):
+    for raw in _AFTER_LINE_END.split(body):  # CR, LF or CRLF, kept on their line
         try:
-            lines[i] = raw.decode("utf-8")
+            lines.append(raw.decode("utf-8"))
         except UnicodeDecodeError:
-            lines[i] = raw.decode("iso8859-1")
+            lines.append(raw.decode("iso8859-1"))
             bad += 1
     diagnostics.add(
         line,
@@ -161,6 +162,10 @@ def _truncated(text: str, max_bytes: int, diagnostics: DiagnosticLog) -> None:
     diagnostics.add(line, "truncated", f"parsed the first {max_bytes:,} bytes")
 
 
-def _line_at(data, end: int, cr, lf) -> int:
+@overload
+def _line_at(data: bytes, end: int, cr: bytes, lf: bytes) -> int: ...
+@overload
+def _line_at(data: str, end: int, cr: str, lf: str) -> int: ...
+def _line_at(data: Any, end: int, cr: Any, lf: Any) -> int:
     """The 1-based line holding offset ``end``: CR, LF and CRLF each end a line."""
-    return data.count(lf, 0, end) + data.count(cr, 0, end) - data.count(cr + lf, 0, end) + 1
+    return int(data.count(lf, 0, end) + data.count(cr, 0, end) - data.count(cr + lf, 0, end) + 1)

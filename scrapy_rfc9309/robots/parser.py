@@ -142,12 +142,19 @@ class Parsed:
 
     __slots__ = ("patterns", "marks", "groups", "sitemaps", "diagnostics")
 
-    def __init__(self, patterns, marks, groups, sitemaps, diagnostics) -> None:
-        self.patterns: str = patterns
-        self.marks: array = marks
-        self.groups: list[Group] = groups
-        self.sitemaps: list[str] = sitemaps
-        self.diagnostics: DiagnosticLog | None = diagnostics
+    def __init__(
+        self,
+        patterns: str,
+        marks: array[int],
+        groups: list[Group],
+        sitemaps: list[str],
+        diagnostics: DiagnosticLog | None,
+    ) -> None:
+        self.patterns = patterns
+        self.marks = marks
+        self.groups = groups
+        self.sitemaps = sitemaps
+        self.diagnostics = diagnostics
 
 
 def read(
@@ -192,7 +199,7 @@ def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Pars
     in_agents = False  # the current group has had no Allow/Disallow yet
     fast_keys = _FAST_KEYS
     agent_cache = _AGENT_CACHE
-    evens = _EVENS
+    evens: array[int] | range = _EVENS
     run = ""  # the run after the line read last
     skipped = 0  # lines of the runs read so far
     for base, chunk in chunks:
@@ -252,6 +259,7 @@ def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Pars
                 group = Group(rules, number)
                 groups.append(group)
                 in_agents = True
+            assert group is not None  # set above, or by the line before (in_agents)
             cached = agent_cache.get(value)  # a value seen before with no diagnostic: no call
             if cached is not None and cached[1] is None:
                 group.agents.append(cached[0])
@@ -288,13 +296,13 @@ def _cut_comments(values: str) -> str:
     this.  A run value starts with "/": it needs no leading strip, and
     cutting never empties it.
     """
-    parts = values.split("\r")
+    parts: Iterable[str] = values.split("\r")
     if "#" in values:
         parts = map(itemgetter(0), map(str.partition, parts, repeat("#")))
     return "\r".join(map(str.rstrip, parts, repeat(" \t")))
 
 
-def _evens(stop: int) -> array | range:
+def _evens(stop: int) -> array[int] | range:
     """``i << 1`` at each index ``i`` below ``stop`` (at least): the marks of
     Disallow rules on lines ``i``, so that a run's marks are one slice.
 

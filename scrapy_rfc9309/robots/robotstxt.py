@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from . import patterns
 from .decode import DEFAULT_PARSE_BYTES
@@ -71,7 +72,9 @@ class _Matcher:
         "buckets", "crawl_delay", "request_rate", "specific",
     )  # fmt: skip
 
-    def __init__(self, groups: list[Group], specific: bool, texts: list[str], marks, outside: bool) -> None:
+    def __init__(
+        self, groups: list[Group], specific: bool, texts: list[str], marks: Sequence[int], outside: bool
+    ) -> None:
         self.specific = specific
         self._texts, self._marks = texts, marks
         # Whether some pattern holds a character outside the URI grammar
@@ -91,13 +94,13 @@ class _Matcher:
         # ("/%61" is in bucket "a", "/$" matches only "/"), compiled now:
         # everything outside "/" + an ASCII character other than "$%*".
         spans = [("", "/\x00"), ("/$", "/&"), ("/*", "/+"), ("/\x80", None)]
-        unsure = [i for lo, hi in spans for i in order[bisect_left(keys, lo) : hi and bisect_left(keys, hi)]]
+        unsure = [i for lo, hi in spans for i in order[bisect_left(keys, lo) : bisect_left(keys, hi) if hi else None]]
         early = self._compile(sorted(unsure))
         # Google's "Allow: /index.htm..." also allows exactly "/", a generic entry.
         index = [i for i in self._own("index.htm") if marks[i] & 1]
         early += [item for item in self._compile(index) if item[3][1] == "/"]
-        generic: list[tuple] = []
-        moved: dict[str, list[tuple]] = {}
+        generic: list[tuple[Any, ...]] = []
+        moved: dict[str, list[tuple[Any, ...]]] = {}
         for item in early:
             lead = _lead(item[3])
             if len(lead) >= 2 and lead[0] == "/":
@@ -107,7 +110,7 @@ class _Matcher:
         generic.sort(key=_order)
         self._moved = moved
         self._generic = generic
-        self.buckets: dict[str, tuple] = {"": _bucket([item[3] for item in generic])}
+        self.buckets: dict[str, tuple[Any, ...]] = {"": _bucket([item[3] for item in generic])}
         delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
         self.crawl_delay = max(delays) if delays else None
         rates = [g.request_rate for g in groups if g.request_rate is not None]
@@ -119,14 +122,15 @@ class _Matcher:
         hi = lo[:-1] + chr(ord(lo[-1]) + 1)
         return sorted(self._order[bisect_left(keys, lo) : bisect_left(keys, hi)])
 
-    def _compile(self, numbers: list[int]) -> list[tuple]:
+    def _compile(self, numbers: list[int]) -> list[tuple[Any, ...]]:
         """``(sort key..., entry)`` items for the rules ``numbers``, in file order."""
         texts, marks = self._texts, self._marks
-        out: list[tuple] = []
+        out: list[tuple[Any, ...]] = []
         add = out.append
         seen: set[str] = set()
         compile_pattern = patterns.compile_pattern
         outside = self._outside
+        entry: tuple[Any, ...]
         for i in numbers:
             raw, mark = texts[i], marks[i]
             allow = mark & 1
@@ -148,7 +152,7 @@ class _Matcher:
                     add((-priority, 0, i + 0.5, (kind, a, b, n, i)))
         return out
 
-    def _bucket_of(self, char: str) -> tuple:
+    def _bucket_of(self, char: str) -> tuple[Any, ...]:
         """The rules a path whose second character is ``char`` may match."""
         items = self._compile(self._own(char)) if char not in "$%*" else []
         items += self._moved.get(char, ())
@@ -208,7 +212,7 @@ class _Matcher:
         return Decision(False, _DISALLOWED, Rule(False, self._texts[i], mark >> 1))
 
 
-def _first_in_run(path: str, rules: tuple) -> int | None:
+def _first_in_run(path: str, rules: tuple[tuple[str, str, tuple[Any, Any, Any, Any, int]], ...]) -> int | None:
     """The rule number of the first rule of a run that matches ``path``;
     ``rules`` holds ``(literal, prefix, rule)`` triples."""
     for needle, prefix, rule in rules:
@@ -217,7 +221,7 @@ def _first_in_run(path: str, rules: tuple) -> int | None:
     return None
 
 
-def _matches(path: str, kind: int, a, b: str, n: int) -> bool:
+def _matches(path: str, kind: int, a: Any, b: str, n: int) -> bool:
     """Whether a wildcard rule (SUB, SUB_END, WILD, WILD_END) matches ``path``."""
     if kind == _SUB:
         return path.startswith(a) and path.find(b, n) >= 0
@@ -230,11 +234,11 @@ def _numbers(groups: list[Group]) -> list[int]:
     return [i for g in groups for i in range(g.start, g.end)]
 
 
-def _order(item: tuple) -> tuple:
+def _order(item: tuple[Any, ...]) -> tuple[Any, ...]:
     return item[:3]
 
 
-def _bucket(entries: list) -> tuple:
+def _bucket(entries: list[Any]) -> tuple[Any, ...]:
     """``(prefixes, others, entries)``: the literals of the plain prefix rules
     (for one ``str.startswith(tuple)`` test), the other rules, and all rules,
     each list in priority order."""
@@ -243,23 +247,23 @@ def _bucket(entries: list) -> tuple:
     return prefixes, _runs(others), _runs(entries)
 
 
-def _needle(rule: tuple) -> str:
+def _needle(rule: tuple[Any, ...]) -> str:
     """A literal every path the rule matches contains ("" when there is none)."""
     kind = rule[0]
     return rule[2] if kind == _SUB or kind == _SUB_END or kind >= _WILD else ""
 
 
-def _lead(rule: tuple) -> str:
+def _lead(rule: tuple[Any, ...]) -> str:
     """The literal a path matching the rule starts with."""
-    return rule[1] if rule[0] <= _SUB_END else rule[1][0]
+    return str(rule[1] if rule[0] <= _SUB_END else rule[1][0])
 
 
-def _runs(entries: list) -> list:
+def _runs(entries: list[Any]) -> list[Any]:
     """Fold runs of wildcard rules (real files have them by the hundred, such
     as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
     path holds none of their literals."""
-    out: list = []
-    run: list = []
+    out: list[Any] = []
+    run: list[Any] = []
 
     def flush() -> None:
         if len(run) >= _RUN_MIN:
@@ -297,6 +301,7 @@ class RobotsTxt:
     """
 
     __slots__ = ("_patterns", "_marks", "_groups", "sitemaps", "_diagnostics", "_matchers", "_fixed", "_origin")
+    _marks: Sequence[int]
 
     def __init__(self, parsed: Parsed | None = None, fixed: Decision | None = None) -> None:
         if parsed is None:

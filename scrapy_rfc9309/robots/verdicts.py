@@ -16,7 +16,7 @@ class ValueEnum(str, Enum):
     ``format()`` of mixed-in enums)."""
 
     def __str__(self) -> str:
-        return self.value
+        return str(self.value)
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
