@@ -115,6 +115,11 @@ class FetchResult:
     #: the error is not the network's (a bug in a downloader middleware, a URL
     #: filter's IgnoreRequest ...): still unreachable (fail-safe), but logged as an ERROR
     internal: bool = False
+    #: the URL asked at each hop, in order: robots.txt of the origin first, then
+    #: each redirect target followed (the audit trail keeps it)
+    chain: list[str] = field(default_factory=list)
+    #: time.time() when the fetch began
+    started_at: float = 0.0
 
     @property
     def outcome(self) -> str:
@@ -138,11 +143,20 @@ class RobotsFetcher:
     async def fetch(self, origin: str, trigger: Request | None = None) -> FetchResult:
         """Fetch ``origin``'s robots.txt, following redirects.  Never raises
         for network trouble: that is an access result."""
+        chain: list[str] = []
+        started = time.time()
+        result = await self._follow(origin, trigger, chain)
+        result.chain = chain
+        result.started_at = started
+        return result
+
+    async def _follow(self, origin: str, trigger: Request | None, chain: list[str]) -> FetchResult:
         url = robots_url(origin)
         classes: list[str] = []
         limit = self.settings.max_redirects
         status: int | None = None
         for hop in range(limit + 1):
+            chain.append(url)
             try:
                 request = self._request(url, trigger)
             except ValueError:

@@ -17,14 +17,16 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from . import compat
+from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
 from .origins import origin_of_request
 from .robots import Verdict
 from .robots.access import Access
 from .robots.text import shorten
+from .robots.verdicts import ALLOW_NOT_OBEYED
 from .service import STATS, Known, NotResolved
 from .slots import seconds_until_free
-from .useragent import derive_token
+from .useragent import derive_tokens
 from .wiring import held_requests, rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
     # typing.Self requires Python 3.11
     from typing_extensions import Self
 
-    from .robots import RobotsTxt
     from .settings import Rfc9309Settings
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ class RobotsTxtMiddleware:
         self.service = service = robots_service(crawler)
         self.held = held_requests(crawler)
         self._counts = service.counts
+        #: provenance, changes and the audit trail (scrapy_rfc9309.audit)
+        self.recorder = Recorder(crawler, service, settings)
         self._offsite: Any = None  # Scrapy's OffsiteMiddleware, asked once the spider opens
         crawler.signals.connect(self._request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
@@ -67,8 +70,9 @@ class RobotsTxtMiddleware:
         if not settings.enabled:
             raise NotConfigured  # said once, at INFO, by rfc9309_settings
         logger.info(
-            "RFC 9309 robots.txt: product token %r (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
-            settings.user_agent, settings.user_agent_source, settings.unreachable, settings.cache_seconds,
+            "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
+            "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
+            settings.user_agent_source, settings.unreachable, settings.cache_seconds,
             settings.cache_max_origins, extra={"spider": crawler.spider},
         )  # fmt: skip
         return cls(crawler, settings)
@@ -88,15 +92,16 @@ class RobotsTxtMiddleware:
         policy = self.settings.for_origin(origin)
         if meta.get("dont_obey_robotstxt") or not policy.obey:
             counts.inc(_ALLOWED[Verdict.ALLOWED_NOT_OBEYED])
+            meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, policy.user_agents)
             return None
-        token = policy.user_agent
+        tokens = policy.user_agents
         if meta.get(META_USER_AGENT):
-            token = self._request_token(request)
+            tokens = self._request_tokens(request, origin)
 
         known = self.service.fresh(origin)
         if known is not None:
             counts.inc("cache/hits")
-            floor = self._pace_floor(known, token, self._decide(request, known.robots, token))
+            floor = self._pace_floor(known, tokens, self._decide(request, origin, known, tokens))
             if not floor:
                 return None
         else:
@@ -110,33 +115,48 @@ class RobotsTxtMiddleware:
                 except Exception:
                     counts.inc("requests/errors")
                     raise
-                floor = self._pace_floor(known, token, self._decide(request, known.robots, token))
+                floor = self._pace_floor(known, tokens, self._decide(request, origin, known, tokens))
         if floor:
             await self._pace(request, origin, floor)
         return None
 
-    def _decide(self, request: Request, robots: RobotsTxt, token: str) -> Verdict:
-        """Count an allowed request; raise ``IgnoreRequest`` for a denied one."""
-        decision = robots.check(request.url, token)
+    def _decide(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Verdict:
+        """Count an allowed request and give it its provenance
+        (``meta["rfc9309"]``); raise ``IgnoreRequest`` for a denied one.  With
+        several tokens every one must allow; a denial names the token."""
+        if len(tokens) == 1:
+            token = tokens[0]
+            decision = known.robots.check(request.url, token)
+        else:
+            decision, token = decide_all(known.robots, request.url, tokens)
+        if self.recorder.active:
+            self.recorder.decided(request.url, origin, known, decision, token)
         if decision.allowed:
             self._counts.inc(_ALLOWED[decision.verdict])
+            request.meta[META_KEY] = provenance(known, decision, tokens)
             return decision.verdict
         self._counts.inc(_DENIED[decision.verdict])
-        self._drop(request, f"Forbidden by robots.txt: {decision.reason}")
+        self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
 
-    def _request_token(self, request: Request) -> str:
+    def _request_tokens(self, request: Request, origin: str) -> tuple[str, ...]:
+        """The tokens of the ``robotstxt_user_agent`` meta key (a string or a list);
+        a value naming no valid token is a logged denial."""
+        value = request.meta[META_USER_AGENT]
         try:
-            return _token_of(request.meta[META_USER_AGENT])
-        except ValueError as exc:
+            return _tokens_of(tuple(value) if isinstance(value, list) else value)
+        except (ValueError, TypeError) as exc:
+            message = f"Forbidden by robots.txt: invalid {META_USER_AGENT} ({shorten(exc)})"
             self._counts.inc("requests/denied/invalid_user_agent")
-            self._drop(request, f"Forbidden by robots.txt: invalid {META_USER_AGENT} ({shorten(exc)})")
+            if self.recorder.active:
+                self.recorder.invalid_token(request.url, origin, message)
+            self._drop(request, message)
 
     # -- cluster-wide Crawl-delay (shared store only) ----------------------------------
-    def _pace_floor(self, known: Known, token: str, verdict: Verdict) -> float:
+    def _pace_floor(self, known: Known, tokens: tuple[str, ...], verdict: Verdict) -> float:
         """The cluster-wide floor this allowed request keeps (robots.txt itself is free)."""
         if not self.service.paces or verdict is Verdict.ALLOWED_ROBOTS_TXT:
             return 0.0
-        return known.floor if token == known.token else self.service.floor_for(known.robots, token)[0]
+        return known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
 
     async def _pace(self, request: Request, origin: str, floor: float) -> None:
         """Wait for the cluster-wide turn, held (see RobotsService.wait_turn)."""
@@ -196,5 +216,5 @@ def _show(request: Request) -> str:
 
 
 @lru_cache(maxsize=256)
-def _token_of(value: str | bytes) -> str:
-    return derive_token(value)
+def _tokens_of(value: str | bytes | tuple[str, ...]) -> tuple[str, ...]:
+    return derive_tokens(value)

@@ -22,6 +22,7 @@ closing?" question; timers come from :mod:`.compat`.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import time
@@ -85,10 +86,16 @@ class Known:
     floor: float = 0.0
     #: the value the file asked for when the cap cut it, else None
     capped_from: float | None = None
+    #: every product token of the origin (``token`` first); requests need all to allow
+    tokens: tuple[str, ...] = ()
+    #: SHA-256 (hex) of the body that governs ("success" only), else None
+    sha256: str | None = None
 
 
 #: listeners: (origin, known, previous known or None, the request that triggered the fetch or None)
 ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
+#: listeners: (origin, the fetch just made); called for every robots.txt fetch of the crawl
+FetchListener = Callable[[str, "FetchResult"], None]
 
 
 class Counts:
@@ -176,6 +183,7 @@ class RobotsService:
         self._turns: dict[str, DeferredLock] = {}
         self._ready: list[ReadyListener] = []
         self._forget: list[Callable[[str], None]] = []
+        self._fetched: list[FetchListener] = []
         #: early fetches in flight are capped (they count against CONCURRENT_REQUESTS)
         self.prefetch_cap = 16
 
@@ -184,6 +192,11 @@ class RobotsService:
         """Call ``listener`` each time an origin's result takes effect, before the
         requests waiting for it go on (it may be a coroutine function)."""
         self._ready.append(listener)
+
+    def on_fetch(self, listener: FetchListener) -> None:
+        """Call ``listener(origin, result)`` after each robots.txt fetch of the
+        crawl (retries included; not ``inspect``), before its result is used."""
+        self._fetched.append(listener)
 
     def on_forget(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(origin)`` when the cache forgets an origin."""
@@ -234,13 +247,17 @@ class RobotsService:
         return result, self.policy_of(self._entry(result), unreachable)
 
     # -- floors ---------------------------------------------------------------------------
-    def floor_for(self, robots: RobotsTxt, token: str) -> tuple[float, float | None]:
+    def floor_for(self, robots: RobotsTxt, token: str | tuple[str, ...]) -> tuple[float, float | None]:
         """``(floor, capped_from)``: the seconds ``robots`` asks between two
-        requests of ``token`` (the larger of Crawl-delay and Request-rate), cut to
+        requests of ``token`` (the larger of Crawl-delay and Request-rate; the
+        largest over the tokens when several), cut to
         ``RFC9309_MAX_CRAWL_DELAY``; 0 when none or when floors are off."""
         if not self.settings.crawl_delay:
             return 0.0, None
-        delay = robots.min_delay(token)
+        if isinstance(token, str):
+            delay = robots.min_delay(token)
+        else:
+            delay = max((robots.min_delay(t) or 0.0 for t in token), default=0.0)
         if not delay or delay <= 0:
             return 0.0, None
         cap = self.settings.max_crawl_delay
@@ -377,7 +394,7 @@ class RobotsService:
             robots = self.policy_of(entry, policy.unreachable)
             if self.paces:
                 # before the entry is visible: no worker's first page may follow the fetch too closely
-                floor, _ = self.floor_for(robots, policy.user_agent)
+                floor, _ = self.floor_for(robots, policy.user_agents)
                 if floor:
                     await self.storage.note_start(origin, floor)
             await self.storage.put(origin, entry)
@@ -418,6 +435,8 @@ class RobotsService:
         first_internal = result.internal and not (pending.fetch is not None and pending.fetch.internal)
         pending.fetch = result
         self._count_fetch(origin, result, log_internal=first_internal)
+        for listener in self._fetched:
+            listener(origin, result)
         return result
 
     async def _sleep(self, seconds: float, origin: str) -> None:
@@ -486,8 +505,9 @@ class RobotsService:
         """Remember the result and tell every listener, before the waiters go on."""
         if robots is None:
             robots = self.policy_of(entry, policy.unreachable)
-        floor, capped_from = self.floor_for(robots, policy.user_agent)
-        known = Known(entry, robots, policy.user_agent, floor, capped_from)
+        floor, capped_from = self.floor_for(robots, policy.user_agents)
+        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
+        known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256)
         previous = self._known.peek(origin)
         self._known.put(origin, known)
         self.counts.inc(f"origins/{entry.access}")

@@ -17,7 +17,7 @@ from typing import Any
 
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES
-from .useragent import derive_token
+from .useragent import derive_tokens
 
 #: RFC 9309 section 2.4: a cached robots.txt should not be used for more than 24 hours.
 MAX_CACHE_SECONDS = 86_400
@@ -44,6 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_ORIGINS": {},
     "RFC9309_CRAWL_DELAY": True,
     "RFC9309_MAX_CRAWL_DELAY": 60.0,
+    # the audit trail (scrapy_rfc9309.audit, docs/audit.md): a JSON Lines file, off by default
+    "RFC9309_AUDIT": None,
+    "RFC9309_AUDIT_ALLOWED": False,
 }
 
 _ORIGIN_KEYS = ("obey", "user_agent", "unreachable")
@@ -58,6 +61,13 @@ class OriginPolicy:
     user_agent: str
     #: "deny", "wait" or "allow"
     unreachable: str
+    #: every product token a request must be allowed by (``user_agent`` first);
+    #: ``(user_agent,)`` when not given
+    user_agents: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.user_agents:
+            object.__setattr__(self, "user_agents", (self.user_agent,))
 
 
 @dataclass(frozen=True)
@@ -82,11 +92,18 @@ class Rfc9309Settings:
     #: the crawl's product token, and where it came from (for the start-up log line)
     user_agent: str = "Scrapy"
     user_agent_source: str = "USER_AGENT"
+    #: every product token of the crawl (ROBOTSTXT_USER_AGENT may be a list); user_agent is the first
+    user_agents: tuple[str, ...] = ()
     #: canonical origin -> its resolved policy (only origins named in RFC9309_ORIGINS)
     origins: Mapping[str, OriginPolicy] = field(default_factory=lambda: MappingProxyType({}))
     # -- read by the Crawl-delay extension (scrapy_rfc9309.throttle) --
     crawl_delay: bool = True
     max_crawl_delay: float = 60.0
+    # -- read by the audit trail (scrapy_rfc9309.audit) --
+    #: the JSON Lines file (feed-style %(name)s / %(time)s placeholders unexpanded), or None
+    audit: str | None = None
+    #: write a record for every allowed request too
+    audit_allowed: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
@@ -106,8 +123,12 @@ class Rfc9309Settings:
         unreachable = _policy(get("RFC9309_UNREACHABLE"), "RFC9309_UNREACHABLE")
         ua_setting = get("ROBOTSTXT_USER_AGENT")
         source = "ROBOTSTXT_USER_AGENT" if ua_setting else "USER_AGENT"
-        token = derive_token(ua_setting or get("USER_AGENT"))
-        origins = _origins(get("RFC9309_ORIGINS") or {}, token, unreachable)
+        tokens = derive_tokens(_listish(ua_setting or get("USER_AGENT")))
+        token = tokens[0]
+        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable)
+        audit = get("RFC9309_AUDIT")
+        if audit is not None and not isinstance(audit, str):
+            raise ValueError(f"RFC9309_AUDIT={audit!r} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl'")
         return cls(
             enabled=enabled,
             max_bytes=max_bytes,
@@ -130,15 +151,21 @@ class Rfc9309Settings:
             stale_if_unreachable=_bool(get("RFC9309_STALE_IF_UNREACHABLE"), "RFC9309_STALE_IF_UNREACHABLE"),
             redis_prefix=str(get("RFC9309_REDIS_PREFIX")),
             user_agent=token,
+            user_agents=tokens,
             user_agent_source=source,
             origins=MappingProxyType(origins),
             crawl_delay=_bool(get("RFC9309_CRAWL_DELAY"), "RFC9309_CRAWL_DELAY"),
             max_crawl_delay=_number(get("RFC9309_MAX_CRAWL_DELAY"), "RFC9309_MAX_CRAWL_DELAY", float),
+            audit=audit or None,
+            audit_allowed=_bool(get("RFC9309_AUDIT_ALLOWED"), "RFC9309_AUDIT_ALLOWED"),
         )
 
     def __post_init__(self) -> None:
+        if not self.user_agents:
+            object.__setattr__(self, "user_agents", (self.user_agent,))
         # built once: for_origin runs for every request
-        object.__setattr__(self, "_default_policy", OriginPolicy(True, self.user_agent, self.unreachable))
+        policy = OriginPolicy(True, self.user_agent, self.unreachable, self.user_agents)
+        object.__setattr__(self, "_default_policy", policy)
 
     def for_origin(self, origin: str) -> OriginPolicy:
         """The policy of ``origin`` (a canonical origin string): its
@@ -204,7 +231,22 @@ def _storage(value: Any, jobdir: Any, settings: Any) -> str:
     return "memory"
 
 
-def _origins(raw: Any, token: str, unreachable: str) -> dict[str, OriginPolicy]:
+def _listish(value: Any) -> Any:
+    """A list of user agents given on the command line as JSON
+    (``-s 'ROBOTSTXT_USER_AGENT=["ExampleBot", "CCBot"]'``) becomes a list;
+    anything else is returned as is (a comma is not a separator: User-Agent
+    strings hold commas)."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        import json
+
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError(f"{value!r} looks like a JSON list of user agents but is not valid JSON") from None
+    return value
+
+
+def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str) -> dict[str, OriginPolicy]:
     if isinstance(raw, str):
         import json
 
@@ -225,8 +267,11 @@ def _origins(raw: Any, token: str, unreachable: str) -> dict[str, OriginPolicy]:
             )
         obey = _bool(overrides.get("obey", True), f"RFC9309_ORIGINS[{key!r}]['obey']")
         user_agent = overrides.get("user_agent")
-        origin_token = derive_token(user_agent) if user_agent else token
+        try:
+            origin_tokens = derive_tokens(_listish(user_agent)) if user_agent else tokens
+        except ValueError as exc:
+            raise ValueError(f"RFC9309_ORIGINS[{key!r}]['user_agent']: {exc}") from None
         policy = overrides.get("unreachable")
         origin_unreachable = _policy(policy, f"RFC9309_ORIGINS[{key!r}]['unreachable']") if policy else unreachable
-        resolved[origin] = OriginPolicy(obey, origin_token, origin_unreachable)
+        resolved[origin] = OriginPolicy(obey, origin_tokens[0], origin_unreachable, origin_tokens)
     return resolved

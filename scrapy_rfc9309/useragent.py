@@ -12,6 +12,9 @@ after ``compatible;``, which is where crawlers put their name.  The token is
 letters, ``_`` and ``-`` only (RFC 9309 2.2.1), and a name followed by a space
 and more words (``my bot/1.0``) is ambiguous: both are refused, never cut.
 
+Several tokens at once (a list in ``ROBOTSTXT_USER_AGENT``, the per-origin
+``user_agent`` or the meta key): :func:`derive_tokens`, the same rule for each.
+
 Pure standard library: the middleware, the robots_parsed adapter and the tests
 share it.
 """
@@ -19,6 +22,7 @@ share it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .robots import check_token
 
@@ -83,6 +87,31 @@ def derive_token(user_agent: str | bytes | None) -> str:
             "to your crawler's name, e.g. 'ExampleBot'"
         ) from None
     return product
+
+
+def derive_tokens(value: str | bytes | list[Any] | tuple[Any, ...] | None) -> tuple[str, ...]:
+    """The product tokens of ``value``: one string (the rule of
+    :func:`derive_token`), or a list/tuple of such strings, each held to the
+    same rule.  A request must be allowed by every token's group.
+
+    Order is kept and repeats (compared case-insensitively, as robots.txt
+    compares them) are dropped.  Raises ``ValueError`` for an empty list or
+    when any item names no valid token: one bad item is never skipped.
+    """
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise ValueError("an empty list of user agents names no robots.txt product token")
+        tokens: list[str] = []
+        seen: set[str] = set()
+        for item in value:
+            if not isinstance(item, (str, bytes)):
+                raise ValueError(f"{item!r} is not a string: a list of user agents holds strings only")
+            token = derive_token(item)
+            if token.lower() not in seen:
+                seen.add(token.lower())
+                tokens.append(token)
+        return tuple(tokens)
+    return (derive_token(value),)
 
 
 def lenient_token(user_agent: str | bytes | None) -> str | None:

@@ -7,9 +7,10 @@ by the same code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-from ..robots import Decision, RobotsTxt, Verdict
+from ..robots import RobotsTxt, Verdict
 
 #: diagnostics listed per file next to verdicts; ``--lint`` lists them all
 MAX_DIAGNOSTICS = 20
@@ -25,6 +26,17 @@ POLICY_TEXT = {
     ),
     Verdict.ALLOWED_NOT_OBEYED: "not consulted: RFC9309_ORIGINS says obey: False for this origin",
 }
+
+
+class Decision(Protocol):
+    """What a verdict line needs: a :class:`~scrapy_rfc9309.Decision`, or a
+    decision over several tokens whose reason names the token that denied."""
+
+    @property
+    def allowed(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
 
 
 def row(key: str, value: str) -> str:
@@ -83,7 +95,7 @@ def verdict_line(target: str, decision: Decision, width: int = 0) -> str:
     return f"  {word:<8} {target:<{width}}  {decision.reason}"
 
 
-def verdict_lines(targets: list[str], decisions: list[Decision]) -> list[str]:
+def verdict_lines(targets: list[str], decisions: Sequence[Decision]) -> list[str]:
     """One :func:`verdict_line` per target, reasons aligned."""
     width = max((len(target) for target in targets), default=0)
     return [verdict_line(target, decision, width) for target, decision in zip(targets, decisions)]

@@ -2,8 +2,10 @@
 
 ::
 
-    scrapy robots URL [URL ...] [--agent TOKEN] [--file PATH]
+    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH]
     scrapy robots --lint PATH
+    scrapy robots --audit FILE URL [URL ...]
+    scrapy robots --audit FILE --summary
 
 Without ``--file`` the robots.txt of each URL's origin is fetched in a tiny
 crawl through that crawl's robots service
@@ -12,6 +14,15 @@ and the same access-result step a crawl applies): redirects across hosts, 4xx
 = allow all, 429/5xx/errors = unreachable = deny all, the size limit, and the
 project's ``RFC9309_*`` settings (per-origin overrides included).  So the
 answer is the one a crawl would get on its first request to that origin.
+
+``--audit FILE`` replays a crawl's audit trail (``RFC9309_AUDIT``): each URL is
+checked against the robots.txt that governed it during that crawl (the body
+kept by its SHA-256 beside the trail), not against today's file, and the
+output says when that file was fetched.  ``--summary`` prints, per origin, the
+fetches, the last result, the changes and the allowed/denied counts.
+
+``--agent`` may be given several times: a URL is allowed only when every
+token allows it (as with a list in ``ROBOTSTXT_USER_AGENT``).
 
 Exit status: 0 when every URL is allowed, 1 when any is denied (``--lint``:
 when the file has diagnostics), 2 on a usage error (no URL, a bad token, an
@@ -35,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from ..fetch import FetchResult
-    from ..robots import Decision, RobotsTxt
+    from ..robots import RobotsTxt
     from ..settings import Rfc9309Settings
 
     #: what the service's inspect() gives: the fetch, and the policy it means
@@ -51,7 +62,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False}
 
     def syntax(self) -> str:
-        return "[options] URL [URL ...] | --lint PATH"
+        return "[options] URL [URL ...] | --lint PATH | --audit FILE (URL [URL ...] | --summary)"
 
     def short_desc(self) -> str:
         return "Check URLs against robots.txt exactly as scrapy-rfc9309 would"
@@ -63,7 +74,9 @@ class Command(ScrapyCommand):
             "Without --file, robots.txt is fetched as the scrapy-rfc9309 middleware fetches it "
             "(redirects, 4xx = allow all, 429/5xx/errors = deny all, size limit, RFC9309_* settings). "
             "Exit status: 0 all allowed, 1 any denied, 2 usage error. "
-            "--lint PATH prints the file's diagnostics only (exit 0 clean, 1 with diagnostics)."
+            "--lint PATH prints the file's diagnostics only (exit 0 clean, 1 with diagnostics). "
+            "--audit FILE URL ... answers from the robots.txt in force during the crawl that wrote the "
+            "audit trail FILE (RFC9309_AUDIT); --audit FILE --summary prints its per-origin summary."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -71,9 +84,19 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--agent",
             metavar="TOKEN",
+            action="append",
             help="product token (or a User-Agent string that names one) to match User-agent lines with; "
-            "by default ROBOTSTXT_USER_AGENT, "
+            "repeat it for several tokens, all of which must allow; by default ROBOTSTXT_USER_AGENT, "
             "else the product token of USER_AGENT",
+        )
+        parser.add_argument(
+            "--audit",
+            metavar="FILE",
+            help="replay the audit trail FILE (RFC9309_AUDIT): check the URLs against the robots.txt "
+            "in force during that crawl",
+        )
+        parser.add_argument(
+            "--summary", action="store_true", help="with --audit: fetches, results, changes and counts per origin"
         )
         parser.add_argument(
             "--file",
@@ -98,6 +121,15 @@ class Command(ScrapyCommand):
                 raise UsageError("--lint PATH takes no URL and no --file", print_help=False)
             self.exitcode = self._lint(opts.lint)
             return
+        if opts.audit is not None:
+            if opts.file is not None:
+                raise UsageError("--audit FILE takes no --file", print_help=False)
+            if opts.summary == bool(args):
+                raise UsageError("--audit FILE takes URLs or --summary (one of them)", print_help=False)
+            self.exitcode = self._replay(opts.audit, args, opts.summary, opts.agent)
+            return
+        if opts.summary:
+            raise UsageError("--summary goes with --audit FILE", print_help=False)
         if not args:
             raise UsageError("give at least one URL (or --lint PATH)", print_help=False)
         config = self._config(opts.agent)
@@ -119,7 +151,7 @@ class Command(ScrapyCommand):
 
     def _check_file(self, path: str, targets: list[str], config: Rfc9309Settings) -> int:
         from ..robots import parse
-        from .report import exit_status, file_lines, verdict_lines
+        from .report import exit_status, verdict_lines
 
         for target in targets:
             if not target.startswith("/") and not target.lower().startswith(("http://", "https://")):
@@ -127,9 +159,9 @@ class Command(ScrapyCommand):
                     f"{target!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
                 )
         robots = parse(_read(path), max_bytes=config.max_bytes)
-        token = config.user_agent
-        decisions = [robots.check(target, token) for target in targets]
-        lines = [f"robots.txt from {_label(path)}", *file_lines(robots, token)]
+        tokens = config.user_agents
+        decisions = [_decide(robots, target, tokens) for target in targets]
+        lines = [f"robots.txt from {_label(path)}", *_file_lines(robots, tokens)]
         lines.extend(verdict_lines(targets, decisions))
         _print(lines)
         return exit_status(decisions)
@@ -155,7 +187,7 @@ class Command(ScrapyCommand):
             return EXIT_USAGE
 
         lines: list[str] = []
-        decisions: list[Decision] = []
+        decisions: list[_Decided] = []
         for origin, targets in by_origin.items():
             block, origin_decisions = _origin_block(origin, targets, config, results.get(origin), agent_given)
             lines.extend(block)
@@ -163,20 +195,65 @@ class Command(ScrapyCommand):
         _print(lines)
         return exit_status(decisions)
 
+    def _replay(self, path: str, urls: list[str], summary: bool, agents: list[str] | None) -> int:
+        """``--audit FILE``: answer from the robots.txt in force during the crawl."""
+        from ..audit import Trail, TrailError
+        from ..origins import origin_of
+        from .report import exit_status, row, verdict_lines
+
+        by_origin: dict[str, list[str]] = {}
+        for url in urls:
+            origin = origin_of(url)
+            if origin is None:
+                raise UsageError(f"{url!r} is not an absolute http(s) URL", print_help=False)
+            by_origin.setdefault(origin, []).append(url)
+        forced = _agent_tokens(agents) if agents else None
+        try:
+            trail = Trail(path)
+        except TrailError as exc:
+            raise UsageError(str(exc), print_help=False) from None
+        if summary:
+            _print(_summary_lines(trail))
+            return 0
+        lines: list[str] = []
+        decisions: list[_Decided] = []
+        try:
+            for origin, targets in by_origin.items():
+                # URLs governed by the same file share one block
+                blocks: dict[tuple[Any, ...], tuple[dict[str, Any], list[str], list[Any]]] = {}
+                for url in targets:
+                    state, decided = trail.state_for(origin, url)
+                    key = (state.get("fetched_at"), state.get("governing_sha256"), state.get("governing_access"))
+                    blocks.setdefault(key, (state, [], []))[1].append(url)
+                    blocks[key][2].append(decided)
+                for state, block_urls, recorded in blocks.values():
+                    robots = trail.robots_of(state)
+                    tokens = forced or tuple(state.get("tokens") or ()) or _trail_tokens(trail)
+                    lines.append(origin)
+                    lines.append(row("robots.txt", _describe_state(state, path)))
+                    lines.extend(_file_lines(robots, tokens))
+                    block = [_decide(robots, url, tokens) for url in block_urls]
+                    lines.extend(verdict_lines(block_urls, block))
+                    for url, decided in zip(block_urls, recorded):
+                        if decided is not None:
+                            lines.append(row("", f"{url}: the crawl {decided['type']} it at {decided['at']}"))
+                    decisions.extend(block)
+        except TrailError as exc:
+            print(f"scrapy robots: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        _print(lines)
+        return exit_status(decisions)
+
     # -- helpers -----------------------------------------------------------------
-    def _config(self, agent: str | None) -> Rfc9309Settings:
-        """The project's RFC9309_* settings, with ``--agent`` as the token."""
+    def _config(self, agents: list[str] | None) -> Rfc9309Settings:
+        """The project's RFC9309_* settings, with ``--agent`` (once or more) as the token(s)."""
         from ..settings import Rfc9309Settings
-        from ..useragent import derive_token
 
         assert self.settings is not None
         settings = self.settings.copy()
-        if agent is not None:
-            try:
-                derive_token(agent)  # the plugin's one rule: "ExampleBot/1.0 (...)" gives ExampleBot
-            except ValueError as exc:
-                raise UsageError(f"--agent: {exc}", print_help=False) from None
-            settings.set("ROBOTSTXT_USER_AGENT", agent, priority="cmdline")
+        if agents:
+            tokens = _agent_tokens(agents)
+            settings.set("ROBOTSTXT_USER_AGENT", list(tokens) if len(tokens) > 1 else tokens[0], priority="cmdline")
         try:
             return Rfc9309Settings.from_settings(settings)
         except ValueError as exc:
@@ -231,14 +308,14 @@ def _origin_block(
     config: Rfc9309Settings,
     inspected: Inspected | None,
     agent_given: bool,
-) -> tuple[list[str], list[Decision]]:
+) -> tuple[list[str], list[_Decided]]:
     """The lines and decisions of one origin."""
     from ..origins import robots_url
     from ..robots import RobotsTxt, Verdict
-    from .report import file_lines, row, verdict_lines
+    from .report import row, verdict_lines
 
     policy = config.for_origin(origin)
-    token = config.user_agent if agent_given else policy.user_agent
+    tokens = config.user_agents if agent_given else policy.user_agents
     lines = [origin]
     robots: RobotsTxt
     if inspected is None:  # obey: False for this origin
@@ -247,8 +324,8 @@ def _origin_block(
     else:
         result, robots = inspected
         lines.append(row("robots.txt", describe_fetch(robots_url(origin), result, config, policy.unreachable)))
-    lines.extend(file_lines(robots, token))
-    decisions = [robots.check(target, token) for target in targets]
+    lines.extend(_file_lines(robots, tokens))
+    decisions = [_decide(robots, target, tokens) for target in targets]
     lines.extend(verdict_lines(targets, decisions))
     return lines, decisions
 
@@ -272,6 +349,86 @@ def describe_fetch(url: str, result: FetchResult, config: Rfc9309Settings, unrea
     if result.access is Access.UNREACHABLE and unreachable == "wait":
         text += f"; a crawl would retry it for up to {config.unreachable_wait:g} s before denying"
     return text
+
+
+def _trail_tokens(trail: Any) -> tuple[str, ...]:
+    if trail.crawls and trail.crawls[-1].get("tokens"):
+        return tuple(trail.crawls[-1]["tokens"])
+    raise UsageError("the audit trail names no product token: give --agent", print_help=False)
+
+
+def _describe_state(state: dict[str, Any], path: str) -> str:
+    """Which robots.txt governed, from where, and when it was fetched."""
+    access = state["governing_access"]
+    status = state.get("governing_status")
+    text = f"{state.get('governing_url') or '?'}: status {status if status is not None else 'none'} ({access})"
+    text += f", fetched {state['fetched_at']}"
+    if state.get("governing_sha256"):
+        text += f", sha256 {state['governing_sha256']}"
+    if state.get("type") == "stored":
+        text += ", taken from the store"
+    text += f"; in force during the crawl (audit trail {path}), not today's file"
+    return text
+
+
+def _summary_lines(trail: Any) -> list[str]:
+    """``--summary``: one row per origin."""
+    rows = trail.summary()
+    header = ("origin", "fetches", "result", "changes", "allowed", "denied")
+    table = [header] + [tuple(str(r[key]) for key in header) for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    out = [
+        f"audit trail {trail.path}: {len(trail.crawls)} crawl(s), {len(rows)} origin(s), "
+        f"{trail.decision_records} decision record(s)"
+    ]
+    for line in table:
+        out.append(
+            "  ".join(cell.ljust(widths[i]) if i in (0, 2) else cell.rjust(widths[i]) for i, cell in enumerate(line))
+        )
+    return out
+
+
+class _Decided:
+    """A decision over several tokens, as the report prints it (the reason
+    names the token that denied, when there are several)."""
+
+    __slots__ = ("allowed", "reason")
+
+    def __init__(self, allowed: bool, reason: str) -> None:
+        self.allowed = allowed
+        self.reason = reason
+
+
+def _decide(robots: RobotsTxt, target: str, tokens: tuple[str, ...]) -> _Decided:
+    from ..audit import decide_all, denial_reason
+
+    decision, token = decide_all(robots, target, tokens)
+    reason = decision.reason if decision.allowed else denial_reason(decision, token, tokens)
+    return _Decided(decision.allowed, reason)
+
+
+def _file_lines(robots: RobotsTxt, tokens: tuple[str, ...]) -> list[str]:
+    """The file's lines for the first token, then the group, Crawl-delay and
+    Request-rate of each other token."""
+    from .report import file_lines
+
+    lines = file_lines(robots, tokens[0])
+    for token in tokens[1:]:
+        extra = file_lines(robots, token, max_diagnostics=0)
+        cut = next(i for i, line in enumerate(extra) if line.lstrip().startswith("sitemaps:"))
+        at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("sitemaps:"))
+        lines[at:at] = extra[:cut]
+    return lines
+
+
+def _agent_tokens(agents: list[str]) -> tuple[str, ...]:
+    from ..useragent import derive_tokens
+
+    try:
+        # the plugin's one rule: "ExampleBot/1.0 (...)" gives ExampleBot
+        return derive_tokens(agents if len(agents) > 1 else agents[0])
+    except ValueError as exc:
+        raise UsageError(f"--agent: {exc}", print_help=False) from None
 
 
 def _read(path: str) -> bytes:

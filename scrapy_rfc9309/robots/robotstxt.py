@@ -423,6 +423,17 @@ class RobotsTxt:
         token = check_token(user_agent)
         return _select(self._groups, token)[0]
 
+    def rules_for(self, user_agent: str) -> list[Rule]:
+        """The Allow/Disallow rules of the groups that apply to ``user_agent``,
+        in file order (empty rules included, as written); none for an
+        allow-all or deny-all policy."""
+        groups = self.groups_for(user_agent)
+        if not groups:
+            return []
+        texts = self._patterns.split("\n")
+        marks = self._marks
+        return [Rule(bool(marks[i] & 1), texts[i], marks[i] >> 1) for i in _numbers(groups)]
+
     def _matcher(self, user_agent: str) -> _Matcher:
         matchers = self._matchers
         if matchers is None:

@@ -68,6 +68,8 @@ class Outcome:
     message: str = ""
     #: time.monotonic() when the callback / errback ran
     at: float = 0.0
+    #: the response's meta["rfc9309"] (the plugin's provenance), if any
+    provenance: Any = None
 
 
 @dataclass
@@ -123,7 +125,9 @@ class ProbeSpider(scrapy.Spider):
 
     async def ok(self, response):
         spec: Req = response.meta["probe"]
-        self.outcomes.append(Outcome(spec.url, status=response.status, at=time.monotonic()))
+        self.outcomes.append(
+            Outcome(spec.url, status=response.status, at=time.monotonic(), provenance=response.meta.get("rfc9309"))
+        )
         async for request in self._follow(spec):
             yield request
 
