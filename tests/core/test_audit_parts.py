@@ -1,0 +1,133 @@
+"""The pure parts of issue 15: several product tokens, rule changes, the
+audit file's name, its writer thread and reading a trail back (no reactor)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+import pytest
+
+from scrapy_rfc9309 import parse
+from scrapy_rfc9309.audit import (
+    BODIES_DIR,
+    Trail,
+    TrailError,
+    _Writer,
+    audit_path,
+    decide_all,
+    denial_reason,
+    rule_changes,
+)
+from scrapy_rfc9309.settings import OriginPolicy, Rfc9309Settings
+from scrapy_rfc9309.useragent import derive_tokens
+
+
+# -- several tokens ---------------------------------------------------------------------
+def test_derive_tokens_holds_every_item_to_the_one_rule():
+    assert derive_tokens("ExampleBot/1.0 (+https://example.com)") == ("ExampleBot",)
+    assert derive_tokens(["ExampleBot/1.0", "CCBot/2.0", "examplebot"]) == ("ExampleBot", "CCBot")
+    for bad in ([], ["ExampleBot", "my bot/1.0"], ["ExampleBot", "Bot2000"], ["ExampleBot", 7]):
+        with pytest.raises(ValueError):
+            derive_tokens(bad)
+
+
+def test_settings_take_a_list_everywhere_and_refuse_a_bad_item_at_start_up():
+    settings = Rfc9309Settings.from_settings(
+        {
+            "ROBOTSTXT_USER_AGENT": ["ExampleBot", "CCBot"],
+            "RFC9309_ORIGINS": {"https://partner.example": {"user_agent": ["PartnerBot", "CCBot"]}},
+        }
+    )
+    assert (settings.user_agent, settings.user_agents) == ("ExampleBot", ("ExampleBot", "CCBot"))
+    assert settings.for_origin("https://other.example:443").user_agents == ("ExampleBot", "CCBot")
+    partner = settings.for_origin("https://partner.example:443")
+    assert partner == OriginPolicy(True, "PartnerBot", "deny", ("PartnerBot", "CCBot"))
+    # from the command line: a JSON list
+    cmdline = Rfc9309Settings.from_settings({"ROBOTSTXT_USER_AGENT": '["ExampleBot", "CCBot"]'})
+    assert cmdline.user_agents == ("ExampleBot", "CCBot")
+    with pytest.raises(ValueError, match="ambiguous"):
+        Rfc9309Settings.from_settings({"ROBOTSTXT_USER_AGENT": ["ExampleBot", "my bot/1.0"]})
+    with pytest.raises(ValueError, match=r"RFC9309_ORIGINS\['https://p.example'\]\['user_agent'\]"):
+        Rfc9309Settings.from_settings({"RFC9309_ORIGINS": {"https://p.example": {"user_agent": ["A", "B1"]}}})
+    with pytest.raises(ValueError, match="RFC9309_AUDIT"):
+        Rfc9309Settings.from_settings({"RFC9309_AUDIT": 3})
+
+
+def test_every_token_must_allow_and_the_denial_names_the_token():
+    robots = parse("User-agent: a\nDisallow: /x\n\nUser-agent: b\nDisallow: /y\n")
+    decision, token = decide_all(robots, "/y/1", ("a", "b"))
+    assert (decision.allowed, token, decision.rule.line) == (False, "b", 5)
+    assert denial_reason(decision, token, ("a", "b")) == "disallowed_explicit (line 5: Disallow: /y) for b"
+    assert denial_reason(decision, token, ("b",)) == "disallowed_explicit (line 5: Disallow: /y)"
+    assert decide_all(robots, "/x/1", ("a", "b"))[1] == "a"
+    assert decide_all(robots, "/z", ("a", "b"))[0].allowed
+
+
+# -- changes --------------------------------------------------------------------------
+def test_rule_changes_list_added_and_removed_rules_of_the_crawl_group_by_line():
+    old = parse("User-agent: *\nDisallow: /a\nDisallow: /b\n\nUser-agent: other\nDisallow: /o\n")
+    new = parse("# v2\nUser-agent: *\nDisallow: /b\nAllow: /a/pub\nDisallow: /c\n\nUser-agent: other\nDisallow: /p\n")
+    assert new.rules_for("ExampleBot")[0].line == 3
+    added, removed = rule_changes(old, new, ("ExampleBot",))
+    assert added == ["line 4: Allow: /a/pub", "line 5: Disallow: /c"]
+    assert removed == ["line 2: Disallow: /a"]
+    assert rule_changes(old, new, ("other",)) == (["line 8: Disallow: /p"], ["line 6: Disallow: /o"])
+
+
+# -- the file ---------------------------------------------------------------------------
+class _Spider:
+    name = "shop"
+    region = "eu"
+
+
+def test_audit_path_fills_feed_style_placeholders():
+    started = 1_795_000_000.0
+    assert audit_path("a/%(name)s-%(region)s-%(time)s.jsonl", _Spider(), started) == (
+        "a/shop-eu-2026-11-18T11-06-40.jsonl"
+    )
+    with pytest.raises(ValueError, match="unknown placeholder"):
+        audit_path("%(nope)s.jsonl", _Spider(), started)
+
+
+def test_writer_flushes_within_seconds_without_closing_and_keeps_a_body_once(tmp_path):
+    path = tmp_path / "trail.jsonl"
+    writer = _Writer(str(path))
+    try:
+        writer.put({"type": "crawl", "n": 1})
+        writer.put(("ab" * 32, b"User-agent: *\n"))
+        writer.put(("ab" * 32, b"User-agent: *\n"))
+        deadline = time.monotonic() + 10  # written by the thread on its own (every second)
+        while time.monotonic() < deadline and not path.read_text():
+            time.sleep(0.05)
+        assert json.loads(path.read_text()) == {"type": "crawl", "n": 1}
+        assert [p.name for p in (tmp_path / BODIES_DIR).iterdir()] == ["ab" * 32]
+    finally:
+        writer.close()
+
+
+def _trail(tmp_path, body: bytes, tail: str = "") -> Trail:
+    digest = hashlib.sha256(body).hexdigest()
+    (tmp_path / BODIES_DIR).mkdir()
+    (tmp_path / BODIES_DIR / digest).write_bytes(body)
+    state = {
+        "type": "fetch", "origin": "http://a.example:80", "in_force": True, "access": "success", "status": 200,
+        "governing_access": "success", "governing_sha256": digest, "governing_status": 200,
+        "fetched_at": "2026-11-24T22:00:00.000Z", "tokens": ["ExampleBot"],
+    }  # fmt: skip
+    lines = [json.dumps({"type": "crawl", "tokens": ["ExampleBot"], "max_bytes": 512000}), json.dumps(state)]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n" + tail)
+    return Trail(str(tmp_path / "t.jsonl"))
+
+
+def test_a_trail_cut_mid_line_is_read_and_an_altered_body_is_refused(tmp_path):
+    trail = _trail(tmp_path, b"User-agent: *\nDisallow: /x\n", tail='{"type": "den')
+    state, decided = trail.state_for("http://a.example:80", "http://a.example/x")
+    assert decided is None
+    assert not trail.robots_of(state).can_fetch("http://a.example/x", "ExampleBot")
+    (tmp_path / BODIES_DIR / state["governing_sha256"]).write_bytes(b"User-agent: *\nAllow: /\n")
+    with pytest.raises(TrailError, match="altered"):
+        trail.robots_of(state)
+    with pytest.raises(TrailError, match="no robots.txt of http://b.example:80"):
+        trail.state_for("http://b.example:80", "http://b.example/")
