@@ -51,6 +51,10 @@ MODES: dict[str, dict[str, Any]] = {
     "builtin": {"ROBOTSTXT_OBEY": True},
     # (c, d) this plugin, enabled the way the README says: the add-on
     "plugin": {"ADDONS": {"scrapy_rfc9309.Addon": 0}},
+    # the audit trail (crawl_bench.py --audit): the add-on writing RFC9309_AUDIT (path from the config),
+    # with denials and fetches only, or every allowed request too
+    "audit": {"ADDONS": {"scrapy_rfc9309.Addon": 0}},
+    "audit_allowed": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "RFC9309_AUDIT_ALLOWED": True},
     # diagnostics (crawl_bench.py --profile): an async middleware that does nothing,
     # at the plugin's place; and the plugin's middleware without the Crawl-delay extension
     "noop": {"DOWNLOADER_MIDDLEWARES": {"crawl_worker.NoopMiddleware": 100}},
@@ -247,10 +251,17 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     # every origin is 127.0.0.1, and Scrapy's download slots are per host name:
     # one slot, so the per-domain limit must not be lower than the total
     settings["CONCURRENT_REQUESTS"] = settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = config.get("concurrency", 32)
+    if config.get("audit"):
+        settings["RFC9309_AUDIT"] = config["audit"]
     out: dict[str, Any] = {"passes": [], "receivers": {}}
     process = Process(settings)
     process.crawl(
         BenchSpider, passes=config["passes"], control=config["control"], profile=config.get("profile"), out=out
     )
     process.start()
+    # the whole process's CPU, start-up and close included (the audit trail's last flush is at close)
+    out["total_cpu"] = _cpu()
+    if config.get("audit"):
+        with open(config["audit"], encoding="utf-8") as handle:
+            out["audit_records"] = sum(1 for _ in handle)
     return {**out, "hooks": {name: cell for name, cell in TIMINGS.items() if cell}}

@@ -8,6 +8,8 @@ previous run.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import socket
@@ -223,6 +225,22 @@ def test_sitemap_spider_reads_sitemaps_without_a_second_robots_download():
     ]
     assert "robots.txt requests seen by the server: 1" in out
     assert "sitemap.xml requests seen by the server: 1" in out
+    # each item carries the provenance of its page (demo_project.provenance), whose hash is
+    # that of the "rules" origin's robots.txt in demo_site.py
+    items = dict(re.findall(r"^item http://[\d.:]+(/[\w/.]+) robots_txt: (.*)$", out, re.M))
+    assert sorted(items) == ["/about.html", "/team.html"]
+    for provenance in map(json.loads, items.values()):
+        origin = provenance["robots_url"].removesuffix("/robots.txt")
+        body = (
+            "# Everyone else stays out; DemoBot has a group of its own.\nUser-agent: *\nDisallow: /\n\n"
+            f"User-agent: DemoBot\nDisallow: /private/\nDisallow: /drafts/\n\nSitemap: {origin}/sitemap.xml\n"
+        )
+        assert provenance["sha256"] == hashlib.sha256(body.encode()).hexdigest()
+        assert (provenance["verdict"], provenance["status"], provenance["tokens"]) == (
+            "allowed_implicit",
+            200,
+            ["DemoBot"],
+        )
 
 
 def test_busy_port_fails_the_crawl_with_advice():

@@ -5,12 +5,19 @@ as a page after the middleware already fetched it.  Here the ``Sitemap:``
 lines come from the plugin's cache through
 :func:`scrapy_rfc9309.sitemaps.robots_sitemaps`.  The pages the sitemap lists
 are still checked against robots.txt: /private/salaries.html is dropped.
+
+Its items carry the provenance of the page they came from (which robots.txt
+allowed it, by which line, fetched when, its SHA-256), copied from
+``response.meta["rfc9309"]`` by :mod:`demo_project.provenance`; run
+``scrapy crawl sitemap_demo -O items.jsonl`` to keep them.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from scrapy import signals
 from scrapy.spiders import SitemapSpider
 
 from scrapy_rfc9309.sitemaps import robots_sitemaps
@@ -21,7 +28,11 @@ from .base import DemoSiteSpider
 
 class SitemapDemoSpider(DemoSiteSpider, SitemapSpider):
     name = "sitemap_demo"
-    custom_settings = {"ROBOTSTXT_USER_AGENT": "DemoBot"}
+    custom_settings = {
+        "ROBOTSTXT_USER_AGENT": "DemoBot",
+        # every item gets item["robots_txt"]: the provenance of the page it came from
+        "SPIDER_MIDDLEWARES": {"demo_project.provenance.RobotsProvenanceMiddleware": 900},
+    }
     sitemap_rules = [("", "parse_page")]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -29,6 +40,16 @@ class SitemapDemoSpider(DemoSiteSpider, SitemapSpider):
         self.sitemaps: list[str] = []
         self.pages: list[str] = []
         self.dropped: list[str] = []
+        self.items: list[dict[str, Any]] = []
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.item_scraped, signal=signals.item_scraped)
+        return spider
+
+    def item_scraped(self, item: Any) -> None:
+        self.items.append(dict(item))
 
     async def start(self):
         self.sitemaps = self.sitemap_urls = await robots_sitemaps(self.crawler, ORIGINS["rules"])
@@ -55,5 +76,9 @@ class SitemapDemoSpider(DemoSiteSpider, SitemapSpider):
             *(f"dropped from the sitemap: {drop}" for drop in sorted(self.dropped)),
             f"robots.txt requests seen by the server: {sum(hit.path == '/robots.txt' for hit in hits)}",
             f"sitemap.xml requests seen by the server: {sum(hit.path == '/sitemap.xml' for hit in hits)}",
+            *(
+                f"item {item['url']} robots_txt: {json.dumps(item.get('robots_txt'), sort_keys=True)}"
+                for item in sorted(self.items, key=lambda i: i["url"])
+            ),
         ]
         return "\n".join(lines) + "\n"
