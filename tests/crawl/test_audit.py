@@ -244,3 +244,40 @@ async def test_two_tokens_deny_what_either_group_denies_and_the_floor_is_the_lar
     process = scrapy_robots("--audit", str(audit), site.url("/ai/9"), site.url("/ok"), cwd=tmp_path)
     assert verdicts(process.stdout)[site.url("/ai/9")] == "DENIED disallowed_explicit (line 6: Disallow: /ai) for CCBot"
     assert verdicts(process.stdout)[site.url("/ok")] == "ALLOWED allowed_implicit"
+
+
+@pytest_twisted.ensureDeferred
+async def test_wait_mode_retries_are_each_a_fetch_record_and_a_stored_result_is_recorded_too(servers, tmp_path):
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = [Reply(503, "busy"), robots(FINAL)]
+    store = f"sqlite://{tmp_path / 'robots.sqlite'}"
+    first = tmp_path / "first.jsonl"
+    settings = {"RFC9309_UNREACHABLE": "wait", "RFC9309_STORAGE": store, "RFC9309_AUDIT": str(first)}
+    result = await crawl([site.url("/secret/1"), site.url("/open")], settings)
+    check_accounting(result)
+    fetches = [r for r in records(first) if r["type"] == "fetch"]
+    assert [(r["status"], r["in_force"]) for r in fetches] == [(503, False), (200, True)]
+    assert "governing_sha256" not in fetches[0] and fetches[1]["governing_sha256"] == sha(FINAL)
+
+    # a second run takes the file from the store: no fetch, one "stored" record, still replayable
+    second = tmp_path / "second.jsonl"
+    result = await crawl([site.url("/secret/2")], {**settings, "RFC9309_AUDIT": str(second)})
+    assert site.count("/robots.txt") == 2
+    trail = records(second)
+    assert not [r for r in trail if r["type"] == "fetch"]
+    (stored,) = [r for r in trail if r["type"] == "stored"]
+    assert (stored["governing_sha256"], stored["fetched_at"]) == (sha(FINAL), fetches[1]["fetched_at"])
+    (denied,) = [r for r in trail if r["type"] == "denied"]
+    assert denied["sha256"] == sha(FINAL)
+    process = scrapy_robots("--audit", str(second), site.url("/secret/2"), cwd=tmp_path)
+    assert verdicts(process.stdout)[site.url("/secret/2")] == "DENIED disallowed_explicit (line 2: Disallow: /secret)"
+    assert "taken from the store" in process.stdout
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_audit_trail_that_cannot_be_opened_stops_the_crawl_before_its_first_request(servers, tmp_path):
+    site = servers("127.0.0.2")
+    (tmp_path / "a-file").write_text("")
+    result = await crawl([site.url("/page")], {"RFC9309_AUDIT": str(tmp_path / "a-file" / "audit.jsonl")})
+    assert result.stats["finish_reason"] == "rfc9309_audit_unavailable"
+    assert site.paths() == []
