@@ -380,7 +380,10 @@ class Recorder:
 
         sha256 = None
         if result.access.value == "success":
-            sha256 = hashlib.sha256(result.body).hexdigest()
+            if known is not None and known.entry.body is result.body and known.sha256 is not None:
+                sha256 = known.sha256  # hashed once already, by the service
+            else:
+                sha256 = hashlib.sha256(result.body).hexdigest()
             self._keep(sha256, result.body)
         record: dict[str, Any] = {
             "type": "fetch",
