@@ -197,6 +197,8 @@ class _Writer:
         self._wake = threading.Event()
         self._stop = False
         self.written = 0
+        #: CPU seconds the writer thread used (known once it ended)
+        self.cpu = 0.0
         self.failed: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="rfc9309-audit", daemon=True)
         self._thread.start()
@@ -220,6 +222,7 @@ class _Writer:
             logger.error("RFC9309_AUDIT: cannot write the audit trail %s: %s", self.path, exc)
         finally:
             self._file.close()
+            self.cpu = time.thread_time()
 
     def _drain(self) -> None:
         queue = self._queue
@@ -321,7 +324,13 @@ class Recorder:
         writer, self._writer = self._writer, None
         self.active = self.allowed_records = False
         await compat.wait_for(deferToThread(writer.close))
-        logger.info("RFC 9309 audit trail: %d records written to %s", writer.written, writer.path)
+        self.service.counts.inc("audit/records", writer.written)
+        self.service.counts.flush()
+        self.crawler.stats.set_value("rfc9309/audit/writer_cpu_seconds", round(writer.cpu, 3))
+        logger.info(
+            "RFC 9309 audit trail: %d records written to %s (writer thread: %.2f s CPU)",
+            writer.written, writer.path, writer.cpu,
+        )  # fmt: skip
 
     def _tick(self) -> None:
         """Every second: the per-origin allowed/denied counts so far, as one record."""
