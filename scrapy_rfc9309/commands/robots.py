@@ -113,6 +113,9 @@ class Command(ScrapyCommand):
             # stdout is the report: a project's LOG_LEVEL = "INFO" must not fill stderr with the crawl's log
             assert self.settings is not None
             self.settings.set("LOG_LEVEL", "WARNING", priority="cmdline")
+        # the command's own small crawl (it fetches robots.txt, decides nothing) writes no audit trail
+        assert self.settings is not None
+        self.settings.set("RFC9309_AUDIT", None, priority="cmdline")
 
     # -- entry point -----------------------------------------------------------
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

@@ -281,3 +281,14 @@ async def test_an_audit_trail_that_cannot_be_opened_stops_the_crawl_before_its_f
     result = await crawl([site.url("/page")], {"RFC9309_AUDIT": str(tmp_path / "a-file" / "audit.jsonl")})
     assert result.stats["finish_reason"] == "rfc9309_audit_unavailable"
     assert site.paths() == []
+
+
+def test_scrapy_robots_own_fetch_writes_no_audit_trail(servers, tmp_path):
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = robots(ORDINARY)
+    addon = json.dumps({"scrapy_rfc9309.Addon": 0})
+    process = scrapy_robots(
+        site.url("/private/x"), "-s", f"ADDONS={addon}", "-s", f"RFC9309_AUDIT={tmp_path / 'a.jsonl'}", cwd=tmp_path
+    )
+    assert process.returncode == 1, process.stderr
+    assert not (tmp_path / "a.jsonl").exists()
