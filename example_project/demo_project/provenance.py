@@ -24,7 +24,11 @@ FIELD = "robots_txt"
 
 
 class RobotsProvenanceMiddleware:
-    async def process_spider_output_async(self, response: Any, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    # an async generator serves every supported Scrapy; **kwargs takes the spider
+    # argument Scrapy 2.13 passes and later releases do not
+    async def process_spider_output(
+        self, response: Any, result: AsyncIterator[Any], **kwargs: Any
+    ) -> AsyncIterator[Any]:
         provenance = response.meta.get("rfc9309")
         async for output in result:
             if provenance is not None and not isinstance(output, Request):
@@ -32,14 +36,4 @@ class RobotsProvenanceMiddleware:
                     output[FIELD] = dict(provenance)
                 except (TypeError, KeyError):
                     pass  # an item class without the field: left alone
-            yield output
-
-    def process_spider_output(self, response: Any, result: Any, spider: Any = None) -> Any:
-        provenance = response.meta.get("rfc9309")
-        for output in result:
-            if provenance is not None and not isinstance(output, Request):
-                try:
-                    output[FIELD] = dict(provenance)
-                except (TypeError, KeyError):
-                    pass
             yield output
