@@ -14,7 +14,7 @@ from scrapy_rfc9309.audit import (
     BODIES_DIR,
     Trail,
     TrailError,
-    _Writer,
+    Writer,
     audit_path,
     decide_all,
     denial_reason,
@@ -93,7 +93,7 @@ def test_audit_path_fills_feed_style_placeholders():
 
 def test_writer_flushes_within_seconds_without_closing_and_keeps_a_body_once(tmp_path):
     path = tmp_path / "trail.jsonl"
-    writer = _Writer(str(path))
+    writer = Writer(str(path))
     try:
         writer.put({"type": "crawl", "n": 1})
         writer.put(("ab" * 32, b"User-agent: *\n"))
