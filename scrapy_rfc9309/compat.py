@@ -94,6 +94,15 @@ async def sleep(seconds: float) -> None:
     await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
 
 
+async def in_thread(func: Callable[..., T], *args: Any) -> T:
+    """``func(*args)`` in a thread of the reactor's pool (Scrapy sizes it with
+    ``REACTOR_THREADPOOL_MAXSIZE``), so a long pure-Python call leaves the
+    reactor free but for the GIL's switch interval at a time."""
+    from twisted.internet.threads import deferToThread
+
+    return await maybe_deferred_to_future(deferToThread(func, *args))
+
+
 def every(seconds: float, func: Callable[[], object]) -> Any:
     """Call ``func`` every ``seconds`` (first call after one period); ``.stop()``."""
     from twisted.internet.task import LoopingCall
