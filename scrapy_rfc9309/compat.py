@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import scrapy
@@ -94,13 +94,21 @@ async def sleep(seconds: float) -> None:
     await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
 
 
-async def in_thread(func: Callable[..., T], *args: Any) -> T:
-    """``func(*args)`` in a thread of the reactor's pool (Scrapy sizes it with
-    ``REACTOR_THREADPOOL_MAXSIZE``), so a long pure-Python call leaves the
-    reactor free but for the GIL's switch interval at a time."""
-    from twisted.internet.threads import deferToThread
-
-    return await maybe_deferred_to_future(deferToThread(func, *args))
+async def in_steps(steps: Generator[object, None, T], budget: float) -> T:
+    """Run ``steps`` (a generator of short steps, see
+    :mod:`scrapy_rfc9309.robots.steps`) on the reactor thread, giving the
+    reactor a turn (network I/O, timers, other callbacks) whenever ``budget``
+    seconds of steps have run; what the generator returns."""
+    deadline = time.perf_counter() + budget
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            value: T = done.value
+            return value
+        if time.perf_counter() >= deadline:
+            await sleep(0)
+            deadline = time.perf_counter() + budget
 
 
 def every(seconds: float, func: Callable[[], object]) -> Any:

@@ -58,10 +58,12 @@ CLAIM_POLL_MAX = 0.5
 #: seconds waited for a live lease holder beyond its longest possible fetch
 CLAIM_MARGIN = 10.0
 #: a robots.txt body larger than this is parsed, and compiled for the origin's
-#: token, in a worker thread: on the reactor a 500 KiB file of 20,000 rules
-#: would hold every download for up to 100 ms (docs/reliability.md, "Hostile
-#: files"); up to this size the worst file costs a few milliseconds inline
-THREAD_PARSE_BYTES = 16_384
+#: token, in steps of at most PARSE_STEP_SECONDS, the reactor getting a turn
+#: between them: at once, a 500 KiB file of 20,000 rules would hold every
+#: download for up to 100 ms (docs/reliability.md, "Hostile files"); up to
+#: this size the costliest file takes a few milliseconds
+STEPPED_PARSE_BYTES = 8_192
+PARSE_STEP_SECONDS = 0.003
 
 
 class Fetcher(Protocol):
@@ -487,20 +489,18 @@ class RobotsService:
 
     async def _policy(self, origin: str, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
         """:meth:`policy_of` as the crawl needs it: a large body is parsed, and
-        prepared for the origin's token, in a worker thread, so that neither the
-        parse nor the first checks hold the reactor (they only look up then)."""
-        if entry.access != Access.SUCCESS.value or len(entry.body) <= THREAD_PARSE_BYTES:
+        compiled for the origin's token, in short steps between which the
+        reactor runs, so that neither the parse nor the first checks (they only
+        look up then) hold it."""
+        if entry.access != Access.SUCCESS.value or len(entry.body) <= STEPPED_PARSE_BYTES:
             return self.policy_of(entry, policy.unreachable)
-        self.counts.inc("parse/in_thread")
-        logger.debug("robots.txt of %s: parsing %d bytes in a worker thread", origin, len(entry.body))
+        self.counts.inc("parse/stepped")
+        logger.debug("robots.txt of %s: parsing %d bytes in steps", origin, len(entry.body))
         began = time.monotonic()
-        robots = await compat.in_thread(self._prepared, entry, policy.unreachable, policy.user_agent)
-        logger.debug("robots.txt of %s: parsed in a worker thread in %.1f ms", origin, (time.monotonic() - began) * 1e3)
-        return robots
-
-    def _prepared(self, entry: RobotsEntry, unreachable: str, token: str) -> RobotsTxt:
-        """In a worker thread: the parsed policy, compiled for ``token``."""
-        return self.policy_of(entry, unreachable).prepare(token)
+        steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, policy.user_agent)
+        parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
+        logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
+        return policy_for(Access.SUCCESS, policy.unreachable, parsed)
 
     async def _publish(
         self, origin: str, entry: RobotsEntry, policy: OriginPolicy, trigger: Any, robots: RobotsTxt | None = None

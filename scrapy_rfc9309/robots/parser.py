@@ -29,13 +29,17 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Iterable
-from itertools import repeat
+from collections.abc import Generator, Iterable, Iterator
+from itertools import islice, repeat
 from operator import itemgetter
 
 from .decode import DEFAULT_PARSE_BYTES, decode_body
 from .diagnostics import DiagnosticLog
+from .steps import finish
 
+#: lines (or chunks of a line and the plain Disallow lines after it) read in
+#: one step of :func:`reading`: about 2 ms on the slowest kind of line
+STEP_LINES = 1024
 #: Google's reference parser keeps at most this many bytes of a line.
 MAX_LINE_BYTES = 16_663
 # A line this short cannot exceed MAX_LINE_BYTES in UTF-8 (4 bytes a character at most).
@@ -163,6 +167,16 @@ def read(
     max_bytes: int = DEFAULT_PARSE_BYTES,
 ) -> Parsed:
     """Read ``body`` into groups, sitemaps and diagnostics.  Never raises."""
+    return finish(reading(body, content_type, max_bytes))
+
+
+def reading(
+    body: bytes | str,
+    content_type: str | bytes | None = None,
+    max_bytes: int = DEFAULT_PARSE_BYTES,
+) -> Generator[None, None, Parsed]:
+    """:func:`read` in steps (see :mod:`.steps`): each ``next()`` reads at
+    most :data:`STEP_LINES` lines; the :class:`Parsed` is the return value."""
     diags = DiagnosticLog()
     text = decode_body(body, content_type, max_bytes, diags)
     if "<" in text and _HTML_START.match(text):
@@ -170,7 +184,8 @@ def read(
         # records (Google would obey them), and report the page once instead
         # of once per line.  (They hold no "\r": no runs.)
         diags.add(1, "html_body", f"{len(text):,} characters")
-        return _read_lines(_record_lines(text, diags), diags)
+        lines = _record_lines(text, diags)
+        return (yield from _reading_lines(iter(lambda: list(islice(lines, STEP_LINES)), []), diags))
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if len(text) > _SAFE_LINE_CHARS and _has_long_line(text):
@@ -179,11 +194,16 @@ def read(
     # and the run of plain Disallow lines after it.
     chunks = text.replace("\nDisallow: /", "\r/").split("\n")
     chunks.append("")  # a last line, so that every run has a line after it
-    return _read_lines(enumerate(chunks, 1), diags)
+    if len(chunks) <= STEP_LINES:
+        return (yield from _reading_lines((enumerate(chunks, 1),), diags))
+    yield
+    steps = range(0, len(chunks), STEP_LINES)
+    return (yield from _reading_lines((enumerate(chunks[i : i + STEP_LINES], i + 1) for i in steps), diags))
 
 
-def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Parsed:
-    """Read numbered ``chunks`` of lines and runs of plain Disallow lines.
+def _reading_lines(pieces: Iterable[Iterable[tuple[int, str]]], diags: DiagnosticLog) -> Generator[None, None, Parsed]:
+    """Read numbered ``chunks`` of lines and runs of plain Disallow lines,
+    given in ``pieces``, with a step between two pieces.
 
     A chunk is a line, then, after a "\\r", the values of the run of plain
     Disallow lines that follows it (without their key), "\\r"-separated.
@@ -202,87 +222,92 @@ def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Pars
     evens: array[int] | range = _EVENS
     run = ""  # the run after the line read last
     skipped = 0  # lines of the runs read so far
-    for base, chunk in chunks:
-        if run:
-            first = base + skipped  # the line after the line read last
-            # (each "\r" comes before a "/": counting the pair is a search, faster
-            # than the character-by-character loop of a one-character count)
-            n = run.count("\r/") + 1 if "\r" in run else 1
-            skipped += n
-            if group is None:
-                for number in range(first, first + n):
-                    diags.add(number, "outside_group", _NAMES[DISALLOW])
-            else:
-                in_agents = False
-                patterns.append(run)
-                rules += n
-                if n == 1:
-                    marks.append(first << 1)
+    for step, chunks in enumerate(pieces):
+        if step:
+            yield
+        for base, chunk in chunks:
+            if run:
+                first = base + skipped  # the line after the line read last
+                # (each "\r" comes before a "/": counting the pair is a search, faster
+                # than the character-by-character loop of a one-character count)
+                n = run.count("\r/") + 1 if "\r" in run else 1
+                skipped += n
+                if group is None:
+                    for number in range(first, first + n):
+                        diags.add(number, "outside_group", _NAMES[DISALLOW])
                 else:
-                    if first + n > len(evens):
-                        evens = _evens(first + n)
-                    marks.extend(evens[first : first + n])
-        if "\r" in chunk:
-            line, _, run = chunk.partition("\r")
-        else:
-            line, run = chunk, ""
-        if not line or line[0] == "#":
-            continue
-        number = base + skipped
-        key, colon, value = line.partition(":")
-        # a bare "Disallow" (no colon, no value) is no record: the slow path says so
-        kind = fast_keys.get(key) if colon else None
-        if kind is None:
-            kind, value = _slow_record(line, number, diags)
-            if kind is None:
-                continue
-        else:
-            if "#" in value:
-                value = value[: value.find("#")]
-            value = value.strip(" \t")
-
-        if kind <= ALLOW:
-            if group is None:
-                diags.add(number, "outside_group", _NAMES[kind])
-                continue
-            in_agents = False
-            if value:
-                if value[0] != "/" and value[0] != "*":
-                    diags.add(number, "pattern_not_absolute", value)
-                patterns.append(value)
-                rules += 1
-                marks.append(number << 1 | kind)
-        elif kind == USER_AGENT:
-            if not in_agents:
-                if group is not None:
-                    group.end = rules
-                group = Group(rules, number)
-                groups.append(group)
-                in_agents = True
-            assert group is not None  # set above, or by the line before (in_agents)
-            cached = agent_cache.get(value)  # a value seen before with no diagnostic: no call
-            if cached is not None and cached[1] is None:
-                group.agents.append(cached[0])
+                    in_agents = False
+                    patterns.append(run)
+                    rules += n
+                    if n == 1:
+                        marks.append(first << 1)
+                    else:
+                        if first + n > len(evens):
+                            evens = _evens(first + n)
+                        marks.extend(evens[first : first + n])
+            if "\r" in chunk:
+                line, _, run = chunk.partition("\r")
             else:
-                group.agents.append(_agent_token(value, number, diags))
-        elif kind == SITEMAP:
-            if value:
-                if "://" not in value:
-                    diags.add(number, "sitemap_not_absolute", value)
-                sitemaps[value] = None
-        elif group is None:
-            diags.add(number, "outside_group", _NAMES[kind])
-        elif kind == CRAWL_DELAY:
-            delay = _crawl_delay(value, number, diags)
-            if delay is not None and (group.crawl_delay is None or delay > group.crawl_delay):
-                group.crawl_delay = delay
-        else:
-            rate = _request_rate(value, number, diags)
-            if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
-                group.request_rate = rate
+                line, run = chunk, ""
+            if not line or line[0] == "#":
+                continue
+            number = base + skipped
+            key, colon, value = line.partition(":")
+            # a bare "Disallow" (no colon, no value) is no record: the slow path says so
+            kind = fast_keys.get(key) if colon else None
+            if kind is None:
+                kind, value = _slow_record(line, number, diags)
+                if kind is None:
+                    continue
+            else:
+                if "#" in value:
+                    value = value[: value.find("#")]
+                value = value.strip(" \t")
+
+            if kind <= ALLOW:
+                if group is None:
+                    diags.add(number, "outside_group", _NAMES[kind])
+                    continue
+                in_agents = False
+                if value:
+                    if value[0] != "/" and value[0] != "*":
+                        diags.add(number, "pattern_not_absolute", value)
+                    patterns.append(value)
+                    rules += 1
+                    marks.append(number << 1 | kind)
+            elif kind == USER_AGENT:
+                if not in_agents:
+                    if group is not None:
+                        group.end = rules
+                    group = Group(rules, number)
+                    groups.append(group)
+                    in_agents = True
+                assert group is not None  # set above, or by the line before (in_agents)
+                cached = agent_cache.get(value)  # a value seen before with no diagnostic: no call
+                if cached is not None and cached[1] is None:
+                    group.agents.append(cached[0])
+                else:
+                    group.agents.append(_agent_token(value, number, diags))
+            elif kind == SITEMAP:
+                if value:
+                    if "://" not in value:
+                        diags.add(number, "sitemap_not_absolute", value)
+                    sitemaps[value] = None
+            elif group is None:
+                diags.add(number, "outside_group", _NAMES[kind])
+            elif kind == CRAWL_DELAY:
+                delay = _crawl_delay(value, number, diags)
+                if delay is not None and (group.crawl_delay is None or delay > group.crawl_delay):
+                    group.crawl_delay = delay
+            else:
+                rate = _request_rate(value, number, diags)
+                if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
+                    group.request_rate = rate
     if group is not None:
         group.end = rules
     joined = "\n".join(patterns)
+    if rules > STEP_LINES:
+        yield
     if "#" in joined or " " in joined or "\t" in joined:  # maybe a run value to cut
         joined = "\n".join([_cut_comments(p) if "#" in p or " " in p or "\t" in p else p for p in patterns])
     return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None)
@@ -334,7 +359,7 @@ def _has_long_line(text: str) -> bool:
     return False
 
 
-def _record_lines(text: str, diags: DiagnosticLog) -> list[tuple[int, str]]:
+def _record_lines(text: str, diags: DiagnosticLog) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` for the lines of an HTML page that could be records.
 
     A page can be hundreds of kilobytes of markup with no record at all, so
@@ -346,7 +371,6 @@ def _record_lines(text: str, diags: DiagnosticLog) -> list[tuple[int, str]]:
     if crlf and _LONE_CR.search(text):
         text, crlf = text.replace("\r\n", "\n").replace("\r", "\n"), False
     # else at most CRLF line ends: "\n" still ends every line
-    out = []
     number, last = 1, 0
     count, find, match = text.count, text.find, _KEY_LINE.match
     for m in _KEY_START.finditer(text):
@@ -358,8 +382,7 @@ def _record_lines(text: str, diags: DiagnosticLog) -> list[tuple[int, str]]:
         if match(line):
             number += count("\n", last, start)
             last = start
-            out.append((number, _cut_line(line, number, diags)))
-    return out
+            yield number, _cut_line(line, number, diags)
 
 
 def _slow_record(line: str, number: int, diags: DiagnosticLog) -> tuple[int | None, str]:

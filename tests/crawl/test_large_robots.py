@@ -1,10 +1,11 @@
-"""A large robots.txt is parsed off the reactor: other origins keep downloading.
+"""A large robots.txt is parsed in steps: other origins keep downloading.
 
 One origin serves a 500 KiB robots.txt of 20,000 rules; its parse and the
-compiling of its rules for the crawler run in a worker thread
-(``service.THREAD_PARSE_BYTES``), so the pages of another origin are
-downloaded and handed to the spider *while* that file is being parsed.  On
-the reactor thread, no other download could make progress meanwhile.
+compiling of its rules for the crawler run in short steps with the reactor
+getting a turn between them (``service.STEPPED_PARSE_BYTES``), so the pages
+of another origin are downloaded and handed to the spider *while* that file
+is being parsed.  Parsed in one go, no other download could make progress
+meanwhile.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 
 import pytest_twisted
 
-from scrapy_rfc9309.service import THREAD_PARSE_BYTES
+from scrapy_rfc9309.service import STEPPED_PARSE_BYTES
 
 from .harness import check_accounting, crawl
 from .servers import Reply, robots
@@ -41,7 +42,7 @@ class _Stamps(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if "in a worker thread" in message:
+        if "in steps" in message:
             (self.began if ": parsing " in message else self.ended).append(time.monotonic())
 
 
@@ -49,7 +50,7 @@ class _Stamps(logging.Handler):
 async def test_other_origins_download_while_a_large_file_is_parsed(servers):
     big, small = servers("127.0.0.2"), servers("127.0.0.3")
     body = hostile_body()
-    assert len(body) > THREAD_PARSE_BYTES
+    assert len(body) > STEPPED_PARSE_BYTES
     big.routes["/robots.txt"] = robots(body)
     small.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
     for i in range(60):
@@ -70,7 +71,7 @@ async def test_other_origins_download_while_a_large_file_is_parsed(servers):
         service_log.setLevel(level)
 
     check_accounting(result)
-    assert result.stat("parse/in_thread") == 1
+    assert result.stat("parse/stepped") == 1
     assert len(stamps.began) == len(stamps.ended) == 1
     began, ended = stamps.began[0], stamps.ended[0]
     during = [o for o in result.outcomes if o.url.startswith(small.origin) and o.status == 200 and began < o.at < ended]
@@ -86,7 +87,7 @@ async def test_other_origins_download_while_a_large_file_is_parsed(servers):
 
 @pytest_twisted.ensureDeferred
 async def test_a_stored_large_file_is_parsed_off_the_reactor_too(servers, tmp_path):
-    """An SQLite entry read back by a second crawl goes through the same thread."""
+    """An SQLite entry read back by a second crawl is parsed in steps too."""
     site = servers("127.0.0.2")
     site.routes["/robots.txt"] = robots(hostile_body())
     settings = {"RFC9309_STORAGE": f"sqlite://{tmp_path / 'robots.sqlite'}", "RFC9309_CACHE_MIN_SECONDS": 3600}
@@ -99,6 +100,6 @@ async def test_a_stored_large_file_is_parsed_off_the_reactor_too(servers, tmp_pa
     assert second.stat("cache/storage_hits") == 1
     for result in (first, second):
         check_accounting(result)
-        assert result.stat("parse/in_thread") == 1
+        assert result.stat("parse/stepped") == 1
         assert result.outcome(site.url("/open/x")).status == 200
         assert result.outcome(site.url("/bs-00001/x/page")).message.startswith("Forbidden by robots.txt: ")
