@@ -48,6 +48,8 @@ _STEP_RULES = 128  # rules compiled in one step of a stepped build (RobotsTxt.pr
 _STEP_CHARS = 4096  # or characters of their patterns, whichever comes first
 _STEP_ITEMS = 2048  # compiled rules sorted or folded in one step
 _RUN_MAX = 1024  # rules in one run (see _runs)
+_SHARE_GENERIC = 256  # more generic rules than this: their run triples are shared by all buckets
+_NOTHING: dict[Any, Any] = {}  # (never written)
 _MAX_BUCKETS = 512  # compiled buckets kept per matcher
 #: RobotsTxt.prepare compiles the buckets of at least this many rules; a
 #: smaller one compiles on its first check in about 0.1 ms
@@ -80,7 +82,7 @@ class _Matcher:
     """
 
     __slots__ = (
-        "_texts", "_marks", "_groups", "_order", "_keys", "_moved", "_generic", "_decisions", "_outside",
+        "_texts", "_marks", "_groups", "_shared", "_order", "_keys", "_moved", "_generic", "_decisions", "_outside",
         "buckets", "crawl_delay", "request_rate", "specific",
     )  # fmt: skip
 
@@ -102,6 +104,7 @@ class _Matcher:
         self._outside = outside
         self._decisions: dict[int, Decision] = {}  # rule number -> Decision, made on its first win
         self.buckets: dict[str, tuple[Any, ...]] = {}
+        self._shared: dict[Any, Any] = _NOTHING
         delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
         self.crawl_delay = max(delays) if delays else None
         rates = [g.request_rate for g in groups if g.request_rate is not None]
@@ -150,7 +153,10 @@ class _Matcher:
         self._moved = moved
         self._generic = generic
         yield
-        self.buckets[""] = yield from _bucketing(list(map(_entry, generic)))
+        if len(generic) > _SHARE_GENERIC:  # they are in every bucket: their run triples made once
+            self._shared = {e: (_needle(e), _lead(e), e) for e in map(_entry, generic) if _needle(e)}
+            yield
+        self.buckets[""] = yield from _bucketing(list(map(_entry, generic)), self._shared)
 
     def _own(self, prefix: str) -> list[int]:
         """The rules written as ``/`` + ``prefix`` + ..., in file order."""
@@ -242,7 +248,7 @@ class _Matcher:
                 items = yield from _sorting(items)
             else:
                 items.sort(key=_order)
-            bucket = yield from _bucketing(list(map(_entry, items)))
+            bucket = yield from _bucketing(list(map(_entry, items)), self._shared)
         else:
             bucket = self.buckets[""]
         if len(self.buckets) < _MAX_BUCKETS:  # bounded: characters are many, paths use few
@@ -337,7 +343,7 @@ def _sorting(items: list[tuple[Any, ...]]) -> Generator[None, None, list[tuple[A
     return out
 
 
-def _bucketing(entries: list[Any]) -> Generator[None, None, tuple[Any, ...]]:
+def _bucketing(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, None, tuple[Any, ...]]:
     """``(prefixes, others, entries)``: the literals of the plain prefix rules
     (for one ``str.startswith(tuple)`` test), the other rules, and all rules,
     each list in priority order; a step between the two folds of a long list."""
@@ -354,10 +360,10 @@ def _bucketing(entries: list[Any]) -> Generator[None, None, tuple[Any, ...]]:
             others += [e for e in part if e[0] != _PREFIX]
         prefixes = tuple(plain)
         yield
-    others = yield from _runs(others)
+    others = yield from _runs(others, shared)
     if len(entries) > _STEP_ITEMS:
         yield
-    return prefixes, others, (yield from _runs(entries))
+    return prefixes, others, (yield from _runs(entries, shared))
 
 
 def _needle(rule: tuple[Any, ...]) -> str:
@@ -371,21 +377,26 @@ def _lead(rule: tuple[Any, ...]) -> str:
     return str(rule[1] if rule[0] <= _SUB_END else rule[1][0])
 
 
-def _runs(entries: list[Any]) -> Generator[None, None, list[Any]]:
+def _runs(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, None, list[Any]]:
     """Fold runs of wildcard rules (real files have them by the hundred, such
     as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
     path holds none of their literals.  A run holds at most ``_RUN_MAX``
     rules (consecutive runs answer as one would); a step every
-    ``_STEP_ITEMS`` rules."""
+    ``_STEP_ITEMS`` rules.  ``shared`` holds ready ``(literal, lead, rule)``
+    triples of the rules that are in every bucket."""
     out: list[Any] = []
     run: list[Any] = []
 
     def flush() -> None:
         if len(run) >= _RUN_MIN:
-            needles = tuple(map(_needle, run))
+            if shared:  # the generic rules' triples, made once for every bucket
+                rules = tuple([shared.get(rule) or (_needle(rule), _lead(rule), rule) for rule in run])
+                needles: Sequence[str] = [rule[0] for rule in rules]
+            else:
+                needles = tuple(map(_needle, run))
+                rules = tuple(zip(needles, map(_lead, run), run))
             # each literal once: a run of "/a/*/page$", "/b/*/page$"... looks for "/page" once
-            distinct = tuple(dict.fromkeys(needles))
-            out.append((_RUN, distinct, tuple(zip(needles, map(_lead, run), run)), 0, None))
+            out.append((_RUN, tuple(dict.fromkeys(needles)), rules, 0, None))
         else:
             out.extend(run)
         run.clear()
