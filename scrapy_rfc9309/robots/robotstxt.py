@@ -21,7 +21,6 @@ from . import patterns
 from .decode import DEFAULT_PARSE_BYTES
 from .diagnostics import Diagnostic, DiagnosticLog
 from .parser import Group, Parsed, read, reading
-from .steps import finish
 from .verdicts import (
     ALLOW_IMPLICIT,
     ALLOW_ROBOTS_TXT,
@@ -41,13 +40,13 @@ _PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
     patterns.WILD,
     patterns.WILD_END,
 )
-_RUN = 6  # a run of wildcard rules, see _runs()
+_RUN = 6  # a run of wildcard rules, see _fold()
 _ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
 _RUN_MIN = 4
 _STEP_RULES = 128  # rules compiled in one step of a stepped build (RobotsTxt.preparing)
 _STEP_CHARS = 4096  # or characters of their patterns, whichever comes first
 _STEP_ITEMS = 2048  # compiled rules sorted or folded in one step
-_RUN_MAX = 1024  # rules in one run (see _runs)
+_RUN_MAX = 1024  # rules in one run (see _fold)
 _SHARE_GENERIC = 256  # more generic rules than this: their run triples are shared by all buckets
 _NOTHING: dict[Any, Any] = {}  # (never written)
 _MAX_BUCKETS = 512  # compiled buckets kept per matcher
@@ -110,53 +109,86 @@ class _Matcher:
         rates = [g.request_rate for g in groups if g.request_rate is not None]
         self.request_rate = max(rates, key=lambda r: r[1] / r[0]) if rates else None
         if not stepped:  # else the caller runs setting_up() to its end before any use
-            finish(self.setting_up())
+            self._set_up()
+
+    # Building, at once (the lazy path: a check) or in steps (``stepped``
+    # methods and generators: RobotsTxt.preparing), from the same helpers.
+    def _set_up(self) -> None:
+        """Sort the rules into buckets and compile those every path needs."""
+        self._sort_rules()
+        early: list[tuple[Any, ...]] = []
+        self._compile(self._unsure(), early, set())
+        index: list[tuple[Any, ...]] = []
+        self._compile(self._index_rules(), index, set())
+        early += [item for item in index if item[3][1] == "/"]
+        generic: list[tuple[Any, ...]] = []
+        self._moved: dict[str, list[tuple[Any, ...]]] = {}
+        self._place(early, generic)
+        generic.sort(key=_order)
+        self._generic = generic
+        self._share()
+        self.buckets[""] = _bucket(list(map(_entry, generic)), self._shared)
 
     def setting_up(self) -> Generator[None, None, None]:
-        """Sort the rules into buckets and compile those every path needs,
-        yielding between steps of a few hundred rules (see :mod:`.steps`)."""
-        groups, texts, marks = self._groups, self._texts, self._marks
+        """:meth:`_set_up` in steps (see :mod:`.steps`)."""
+        self._sort_rules()
+        yield
+        early: list[tuple[Any, ...]] = []
+        yield from self._compiling(self._unsure(), early)
+        index: list[tuple[Any, ...]] = []
+        yield from self._compiling(self._index_rules(), index)
+        early += [item for item in index if item[3][1] == "/"]
+        generic: list[tuple[Any, ...]] = []
+        self._moved = {}
+        for start in range(0, len(early), _STEP_ITEMS):
+            yield
+            self._place(early[start : start + _STEP_ITEMS], generic)
+        generic = yield from _sorting(generic)
+        self._generic = generic
+        yield
+        self._share()
+        yield
+        self.buckets[""] = yield from _bucketing(list(map(_entry, generic)), self._shared)
+
+    def _sort_rules(self) -> None:
         # Rule numbers sorted by pattern as written: the rules of bucket "a"
         # (patterns "/a...") are then one slice, found by bisection.
         # Normalisation changes only escapes and non-ASCII characters, so
         # any other second character is final.
+        groups, texts = self._groups, self._texts
         numbers = range(groups[0].start, groups[0].end) if len(groups) == 1 else _numbers(groups)
         order = sorted(numbers, key=texts.__getitem__)
-        keys = list(map(texts.__getitem__, order))
-        self._order, self._keys = order, keys
-        yield
-        # The generic rules, and those whose bucket only compiling can tell
-        # ("/%61" is in bucket "a", "/$" matches only "/"), compiled now:
-        # everything outside "/" + an ASCII character other than "$%*".
+        self._order, self._keys = order, list(map(texts.__getitem__, order))
+
+    def _unsure(self) -> list[int]:
+        """The generic rules, and those whose bucket only compiling can tell
+        ("/%61" is in bucket "a", "/$" matches only "/"), compiled first:
+        everything outside "/" + an ASCII character other than "$%*"."""
+        order, keys = self._order, self._keys
         spans = [("", "/\x00"), ("/$", "/&"), ("/*", "/+"), ("/\x80", None)]
-        unsure = [i for lo, hi in spans for i in order[bisect_left(keys, lo) : bisect_left(keys, hi) if hi else None]]
-        early: list[tuple[Any, ...]] = []
-        yield from self._compiling(sorted(unsure), early)
-        # Google's "Allow: /index.htm..." also allows exactly "/", a generic entry.
-        index: list[tuple[Any, ...]] = []
-        yield from self._compiling([i for i in self._own("index.htm") if marks[i] & 1], index)
-        early += [item for item in index if item[3][1] == "/"]
-        generic: list[tuple[Any, ...]] = []
-        moved: dict[str, list[tuple[Any, ...]]] = {}
-        for start in range(0, len(early), _STEP_ITEMS):
-            yield
-            for item in early[start : start + _STEP_ITEMS]:
-                lead = _lead(item[3])
-                if len(lead) >= 2 and lead[0] == "/":
-                    moved.setdefault(lead[1], []).append(item)
-                else:
-                    generic.append(item)
-        if len(generic) > _STEP_ITEMS:
-            generic = yield from _sorting(generic)
-        else:
-            generic.sort(key=_order)
-        self._moved = moved
-        self._generic = generic
-        yield
-        if len(generic) > _SHARE_GENERIC:  # they are in every bucket: their run triples made once
-            self._shared = {e: (_needle(e), _lead(e), e) for e in map(_entry, generic) if _needle(e)}
-            yield
-        self.buckets[""] = yield from _bucketing(list(map(_entry, generic)), self._shared)
+        return sorted(
+            i for lo, hi in spans for i in order[bisect_left(keys, lo) : bisect_left(keys, hi) if hi else None]
+        )
+
+    def _index_rules(self) -> list[int]:
+        """Google's "Allow: /index.htm..." also allows exactly "/", a generic entry."""
+        marks = self._marks
+        return [i for i in self._own("index.htm") if marks[i] & 1]
+
+    def _place(self, items: list[tuple[Any, ...]], generic: list[tuple[Any, ...]]) -> None:
+        """Sort compiled ``items`` into the generic ones and those moved to a bucket."""
+        moved = self._moved
+        for item in items:
+            lead = _lead(item[3])
+            if len(lead) >= 2 and lead[0] == "/":
+                moved.setdefault(lead[1], []).append(item)
+            else:
+                generic.append(item)
+
+    def _share(self) -> None:
+        """Many generic rules are in every bucket: their run triples are made once."""
+        if len(self._generic) > _SHARE_GENERIC:
+            self._shared = {e: (_needle(e), _lead(e), e) for e in map(_entry, self._generic) if _needle(e)}
 
     def _own(self, prefix: str) -> list[int]:
         """The rules written as ``/`` + ``prefix`` + ..., in file order."""
@@ -165,9 +197,8 @@ class _Matcher:
         return sorted(self._order[bisect_left(keys, lo) : bisect_left(keys, hi)])
 
     def _compiling(self, numbers: list[int], out: list[tuple[Any, ...]]) -> Generator[None, None, None]:
-        """Add to ``out`` the ``(sort key..., entry)`` items of the rules
-        ``numbers``, in file order, a step after each ``_STEP_RULES`` rules
-        or ``_STEP_CHARS`` characters of patterns (whichever comes first)."""
+        """:meth:`_compile` in steps of ``_STEP_RULES`` rules or ``_STEP_CHARS``
+        characters of patterns, whichever comes first."""
         seen: set[str] = set()
         texts = self._texts
         start, end = 0, len(numbers)
@@ -178,7 +209,7 @@ class _Matcher:
             while stop < end and stop - start < _STEP_RULES and chars < _STEP_CHARS:
                 chars += len(texts[numbers[stop]])
                 stop += 1
-            self._compile(numbers[start:stop] if start or stop < end else numbers, out, seen)
+            self._compile(numbers[start:stop], out, seen)
             start = stop
 
     def _compile(self, numbers: list[int], out: list[tuple[Any, ...]], seen: set[str]) -> None:
@@ -213,8 +244,8 @@ class _Matcher:
         """Compile every bucket of at least ``least`` rules (its own, the
         moved and the generic ones) that no path has asked for yet, so that
         the first check of such a bucket only looks it up; in steps.  The
-        answers are those of the lazy path: the same :meth:`_building`
-        builds the buckets."""
+        buckets are those the lazy path builds (:meth:`_building` and
+        :meth:`_bucket_of` differ only in the steps)."""
         keys = self._keys
         sizes = {char: len(items) for char, items in self._moved.items()}
         # the own rules of each bucket: one slice of the sorted patterns each
@@ -235,25 +266,34 @@ class _Matcher:
 
     def _bucket_of(self, char: str) -> tuple[Any, ...]:
         """The rules a path whose second character is ``char`` may match."""
-        return finish(self._building(char))
+        items: list[tuple[Any, ...]] = []
+        if char not in "$%*":
+            self._compile(self._own(char), items, set())
+        items += self._moved.get(char, ())
+        if items:
+            items += self._generic
+            items.sort(key=_order)
+            bucket = _bucket(list(map(_entry, items)), self._shared)
+        else:
+            bucket = self.buckets[""]
+        if len(self.buckets) < _MAX_BUCKETS:  # bounded: characters are many, paths use few
+            self.buckets[char] = bucket
+        return bucket
 
-    def _building(self, char: str) -> Generator[None, None, tuple[Any, ...]]:
+    def _building(self, char: str) -> Generator[None, None, None]:
+        """:meth:`_bucket_of` in steps."""
         items: list[tuple[Any, ...]] = []
         if char not in "$%*":
             yield from self._compiling(self._own(char), items)
         items += self._moved.get(char, ())
         if items:
             items += self._generic
-            if len(items) > _STEP_ITEMS:
-                items = yield from _sorting(items)
-            else:
-                items.sort(key=_order)
+            items = yield from _sorting(items)
             bucket = yield from _bucketing(list(map(_entry, items)), self._shared)
         else:
             bucket = self.buckets[""]
-        if len(self.buckets) < _MAX_BUCKETS:  # bounded: characters are many, paths use few
+        if len(self.buckets) < _MAX_BUCKETS:
             self.buckets[char] = bucket
-        return bucket
 
     def decide(self, path: str) -> Decision:
         bucket = self.buckets.get(path[1:2])
@@ -331,6 +371,9 @@ _entry = itemgetter(3)
 def _sorting(items: list[tuple[Any, ...]]) -> Generator[None, None, list[tuple[Any, ...]]]:
     """``items`` sorted by priority, in steps: slices sorted one by one, then
     merged a slice at a time."""
+    if len(items) <= _STEP_ITEMS:
+        items.sort(key=_order)
+        return items
     parts = []
     for start in range(0, len(items), _STEP_ITEMS):
         yield
@@ -343,27 +386,30 @@ def _sorting(items: list[tuple[Any, ...]]) -> Generator[None, None, list[tuple[A
     return out
 
 
-def _bucketing(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, None, tuple[Any, ...]]:
+def _bucket(entries: list[Any], shared: dict[Any, Any]) -> tuple[Any, ...]:
     """``(prefixes, others, entries)``: the literals of the plain prefix rules
     (for one ``str.startswith(tuple)`` test), the other rules, and all rules,
-    each list in priority order; a step between the two folds of a long list."""
+    each list in priority order, runs of wildcard rules folded (``_fold``)."""
+    prefixes = tuple(a for kind, a, _, _, _ in entries if kind == _PREFIX)
+    others = [e for e in entries if e[0] != _PREFIX]
+    return prefixes, _fold(others, shared), _fold(entries, shared)
+
+
+def _bucketing(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, None, tuple[Any, ...]]:
+    """:func:`_bucket` in steps of ``_STEP_ITEMS`` rules."""
     if len(entries) <= _STEP_ITEMS:
-        prefixes = tuple(a for kind, a, _, _, _ in entries if kind == _PREFIX)
-        others = [e for e in entries if e[0] != _PREFIX]
-    else:
-        plain: list[str] = []
-        others = []
-        for start in range(0, len(entries), _STEP_ITEMS):
-            yield
-            part = entries[start : start + _STEP_ITEMS]
-            plain += [a for kind, a, _, _, _ in part if kind == _PREFIX]
-            others += [e for e in part if e[0] != _PREFIX]
-        prefixes = tuple(plain)
+        return _bucket(entries, shared)
+    plain: list[str] = []
+    others: list[Any] = []
+    for start in range(0, len(entries), _STEP_ITEMS):
         yield
-    others = yield from _runs(others, shared)
-    if len(entries) > _STEP_ITEMS:
-        yield
-    return prefixes, others, (yield from _runs(entries, shared))
+        part = entries[start : start + _STEP_ITEMS]
+        plain += [a for kind, a, _, _, _ in part if kind == _PREFIX]
+        others += [e for e in part if e[0] != _PREFIX]
+    yield
+    others = yield from _folding(others, shared)
+    yield
+    return tuple(plain), others, (yield from _folding(entries, shared))
 
 
 def _needle(rule: tuple[Any, ...]) -> str:
@@ -377,43 +423,57 @@ def _lead(rule: tuple[Any, ...]) -> str:
     return str(rule[1] if rule[0] <= _SUB_END else rule[1][0])
 
 
-def _runs(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, None, list[Any]]:
+def _fold(entries: list[Any], shared: dict[Any, Any]) -> list[Any]:
     """Fold runs of wildcard rules (real files have them by the hundred, such
     as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
     path holds none of their literals.  A run holds at most ``_RUN_MAX``
-    rules (consecutive runs answer as one would); a step every
-    ``_STEP_ITEMS`` rules.  ``shared`` holds ready ``(literal, lead, rule)``
-    triples of the rules that are in every bucket."""
+    rules (consecutive runs answer as one would).  ``shared`` holds ready
+    ``(literal, lead, rule)`` triples of the rules that are in every bucket."""
     out: list[Any] = []
     run: list[Any] = []
-
-    def flush() -> None:
-        if len(run) >= _RUN_MIN:
-            if shared:  # the generic rules' triples, made once for every bucket
-                rules = tuple([shared.get(rule) or (_needle(rule), _lead(rule), rule) for rule in run])
-                needles: Sequence[str] = [rule[0] for rule in rules]
-            else:
-                needles = tuple(map(_needle, run))
-                rules = tuple(zip(needles, map(_lead, run), run))
-            # each literal once: a run of "/a/*/page$", "/b/*/page$"... looks for "/page" once
-            out.append((_RUN, tuple(dict.fromkeys(needles)), rules, 0, None))
-        else:
-            out.extend(run)
-        run.clear()
-
-    for start in range(0, len(entries), _STEP_ITEMS):
-        if start:
-            yield
-        for entry in entries[start : start + _STEP_ITEMS]:
-            if _needle(entry):
-                run.append(entry)
-                if len(run) == _RUN_MAX:
-                    flush()
-            else:
-                flush()
-                out.append(entry)
-    flush()
+    _fold_into(entries, shared, out, run)
+    _flush(run, shared, out)
     return out
+
+
+def _folding(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, None, list[Any]]:
+    """:func:`_fold` in steps of ``_STEP_ITEMS`` rules."""
+    out: list[Any] = []
+    run: list[Any] = []
+    for start in range(0, len(entries), _STEP_ITEMS):
+        yield
+        _fold_into(entries[start : start + _STEP_ITEMS], shared, out, run)
+    _flush(run, shared, out)
+    return out
+
+
+def _fold_into(entries: list[Any], shared: dict[Any, Any], out: list[Any], run: list[Any]) -> None:
+    """Fold ``entries`` onto ``out``; the wildcard rules at the end wait in ``run``."""
+    for entry in entries:
+        if _needle(entry):
+            run.append(entry)
+            if len(run) == _RUN_MAX:
+                _flush(run, shared, out)
+        else:
+            if run:
+                _flush(run, shared, out)
+            out.append(entry)
+
+
+def _flush(run: list[Any], shared: dict[Any, Any], out: list[Any]) -> None:
+    """Add the waiting wildcard rules to ``out``: as one run entry, or one by one."""
+    if len(run) >= _RUN_MIN:
+        if shared:  # the generic rules' triples, made once for every bucket
+            rules = tuple([shared.get(rule) or (_needle(rule), _lead(rule), rule) for rule in run])
+            needles: Sequence[str] = [rule[0] for rule in rules]
+        else:
+            needles = tuple(map(_needle, run))
+            rules = tuple(zip(needles, map(_lead, run), run))
+        # each literal once: a run of "/a/*/page$", "/b/*/page$"... looks for "/page" once
+        out.append((_RUN, tuple(dict.fromkeys(needles)), rules, 0, None))
+    else:
+        out.extend(run)
+    run.clear()
 
 
 def _index_htm(raw: str) -> str | None:
