@@ -63,7 +63,7 @@ CLAIM_MARGIN = 10.0
 #: download for up to 100 ms (docs/reliability.md, "Hostile files"); up to
 #: this size the costliest file takes a few milliseconds
 STEPPED_PARSE_BYTES = 8_192
-PARSE_STEP_SECONDS = 0.003
+PARSE_STEP_SECONDS = 0.002
 
 
 class Fetcher(Protocol):

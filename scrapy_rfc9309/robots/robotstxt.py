@@ -45,7 +45,7 @@ _ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
 _RUN_MIN = 4
 _STEP_RULES = 128  # rules compiled in one step of a stepped build (RobotsTxt.preparing)
 _STEP_CHARS = 4096  # or characters of their patterns, whichever comes first
-_STEP_ITEMS = 2048  # compiled rules sorted or folded in one step
+_STEP_ITEMS = 1024  # compiled rules sorted or folded in one step
 _RUN_MAX = 1024  # rules in one run (see _fold)
 _SHARE_GENERIC = 256  # more generic rules than this: their run triples are shared by all buckets
 _NOTHING: dict[Any, Any] = {}  # (never written)
@@ -145,8 +145,12 @@ class _Matcher:
             self._place(early[start : start + _STEP_ITEMS], generic)
         generic = yield from _sorting(generic)
         self._generic = generic
-        yield
-        self._share()
+        if len(generic) > _SHARE_GENERIC:
+            shared: dict[Any, Any] = {}
+            for start in range(0, len(generic), _STEP_ITEMS):
+                yield
+                shared.update(_triples(generic[start : start + _STEP_ITEMS]))
+            self._shared = shared
         yield
         self.buckets[""] = yield from _bucketing(list(map(_entry, generic)), self._shared)
 
@@ -188,7 +192,7 @@ class _Matcher:
     def _share(self) -> None:
         """Many generic rules are in every bucket: their run triples are made once."""
         if len(self._generic) > _SHARE_GENERIC:
-            self._shared = {e: (_needle(e), _lead(e), e) for e in map(_entry, self._generic) if _needle(e)}
+            self._shared = _triples(self._generic)
 
     def _own(self, prefix: str) -> list[int]:
         """The rules written as ``/`` + ``prefix`` + ..., in file order."""
@@ -382,7 +386,7 @@ def _sorting(items: list[tuple[Any, ...]]) -> Generator[None, None, list[tuple[A
     out: list[tuple[Any, ...]] = []
     while len(out) < len(items):
         yield
-        out.extend(islice(merged, _STEP_ITEMS))
+        out.extend(islice(merged, _STEP_ITEMS // 2))  # merging costs more per item
     return out
 
 
@@ -421,6 +425,11 @@ def _needle(rule: tuple[Any, ...]) -> str:
 def _lead(rule: tuple[Any, ...]) -> str:
     """The literal a path matching the rule starts with."""
     return str(rule[1] if rule[0] <= _SUB_END else rule[1][0])
+
+
+def _triples(items: list[tuple[Any, ...]]) -> dict[Any, Any]:
+    """``{rule: (literal, lead, rule)}`` for the wildcard rules of compiled ``items``."""
+    return {e: (_needle(e), _lead(e), e) for e in map(_entry, items) if _needle(e)}
 
 
 def _fold(entries: list[Any], shared: dict[Any, Any]) -> list[Any]:
