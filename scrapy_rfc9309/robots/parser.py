@@ -32,10 +32,10 @@ from array import array
 from collections.abc import Generator, Iterable, Iterator
 from itertools import islice, repeat
 from operator import itemgetter
+from typing import Any
 
 from .decode import DEFAULT_PARSE_BYTES, decode_body
 from .diagnostics import DiagnosticLog
-from .steps import finish
 
 #: lines (or chunks of a line and the plain Disallow lines after it) read in
 #: one step of :func:`reading`: about 1.5 ms on the slowest kind of line
@@ -167,7 +167,10 @@ def read(
     max_bytes: int = DEFAULT_PARSE_BYTES,
 ) -> Parsed:
     """Read ``body`` into groups, sitemaps and diagnostics.  Never raises."""
-    return finish(reading(body, content_type, max_bytes))
+    diags = DiagnosticLog()
+    state = _start()
+    _read_chunks(_chunks(body, content_type, max_bytes, diags), diags, state)
+    return _parsed(state, diags)
 
 
 def reading(
@@ -178,14 +181,28 @@ def reading(
     """:func:`read` in steps (see :mod:`.steps`): each ``next()`` reads at
     most :data:`STEP_LINES` lines; the :class:`Parsed` is the return value."""
     diags = DiagnosticLog()
+    state = _start()
+    chunks = iter(_chunks(body, content_type, max_bytes, diags))
+    while True:
+        yield
+        piece = list(islice(chunks, STEP_LINES))
+        if not piece:
+            break
+        _read_chunks(piece, diags, state)
+    return _parsed(state, diags)
+
+
+def _chunks(
+    body: bytes | str, content_type: str | bytes | None, max_bytes: int, diags: DiagnosticLog
+) -> Iterable[tuple[int, str]]:
+    """The numbered chunks of the file to read (see :func:`_read_chunks`)."""
     text = decode_body(body, content_type, max_bytes, diags)
     if "<" in text and _HTML_START.match(text):
         # An HTML page served as robots.txt: read only the lines that could be
         # records (Google would obey them), and report the page once instead
         # of once per line.  (They hold no "\r": no runs.)
         diags.add(1, "html_body", f"{len(text):,} characters")
-        lines = _record_lines(text, diags)
-        return (yield from _reading_lines(iter(lambda: list(islice(lines, STEP_LINES)), []), diags))
+        return _record_lines(text, diags)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if len(text) > _SAFE_LINE_CHARS and _has_long_line(text):
@@ -194,120 +211,124 @@ def reading(
     # and the run of plain Disallow lines after it.
     chunks = text.replace("\nDisallow: /", "\r/").split("\n")
     chunks.append("")  # a last line, so that every run has a line after it
-    if len(chunks) <= STEP_LINES:
-        return (yield from _reading_lines((enumerate(chunks, 1),), diags))
-    yield
-    steps = range(0, len(chunks), STEP_LINES)
-    return (yield from _reading_lines((enumerate(chunks[i : i + STEP_LINES], i + 1) for i in steps), diags))
+    return enumerate(chunks, 1)
 
 
-def _reading_lines(pieces: Iterable[Iterable[tuple[int, str]]], diags: DiagnosticLog) -> Generator[None, None, Parsed]:
+def _start() -> list[Any]:
+    """The reading state: ``[patterns, rules, marks, groups, sitemaps, group,
+    in_agents, evens, run, skipped]`` (see :func:`_read_chunks`)."""
+    return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0]
+
+
+def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> None:
     """Read numbered ``chunks`` of lines and runs of plain Disallow lines,
-    given in ``pieces``, with a step between two pieces.
+    from and into ``state`` (so a file can be read a piece at a time).
 
     A chunk is a line, then, after a "\\r", the values of the run of plain
     Disallow lines that follows it (without their key), "\\r"-separated.
     A chunk's number is its line's number before the lines of the runs are
     counted.
     """
-    patterns: list[str] = []  # values, and runs of "\r"-separated values
-    rules = 0  # the number of patterns
-    marks = array("I")
-    groups: list[Group] = []
-    sitemaps: dict[str, None] = {}
-    group: Group | None = None
-    in_agents = False  # the current group has had no Allow/Disallow yet
+    patterns: list[str]  # values, and runs of "\r"-separated values
+    rules: int  # the number of patterns
+    marks: array[int]
+    groups: list[Group]
+    sitemaps: dict[str, None]
+    group: Group | None
+    in_agents: bool  # the current group has had no Allow/Disallow yet
+    evens: array[int] | range
+    run: str  # the run after the line read last
+    skipped: int  # lines of the runs read so far
+    patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped = state
     fast_keys = _FAST_KEYS
     agent_cache = _AGENT_CACHE
-    evens: array[int] | range = _EVENS
-    run = ""  # the run after the line read last
-    skipped = 0  # lines of the runs read so far
-    for step, chunks in enumerate(pieces):
-        if step:
-            yield
-        for base, chunk in chunks:
-            if run:
-                first = base + skipped  # the line after the line read last
-                # (each "\r" comes before a "/": counting the pair is a search, faster
-                # than the character-by-character loop of a one-character count)
-                n = run.count("\r/") + 1 if "\r" in run else 1
-                skipped += n
-                if group is None:
-                    for number in range(first, first + n):
-                        diags.add(number, "outside_group", _NAMES[DISALLOW])
-                else:
-                    in_agents = False
-                    patterns.append(run)
-                    rules += n
-                    if n == 1:
-                        marks.append(first << 1)
-                    else:
-                        if first + n > len(evens):
-                            evens = _evens(first + n)
-                        marks.extend(evens[first : first + n])
-            if "\r" in chunk:
-                line, _, run = chunk.partition("\r")
+    for base, chunk in chunks:
+        if run:
+            first = base + skipped  # the line after the line read last
+            # (each "\r" comes before a "/": counting the pair is a search, faster
+            # than the character-by-character loop of a one-character count)
+            n = run.count("\r/") + 1 if "\r" in run else 1
+            skipped += n
+            if group is None:
+                for number in range(first, first + n):
+                    diags.add(number, "outside_group", _NAMES[DISALLOW])
             else:
-                line, run = chunk, ""
-            if not line or line[0] == "#":
-                continue
-            number = base + skipped
-            key, colon, value = line.partition(":")
-            # a bare "Disallow" (no colon, no value) is no record: the slow path says so
-            kind = fast_keys.get(key) if colon else None
-            if kind is None:
-                kind, value = _slow_record(line, number, diags)
-                if kind is None:
-                    continue
-            else:
-                if "#" in value:
-                    value = value[: value.find("#")]
-                value = value.strip(" \t")
-
-            if kind <= ALLOW:
-                if group is None:
-                    diags.add(number, "outside_group", _NAMES[kind])
-                    continue
                 in_agents = False
-                if value:
-                    if value[0] != "/" and value[0] != "*":
-                        diags.add(number, "pattern_not_absolute", value)
-                    patterns.append(value)
-                    rules += 1
-                    marks.append(number << 1 | kind)
-            elif kind == USER_AGENT:
-                if not in_agents:
-                    if group is not None:
-                        group.end = rules
-                    group = Group(rules, number)
-                    groups.append(group)
-                    in_agents = True
-                assert group is not None  # set above, or by the line before (in_agents)
-                cached = agent_cache.get(value)  # a value seen before with no diagnostic: no call
-                if cached is not None and cached[1] is None:
-                    group.agents.append(cached[0])
+                patterns.append(run)
+                rules += n
+                if n == 1:
+                    marks.append(first << 1)
                 else:
-                    group.agents.append(_agent_token(value, number, diags))
-            elif kind == SITEMAP:
-                if value:
-                    if "://" not in value:
-                        diags.add(number, "sitemap_not_absolute", value)
-                    sitemaps[value] = None
-            elif group is None:
+                    if first + n > len(evens):
+                        evens = _evens(first + n)
+                    marks.extend(evens[first : first + n])
+        if "\r" in chunk:
+            line, _, run = chunk.partition("\r")
+        else:
+            line, run = chunk, ""
+        if not line or line[0] == "#":
+            continue
+        number = base + skipped
+        key, colon, value = line.partition(":")
+        # a bare "Disallow" (no colon, no value) is no record: the slow path says so
+        kind = fast_keys.get(key) if colon else None
+        if kind is None:
+            kind, value = _slow_record(line, number, diags)
+            if kind is None:
+                continue
+        else:
+            if "#" in value:
+                value = value[: value.find("#")]
+            value = value.strip(" \t")
+
+        if kind <= ALLOW:
+            if group is None:
                 diags.add(number, "outside_group", _NAMES[kind])
-            elif kind == CRAWL_DELAY:
-                delay = _crawl_delay(value, number, diags)
-                if delay is not None and (group.crawl_delay is None or delay > group.crawl_delay):
-                    group.crawl_delay = delay
+                continue
+            in_agents = False
+            if value:
+                if value[0] != "/" and value[0] != "*":
+                    diags.add(number, "pattern_not_absolute", value)
+                patterns.append(value)
+                rules += 1
+                marks.append(number << 1 | kind)
+        elif kind == USER_AGENT:
+            if not in_agents:
+                if group is not None:
+                    group.end = rules
+                group = Group(rules, number)
+                groups.append(group)
+                in_agents = True
+            assert group is not None  # set above, or by the line before (in_agents)
+            cached = agent_cache.get(value)  # a value seen before with no diagnostic: no call
+            if cached is not None and cached[1] is None:
+                group.agents.append(cached[0])
             else:
-                rate = _request_rate(value, number, diags)
-                if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
-                    group.request_rate = rate
+                group.agents.append(_agent_token(value, number, diags))
+        elif kind == SITEMAP:
+            if value:
+                if "://" not in value:
+                    diags.add(number, "sitemap_not_absolute", value)
+                sitemaps[value] = None
+        elif group is None:
+            diags.add(number, "outside_group", _NAMES[kind])
+        elif kind == CRAWL_DELAY:
+            delay = _crawl_delay(value, number, diags)
+            if delay is not None and (group.crawl_delay is None or delay > group.crawl_delay):
+                group.crawl_delay = delay
+        else:
+            rate = _request_rate(value, number, diags)
+            if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
+                group.request_rate = rate
+    state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped
+
+
+def _parsed(state: list[Any], diags: DiagnosticLog) -> Parsed:
+    """The :class:`Parsed` file, once every chunk is read."""
+    patterns, rules, marks, groups, sitemaps, group = state[:6]
     if group is not None:
         group.end = rules
     joined = "\n".join(patterns)
-    if rules > STEP_LINES:
-        yield
     if "#" in joined or " " in joined or "\t" in joined:  # maybe a run value to cut
         joined = "\n".join([_cut_comments(p) if "#" in p or " " in p or "\t" in p else p for p in patterns])
     return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None)
@@ -382,7 +403,7 @@ def _record_lines(text: str, diags: DiagnosticLog) -> Iterator[tuple[int, str]]:
         if match(line):
             number += count("\n", last, start)
             last = start
-            yield number, _cut_line(line, number, diags)
+            yield number, _cut_line(line, number, diags)  # (lazily: a page may hold 40,000)
 
 
 def _slow_record(line: str, number: int, diags: DiagnosticLog) -> tuple[int | None, str]:
