@@ -60,7 +60,7 @@ CLAIM_MARGIN = 10.0
 #: a robots.txt body larger than this is parsed, and compiled for the origin's
 #: token, in steps of at most PARSE_STEP_SECONDS, the reactor getting a turn
 #: between them: at once, a 500 KiB file of 20,000 rules would hold every
-#: download for up to 100 ms (docs/reliability.md, "Hostile files"); up to
+#: download for 50 to 140 ms (docs/reliability.md, "Hostile files"); up to
 #: this size the costliest file takes a few milliseconds
 STEPPED_PARSE_BYTES = 8_192
 PARSE_STEP_SECONDS = 0.002
