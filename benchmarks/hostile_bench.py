@@ -1,48 +1,348 @@
-"""Worst-case inputs: each must answer in milliseconds, never hang."""
+"""Worst-case inputs: each must answer in milliseconds, never hang, and no
+single robots.txt operation may hold the crawl's reactor for 10 ms or more.
+
+Two kinds of rows, each a list of samples (one per round; the report gives
+the worst, the median and the best):
+
+* calls of the pure core, timed alone (``parse``, ``check``): what the work
+  costs, wherever it runs;
+* the same work *as the crawl runs it* (``RobotsService._policy``, which
+  parses a large body and compiles it for the crawler in short steps with
+  the reactor getting a turn between them; the SQLite and Redis stores; then
+  the checks on the reactor thread), in a fresh process running Scrapy's
+  asyncio reactor.  There a ``LoopingCall`` ticks every millisecond and
+  records the longest gap between two ticks: the longest time anything held
+  the reactor while the operation ran (a garbage collection or, in the
+  comparison row, a worker thread holding the GIL included).  A synchronous
+  call on the reactor (a check) is timed directly.
+
+``python benchmarks/hostile_bench.py --rounds 5`` prints the rows; ``run.py
+--only hostile`` makes the table.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shutil
+import string
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 
-from scrapy_rfc9309 import parse
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scrapy_rfc9309 import parse  # noqa: E402
+
+TOKEN = "ExampleBot"
+LETTERS = string.ascii_letters + string.digits
+#: the reactor is "held" when two 1 ms ticks are further apart than this
+BUDGET = 0.010
 
 
-def _worst(fn, rounds: int) -> float:
-    worst = 0.0
+def section_file() -> bytes:
+    """500 KiB, 20,000 wildcard rules, all in one path bucket ("/s...")."""
+    body = "User-agent: *\n" + "".join(f"Disallow: /section-{i:05d}/*/page$\n" for i in range(20_000))
+    return body.encode()[:512_000]
+
+
+def spread_file() -> bytes:
+    """500 KiB, 20,000 rules: 10,000 wildcard rules that belong to every bucket
+    (``/*x1*y1$``), then 10,000 spread over 62 buckets: each bucket's first
+    compile merges 10,000 rules."""
+    generic = "".join(f"Disallow: /*x{i}*y{i}$\n" for i in range(10_000))
+    spread = "".join(f"Disallow: /{LETTERS[i % 62]}s-{i:05d}/*/page$\n" for i in range(10_000))
+    return ("User-agent: *\n" + generic + spread).encode()[:512_000]
+
+
+def long_line() -> bytes:
+    return b"User-agent: *\nDisallow: /" + b"x" * 1_000_000
+
+
+def _samples(fn: Callable[[], object], rounds: int) -> list[float]:
+    out = []
     for _ in range(rounds):
         start = time.perf_counter()
         fn()
-        worst = max(worst, time.perf_counter() - start)
-    return worst
+        out.append(time.perf_counter() - start)
+    return out
 
 
-def run(rounds: int) -> list[tuple[str, float]]:
+def core_rows(rounds: int) -> list[tuple[str, list[float]]]:
+    """The pure core's calls, timed alone (the rows kept from before)."""
     results = []
     wild = "/" + "*a" * 100 + "*b"
     robots = parse(f"User-agent: *\nDisallow: {wild}\n")
     url = "http://example.com/" + "a" * 2048
-    robots.check(url, "ExampleBot")  # compile outside the timing
+    robots.check(url, TOKEN)  # compile outside the timing
     results.append(
-        ("2 KB URL vs a pattern of 100 wildcards (check)", _worst(lambda: robots.check(url, "ExampleBot"), rounds))
+        ("2 KB URL vs a pattern of 100 wildcards (check)", _samples(lambda: robots.check(url, TOKEN), rounds))
     )
 
     many = parse("User-agent: *\n" + "".join(f"Disallow: /*x{i}*y{i}$\n" for i in range(200)))
-    many.check("/", "ExampleBot")
-    results.append(("2 KB URL vs 200 wildcard rules (check)", _worst(lambda: many.check(url, "ExampleBot"), rounds)))
+    many.check("/", TOKEN)
+    results.append(("2 KB URL vs 200 wildcard rules (check)", _samples(lambda: many.check(url, TOKEN), rounds)))
 
-    body = ("User-agent: *\n" + "".join(f"Disallow: /section-{i:05d}/*/page$\n" for i in range(20_000))).encode()
-    body = body[:512_000]
-    results.append((f"{len(body) // 1024} KiB file of 20,000 rules (parse)", _worst(lambda: parse(body), rounds)))
-    big = parse(body)
+    body = section_file()
+    results.append((f"{len(body) // 1024} KiB file of 20,000 rules (parse)", _samples(lambda: parse(body), rounds)))
     results.append(
         (
-            "same file, first check (compiles the group)",
-            _worst(lambda: parse(body).check("/section-19999/x/page", "ExampleBot"), 1),
+            "same file, first check, lazy (compiles the bucket of 20,000)",
+            _samples(lambda: parse(body).check("/section-19999/x/page", TOKEN), rounds),
         )
     )
-    big.check("/section-00000/x/page", "ExampleBot")  # compiles the bucket of "/s..." paths
-    results.append(("same file, check", _worst(lambda: big.check("/section-09999/x/page", "ExampleBot"), rounds)))
-
-    line = b"Disallow: /" + b"x" * 1_000_000
-    results.append(("a line of 1 MB (parse)", _worst(lambda: parse(b"User-agent: *\n" + line), rounds)))
+    big = parse(body)
+    big.check("/section-00000/x/page", TOKEN)  # compiles the bucket of "/s..." paths
+    results.append(("same file, check", _samples(lambda: big.check("/section-09999/x/page", TOKEN), rounds)))
+    results.append(
+        ("same file, check of a 2 KB path", _samples(lambda: big.check("/section-" + "x" * 2048, TOKEN), rounds))
+    )
+    line = long_line()
+    results.append(("a line of 1 MB (parse)", _samples(lambda: parse(line), rounds)))
     return results
+
+
+# -- as the crawl runs it: in a fresh process with Scrapy's asyncio reactor -------------------
+def reactor_rows(rounds: int) -> list[tuple[str, list[float]]]:
+    """Run :func:`_reactor_main` in a fresh process; its rows."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(
+        [sys.executable, __file__, "--in-reactor", "--rounds", str(rounds)],
+        capture_output=True, text=True, env=env, check=False, timeout=600,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"hostile_bench --in-reactor failed:\n{done.stderr[-3000:]}")
+    return [(name, samples) for name, samples in json.loads(done.stdout.splitlines()[-1])]
+
+
+class _Ticks:
+    """A 1 ms LoopingCall that records the longest gap between two ticks, and
+    the longest full garbage collection meanwhile (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        import gc
+
+        from twisted.internet.task import LoopingCall
+
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.gc_worst = 0.0
+        self._gc_began = 0.0
+        gc.callbacks.append(self._gc)
+        self.loop = LoopingCall(self.tick)
+        self.loop.start(0.001)
+
+    def _gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_began = time.perf_counter()
+        elif info["generation"] == 2:  # a full collection: of the whole heap, not robots.txt work
+            self.gc_worst = max(self.gc_worst, time.perf_counter() - self._gc_began)
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        self.worst = max(self.worst, now - self.last)
+        self.last = now
+
+    def reset(self) -> None:
+        self.last, self.worst, self.gc_worst = time.perf_counter(), 0.0, 0.0
+
+
+async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
+    import gc
+
+    from scrapy.settings import Settings
+
+    from scrapy_rfc9309 import compat
+    from scrapy_rfc9309.service import RobotsService
+    from scrapy_rfc9309.settings import Rfc9309Settings
+    from scrapy_rfc9309.storage import FallbackStorage, RobotsEntry
+    from scrapy_rfc9309.storage.memory import MemoryStorage
+    from scrapy_rfc9309.storage.sqlite import SqliteStorage
+
+    class Stats:  # what the service asks of Scrapy's stats collector
+        def inc_value(self, key: str, count: int = 1) -> None: ...
+
+        def max_value(self, key: str, value: float) -> None: ...
+
+    settings = Rfc9309Settings.from_settings(Settings({"USER_AGENT": f"{TOKEN}/1.0"}))
+    service = RobotsService(settings, None, FallbackStorage(MemoryStorage()), Stats())  # type: ignore[arg-type]
+    origin = "http://example.com"
+    policy = settings.for_origin(origin)
+    ticks = _Ticks()
+    gc_pauses: list[float] = []
+    #: row -> (gap, full collection) of the rounds in which a full collection ran
+    left_out: dict[str, list[tuple[float, float]]] = {}
+
+    async def held(work: Callable[[], object]) -> float:
+        """The longest gap between two ticks while ``await work()`` runs
+        (after a full collection: each window starts from the same heap)."""
+        gc.collect()
+        await compat.sleep(0.005)
+        ticks.reset()
+        await work()  # type: ignore[misc]
+        await compat.sleep(0.003)  # the tick that ends the last gap
+        gc_pauses.append(ticks.gc_worst)
+        return ticks.worst
+
+    def entry(body: bytes) -> RobotsEntry:
+        now = time.time()
+        return RobotsEntry("success", 200, body, "text/plain", now, now + 3600, origin + "/robots.txt")
+
+    rows: dict[str, list[float]] = {}
+    FILE, SPREAD = "500 KiB file of 20,000 rules", "500 KiB file of 20,000 rules over 62 buckets"  # noqa: N806
+
+    def add(name: str, value: float) -> None:
+        rows.setdefault(name, []).append(value)
+
+    async def hold(name: str, work: Callable[[], object]) -> None:
+        """A row of :func:`held`; a round in which a full collection ran is
+        reported apart (a collection of the whole heap, which any allocation
+        of the process may start, is not robots.txt work)."""
+        gap = await held(work)
+        if ticks.gc_worst:
+            left_out.setdefault(name, []).append((gap, ticks.gc_worst))
+            rows.setdefault(name, [])
+        else:
+            add(name, gap)
+
+    section, spread, line = entry(section_file()), entry(spread_file()), entry(long_line())
+    agents = entry(("".join(f"User-agent: bot{i}\n" for i in range(30_000)) + "Disallow: /x\n").encode()[:512_000])
+    tmp = tempfile.mkdtemp(prefix="hostile-bench-")
+    sqlite = SqliteStorage(os.path.join(tmp, "robots.sqlite"))
+    await sqlite.open()
+    await sqlite.put(origin, section)
+    redis_store, redis_server = await _redis_store(origin, section, tmp)
+    result: list = []
+
+    async def policy_of(e: RobotsEntry) -> None:
+        result.append(await service._policy(origin, e, policy))
+
+    async def in_thread(e: RobotsEntry) -> None:  # the other way, for comparison
+        from twisted.internet.threads import deferToThread
+
+        work = deferToThread(lambda: service.policy_of(e, policy.unreachable).prepare(TOKEN))
+        result.append(await compat.wait_for(work))
+
+    async def from_store(store: object) -> None:
+        stored = await store.get(origin)  # type: ignore[attr-defined]
+        await policy_of(stored)
+
+    def first_checks(urls: list[str]) -> float:
+        """The longest first check among ``urls`` (a fresh bucket each)."""
+        robots, worst = result.pop(), 0.0
+        for url in urls:
+            start = time.perf_counter()
+            robots.check(url, TOKEN)
+            worst = max(worst, time.perf_counter() - start)
+        return worst
+
+    try:
+        for _ in range(rounds):
+            await hold("idle reactor (the 1 ms timer's own jitter, over 100 ms)", lambda: compat.sleep(0.1))
+            await hold(f"{FILE}: parse + compile, in steps", lambda: policy_of(section))
+            add("same file, first check", first_checks([origin + "/section-19999/x/page"]))
+            await hold(f"{SPREAD}: parse + compile, in steps", lambda: policy_of(spread))
+            add(
+                "same file, first check of each of its 62 buckets (the longest)",
+                first_checks([f"{origin}/{char}s-00001/x/page" for char in LETTERS]),
+            )
+            await hold("a line of 1 MB: parse, in steps", lambda: policy_of(line))
+            result.pop()
+            await hold("500 KiB of 30,000 User-agent lines: parse, in steps", lambda: policy_of(agents))
+            result.pop()
+            await hold(f"{FILE}, read from SQLite: decode + parse + compile", lambda: from_store(sqlite))
+            result.pop()
+            if redis_store is not None:
+                await hold(f"{FILE}, read from Redis: decode + parse + compile", lambda: from_store(redis_store))
+                result.pop()
+            await hold(f"{FILE}: parse + compile in a worker thread instead (not used)", lambda: in_thread(section))
+            result.pop()
+    finally:
+        ticks.loop.stop()
+        await sqlite.close()
+        if redis_store is not None:
+            await redis_store.close()
+            redis_server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    named: dict[str, list[float]] = {}
+    for name, samples in rows.items():
+        if name in left_out:
+            gaps = ", ".join(f"{gap * 1e3:.0f} ms with a {gc * 1e3:.0f} ms full GC" for gap, gc in left_out[name])
+            name = f"{name} (left out: {gaps})"
+        named[name] = samples or [float("nan")]
+    rows = named
+    rows["longest full garbage collection during the rows above"] = [max(gc_pauses)]
+    started = time.perf_counter()
+    gc.collect()
+    rows["a full garbage collection of this process (Scrapy imported), for scale"] = [time.perf_counter() - started]
+    return list(rows.items())
+
+
+async def _redis_store(origin: str, entry: object, tmp: str) -> tuple[object | None, object | None]:
+    """A real redis-server holding ``entry``, when one can be run here."""
+    if shutil.which("redis-server") is None:
+        return None, None
+    try:
+        import redis  # noqa: F401
+
+        sys.path.insert(0, str(ROOT))
+        from tests.crawl.redisd import RedisServer
+    except ImportError:
+        return None, None
+    from scrapy_rfc9309.storage.redis import RedisStorage
+
+    server = RedisServer(Path(tmp) / "redis")
+    store = RedisStorage(server.url)
+    await store.open()
+    await store.put(origin, entry)  # type: ignore[arg-type]
+    return store, server
+
+
+def _reactor_main(rounds: int) -> None:
+    from scrapy.utils.reactor import install_reactor
+
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    from twisted.internet import reactor
+
+    from scrapy_rfc9309 import compat
+
+    out: list = []
+
+    async def main() -> None:
+        try:
+            out.extend(await _in_reactor(rounds))
+        finally:
+            reactor.callLater(0, reactor.stop)  # type: ignore[attr-defined]
+
+    def start() -> None:
+        compat.spawn(main()).addErrback(lambda f: (f.printTraceback(file=sys.stderr), out.append(None)))
+
+    reactor.callWhenRunning(start)  # type: ignore[attr-defined]
+    reactor.run()  # type: ignore[attr-defined]
+    if None in out or not out:
+        sys.exit(1)
+    print(json.dumps(out))
+
+
+def run(rounds: int) -> list[tuple[str, list[float]]]:
+    """Every row: ``(case, one sample per round in seconds)``."""
+    return core_rows(rounds) + reactor_rows(rounds)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--in-reactor", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.in_reactor:
+        _reactor_main(args.rounds)
+    else:
+        for name, samples in run(args.rounds):
+            print(f"{name}: worst {max(samples) * 1e3:.2f} ms, best {min(samples) * 1e3:.2f} ms")

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import scrapy
@@ -92,6 +92,23 @@ async def sleep(seconds: float) -> None:
     from twisted.internet.task import deferLater
 
     await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
+
+
+async def in_steps(steps: Generator[object, None, T], budget: float) -> T:
+    """Run ``steps`` (a generator of short steps, see
+    :mod:`scrapy_rfc9309.robots.steps`) on the reactor thread, giving the
+    reactor a turn (network I/O, timers, other callbacks) whenever ``budget``
+    seconds of steps have run; what the generator returns."""
+    deadline = time.perf_counter() + budget
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            value: T = done.value
+            return value
+        if time.perf_counter() >= deadline:
+            await sleep(0)
+            deadline = time.perf_counter() + budget
 
 
 def every(seconds: float, func: Callable[[], object]) -> Any:

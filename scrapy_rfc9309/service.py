@@ -27,7 +27,7 @@ import inspect
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -58,6 +58,13 @@ CLAIM_POLL_FIRST = 0.05
 CLAIM_POLL_MAX = 0.5
 #: seconds waited for a live lease holder beyond its longest possible fetch
 CLAIM_MARGIN = 10.0
+#: a robots.txt body larger than this is parsed, and compiled for the origin's
+#: token, in steps of at most PARSE_STEP_SECONDS, the reactor getting a turn
+#: between them: at once, a 500 KiB file of 20,000 rules would hold every
+#: download for 50 to 140 ms (docs/reliability.md, "Hostile files"); up to
+#: this size the costliest file takes a few milliseconds
+STEPPED_PARSE_BYTES = 8_192
+PARSE_STEP_SECONDS = 0.002
 
 
 class Fetcher(Protocol):
@@ -391,7 +398,7 @@ class RobotsService:
             self.counts.inc("cache/expiries")
         try:
             entry = await self._fetch(origin, trigger, policy, stale, pending)
-            robots = self.policy_of(entry, policy.unreachable)
+            robots = await self._policy(origin, entry, policy)
             if self.paces:
                 # before the entry is visible: no worker's first page may follow the fetch too closely
                 floor, _ = self.floor_for(robots, policy.user_agents)
@@ -499,12 +506,30 @@ class RobotsService:
         parsed = parse(entry.body, entry.content_type, self.settings.max_bytes) if access is Access.SUCCESS else None
         return policy_for(access, unreachable, parsed)
 
+    async def _policy(self, origin: str, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
+        """:meth:`policy_of` as the crawl needs it: a large body is parsed, and
+        compiled for the origin's token, in short steps between which the
+        reactor runs, so that neither the parse nor the first checks (they only
+        look up then) hold it."""
+        if entry.access != Access.SUCCESS.value or len(entry.body) <= STEPPED_PARSE_BYTES:
+            return self.policy_of(entry, policy.unreachable)
+        self.counts.inc("parse/stepped")
+        logger.debug("robots.txt of %s: parsing %d bytes in steps", origin, len(entry.body))
+        began = time.monotonic()
+        tokens = policy.user_agents
+        steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, tokens[0])
+        parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
+        for token in tokens[1:]:  # several product tokens: each one's buckets too
+            await compat.in_steps(_preparing(parsed, token), PARSE_STEP_SECONDS)
+        logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
+        return policy_for(Access.SUCCESS, policy.unreachable, parsed)
+
     async def _publish(
         self, origin: str, entry: RobotsEntry, policy: OriginPolicy, trigger: Any, robots: RobotsTxt | None = None
     ) -> Known:
         """Remember the result and tell every listener, before the waiters go on."""
         if robots is None:
-            robots = self.policy_of(entry, policy.unreachable)
+            robots = await self._policy(origin, entry, policy)
         floor, capped_from = self.floor_for(robots, policy.user_agents)
         sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
         known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256)
@@ -576,3 +601,7 @@ class RobotsService:
                 "robots.txt of %s: %s, status %s, %d bytes, %d redirect(s)",
                 origin, result.access.value, result.status, len(result.body), result.redirects,
             )  # fmt: skip
+
+
+def _preparing(robots: RobotsTxt, token: str) -> Generator[None, None, None]:
+    yield from robots.preparing(token)

@@ -29,13 +29,17 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Iterable
-from itertools import repeat
+from collections.abc import Generator, Iterable, Iterator
+from itertools import islice, repeat
 from operator import itemgetter
+from typing import Any
 
 from .decode import DEFAULT_PARSE_BYTES, decode_body
 from .diagnostics import DiagnosticLog
 
+#: lines (or chunks of a line and the plain Disallow lines after it) read in
+#: one step of :func:`reading`: about 1.5 ms on the slowest kind of line
+STEP_LINES = 512
 #: Google's reference parser keeps at most this many bytes of a line.
 MAX_LINE_BYTES = 16_663
 # A line this short cannot exceed MAX_LINE_BYTES in UTF-8 (4 bytes a character at most).
@@ -164,13 +168,41 @@ def read(
 ) -> Parsed:
     """Read ``body`` into groups, sitemaps and diagnostics.  Never raises."""
     diags = DiagnosticLog()
+    state = _start()
+    _read_chunks(_chunks(body, content_type, max_bytes, diags), diags, state)
+    return _parsed(state, diags)
+
+
+def reading(
+    body: bytes | str,
+    content_type: str | bytes | None = None,
+    max_bytes: int = DEFAULT_PARSE_BYTES,
+) -> Generator[None, None, Parsed]:
+    """:func:`read` in steps (see :mod:`.steps`): each ``next()`` reads at
+    most :data:`STEP_LINES` lines; the :class:`Parsed` is the return value."""
+    diags = DiagnosticLog()
+    state = _start()
+    chunks = iter(_chunks(body, content_type, max_bytes, diags))
+    while True:
+        yield
+        piece = list(islice(chunks, STEP_LINES))
+        if not piece:
+            break
+        _read_chunks(piece, diags, state)
+    return _parsed(state, diags)
+
+
+def _chunks(
+    body: bytes | str, content_type: str | bytes | None, max_bytes: int, diags: DiagnosticLog
+) -> Iterable[tuple[int, str]]:
+    """The numbered chunks of the file to read (see :func:`_read_chunks`)."""
     text = decode_body(body, content_type, max_bytes, diags)
     if "<" in text and _HTML_START.match(text):
         # An HTML page served as robots.txt: read only the lines that could be
         # records (Google would obey them), and report the page once instead
         # of once per line.  (They hold no "\r": no runs.)
         diags.add(1, "html_body", f"{len(text):,} characters")
-        return _read_lines(_record_lines(text, diags), diags)
+        return _record_lines(text, diags)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if len(text) > _SAFE_LINE_CHARS and _has_long_line(text):
@@ -179,29 +211,37 @@ def read(
     # and the run of plain Disallow lines after it.
     chunks = text.replace("\nDisallow: /", "\r/").split("\n")
     chunks.append("")  # a last line, so that every run has a line after it
-    return _read_lines(enumerate(chunks, 1), diags)
+    return enumerate(chunks, 1)
 
 
-def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Parsed:
-    """Read numbered ``chunks`` of lines and runs of plain Disallow lines.
+def _start() -> list[Any]:
+    """The reading state: ``[patterns, rules, marks, groups, sitemaps, group,
+    in_agents, evens, run, skipped]`` (see :func:`_read_chunks`)."""
+    return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0]
+
+
+def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> None:
+    """Read numbered ``chunks`` of lines and runs of plain Disallow lines,
+    from and into ``state`` (so a file can be read a piece at a time).
 
     A chunk is a line, then, after a "\\r", the values of the run of plain
     Disallow lines that follows it (without their key), "\\r"-separated.
     A chunk's number is its line's number before the lines of the runs are
     counted.
     """
-    patterns: list[str] = []  # values, and runs of "\r"-separated values
-    rules = 0  # the number of patterns
-    marks = array("I")
-    groups: list[Group] = []
-    sitemaps: dict[str, None] = {}
-    group: Group | None = None
-    in_agents = False  # the current group has had no Allow/Disallow yet
+    patterns: list[str]  # values, and runs of "\r"-separated values
+    rules: int  # the number of patterns
+    marks: array[int]
+    groups: list[Group]
+    sitemaps: dict[str, None]
+    group: Group | None
+    in_agents: bool  # the current group has had no Allow/Disallow yet
+    evens: array[int] | range
+    run: str  # the run after the line read last
+    skipped: int  # lines of the runs read so far
+    patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped = state
     fast_keys = _FAST_KEYS
     agent_cache = _AGENT_CACHE
-    evens: array[int] | range = _EVENS
-    run = ""  # the run after the line read last
-    skipped = 0  # lines of the runs read so far
     for base, chunk in chunks:
         if run:
             first = base + skipped  # the line after the line read last
@@ -280,6 +320,12 @@ def _read_lines(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog) -> Pars
             rate = _request_rate(value, number, diags)
             if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
                 group.request_rate = rate
+    state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped
+
+
+def _parsed(state: list[Any], diags: DiagnosticLog) -> Parsed:
+    """The :class:`Parsed` file, once every chunk is read."""
+    patterns, rules, marks, groups, sitemaps, group = state[:6]
     if group is not None:
         group.end = rules
     joined = "\n".join(patterns)
@@ -334,7 +380,7 @@ def _has_long_line(text: str) -> bool:
     return False
 
 
-def _record_lines(text: str, diags: DiagnosticLog) -> list[tuple[int, str]]:
+def _record_lines(text: str, diags: DiagnosticLog) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` for the lines of an HTML page that could be records.
 
     A page can be hundreds of kilobytes of markup with no record at all, so
@@ -346,7 +392,6 @@ def _record_lines(text: str, diags: DiagnosticLog) -> list[tuple[int, str]]:
     if crlf and _LONE_CR.search(text):
         text, crlf = text.replace("\r\n", "\n").replace("\r", "\n"), False
     # else at most CRLF line ends: "\n" still ends every line
-    out = []
     number, last = 1, 0
     count, find, match = text.count, text.find, _KEY_LINE.match
     for m in _KEY_START.finditer(text):
@@ -358,8 +403,7 @@ def _record_lines(text: str, diags: DiagnosticLog) -> list[tuple[int, str]]:
         if match(line):
             number += count("\n", last, start)
             last = start
-            out.append((number, _cut_line(line, number, diags)))
-    return out
+            yield number, _cut_line(line, number, diags)  # (lazily: a page may hold 40,000)
 
 
 def _slow_record(line: str, number: int, diags: DiagnosticLog) -> tuple[int | None, str]:
