@@ -356,33 +356,33 @@ class RobotsService:
                 del self._pending[origin]
 
     async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
+        """The store's fresh entry, or a fetch made under the cluster lease: two
+        store steps at most (:meth:`~.storage.base.RobotsStorage.lookup`, then
+        :meth:`~.storage.base.RobotsStorage.store`), one round trip each to a
+        shared store."""
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
         stale = previous.entry if previous is not None else None
-        stored = await self.storage.get(origin)
-        if stored is not None and stored.is_fresh():
+        stored, lease, fresh = await self._claim(origin, policy)
+        if fresh:
+            assert stored is not None
             self.counts.inc("cache/storage_hits")
             return await self._publish(origin, stored, policy, trigger)
         if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
             stale = stored  # newer than ours: another worker's, or an earlier run's
-
-        lease, stored = await self._claim(origin, policy)
-        if stored is not None:  # another worker fetched it meanwhile
-            self.counts.inc("cache/storage_hits")
-            return await self._publish(origin, stored, policy, trigger)
         if stale is not None:
             self.counts.inc("cache/expiries")
+        kept = False
         try:
             entry = await self._fetch(origin, trigger, policy, stale, pending)
             robots = self.policy_of(entry, policy.unreachable)
-            if self.paces:
-                # before the entry is visible: no worker's first page may follow the fetch too closely
-                floor, _ = self.floor_for(robots, policy.user_agent)
-                if floor:
-                    await self.storage.note_start(origin, floor)
-            await self.storage.put(origin, entry)
+            # with a floor, the store notes the fetch's start before the entry is
+            # visible: no worker's first page may follow the fetch too closely
+            floor = self.floor_for(robots, policy.user_agent)[0] if self.paces else 0.0
+            await self.storage.store(origin, entry, lease, floor)
+            kept = True
         finally:
-            if lease is not None:
+            if lease is not None and not kept:
                 await self.storage.release(lease)
         return await self._publish(origin, entry, policy, trigger, robots)
 
@@ -425,44 +425,41 @@ class RobotsService:
         if self._check_closing():
             raise NotResolved(origin)
 
-    async def _claim(self, origin: str, policy: OriginPolicy) -> tuple[Lease | None, RobotsEntry | None]:
-        """Become the process that fetches ``origin``'s robots.txt: ``(lease, None)``;
-        or get the entry another process stored meanwhile: ``(None, entry)``; or,
-        after waiting longer than any fetch can take, ``(None, None)`` (fetch
-        anyway).  A store of one process grants at once."""
+    async def _claim(self, origin: str, policy: OriginPolicy) -> tuple[RobotsEntry | None, Lease | None, bool]:
+        """``(entry, lease, fresh)``: the store's fresh entry (``fresh``); or the
+        right to fetch ``origin``'s robots.txt for every process sharing the
+        store, with the stored entry if any (stale); or, after waiting longer
+        than any fetch can take for another process that holds it, no lease
+        (fetch anyway).  One :meth:`~.storage.base.RobotsStorage.lookup` per
+        look; a store of one process grants at once."""
         storage = self.storage
         settings = self.settings
-        bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
-        if policy.unreachable == "wait":
-            bound += settings.unreachable_wait
-        deadline = time.monotonic() + bound
+        deadline = bound = 0.0
         delay = CLAIM_POLL_FIRST
-        waited = False
         while True:
-            lease = await storage.claim(origin)
+            now = time.time()
+            entry, lease = await storage.lookup(origin, now)
+            if entry is not None and entry.is_fresh(now):
+                if lease is not None:  # a custom store may grant both: not needed
+                    await storage.release(lease)
+                return entry, None, True
             if lease is not None:
-                if storage.shared and not storage.down:
-                    # the holder may have stored its result and let go just before we asked
-                    entry = await storage.get(origin)
-                    if entry is not None and entry.is_fresh():
-                        await storage.release(lease)
-                        return None, entry
-                return lease, None
-            if not waited:
-                waited = True
+                return entry, lease, False
+            if not deadline:
+                bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
+                if policy.unreachable == "wait":
+                    bound += settings.unreachable_wait
+                deadline = time.monotonic() + bound
                 self.counts.inc("storage/lock_waits")
-            if time.monotonic() > deadline:
+            elif time.monotonic() > deadline:
                 self.counts.inc("storage/lock_timeouts")
                 logger.warning(
                     "robots.txt of %s: another worker has been fetching it for %g s; fetching it here too",
                     origin, bound,
                 )  # fmt: skip
-                return None, None
+                return entry, None, False
             await self._sleep(delay, origin)
             delay = min(delay * 2, CLAIM_POLL_MAX)
-            entry = await storage.get(origin)
-            if entry is not None and entry.is_fresh():
-                return None, entry
 
     def _stale_usable(self, entry: RobotsEntry | None) -> bool:
         """Whether a stale entry may stand in for an unreachable file: a real file,
