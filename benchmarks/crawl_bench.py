@@ -145,22 +145,26 @@ def pin(cpu: int | None) -> None:
 
 
 @contextlib.contextmanager
-def web(origins: int, body: bytes, slow_delay: float) -> Iterator[dict[str, Any]]:
-    """The server process and its ports; stopped (stdin closed) at the end."""
+def web(origins: int, body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0) -> Iterator[dict[str, Any]]:
+    """The server process and its ports; stopped (stdin closed) at the end.
+    ``hosts`` origins on loopback addresses of their own answer every request
+    after ``latency`` seconds (the broad benchmark)."""
     with tempfile.TemporaryDirectory(prefix="crawl-bench-") as tmp:
         robots = Path(tmp) / "robots.txt"
         robots.write_bytes(body)
         command = [sys.executable, str(HERE / "crawl_server.py"), "--origins", str(origins)]
         command += ["--robots", str(robots), "--slow-delay", str(slow_delay)]
+        if hosts:
+            command += ["--hosts", str(hosts), "--latency", str(latency)]
         cpu = cpus()[1]
         if cpu is not None:
             command += ["--cpu", str(cpu)]
         server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
             assert server.stdout is not None
-            ready, _, _ = select.select([server.stdout], [], [], 30)
+            ready, _, _ = select.select([server.stdout], [], [], 60)
             if not ready:
-                raise RuntimeError("crawl benchmark: the server did not start within 30 s")
+                raise RuntimeError("crawl benchmark: the server did not start within 60 s")
             yield json.loads(server.stdout.readline())
         finally:
             assert server.stdin is not None
