@@ -45,6 +45,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from crawl_bench import (  # noqa: E402 - after the path is set
+    ROOT,
     check_expectations,
     cpus,
     default_corpus,
@@ -63,6 +64,8 @@ LABELS = {
     "redis": "scrapy-rfc9309, Redis store",
 }
 PLUGIN = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
+#: rounds by default (``run.py`` runs at most this many): a round of the five takes about 4 minutes
+DEFAULT_ROUNDS = 3
 CONCURRENCY = 256
 PER_DOMAIN = 2
 
@@ -131,20 +134,28 @@ def redis_available() -> bool:
 
 
 # -- measuring ------------------------------------------------------------------------------
-def measure(rounds: int, origins: int, pages: int, latency: float, configs: tuple[str, ...]) -> dict[str, Any]:
+def measure(
+    rounds: int, origins: int, pages: int, latency: float, configs: tuple[str, ...], baseline: Path | None = None
+) -> dict[str, Any]:
+    """Every configuration ``rounds`` times; with ``baseline`` (another checkout
+    holding these benchmark files), its plugin configurations too, as
+    ``<config>@base``, in the same rounds."""
+    if baseline is not None:
+        configs = configs + tuple(f"{c}@base" for c in configs if c not in ("none", "builtin"))
     body, described = robots_body(default_corpus())
     denied = check_expectations(body, pages)
     if "redis" in configs and not redis_available():
         print("broad benchmark: no redis-server or redis package: the Redis store is left out", file=sys.stderr)
-        configs = tuple(c for c in configs if c != "redis")
+        configs = tuple(c for c in configs if not c.startswith("redis"))
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
     with tempfile.TemporaryDirectory(prefix="broad-bench-") as tmp, web(0, body, 0.0, origins, latency) as ports:
         urls = broad_urls(ports["hosts"], pages)
-        store = Redis(Path(tmp), cpus()[1]) if "redis" in configs else None
+        store = Redis(Path(tmp), cpus()[1]) if any(c.startswith("redis") for c in configs) else None
         try:
             for number in range(rounds):
                 for config in configs:
                     print(f"broad round {number + 1}/{rounds}: {config} ...", file=sys.stderr)
+                    store_kind = config.split("@")[0]
                     worker: dict[str, Any] = {
                         "mode": config if config in ("none", "builtin") else "plugin",
                         "passes": [urls],
@@ -154,16 +165,17 @@ def measure(rounds: int, origins: int, pages: int, latency: float, configs: tupl
                         "first_page": True,
                     }
                     extra: dict[str, Any] = {}
-                    if config == "sqlite":
-                        path = Path(tmp) / f"robots-{number}.sqlite"
+                    if store_kind == "sqlite":
+                        path = Path(tmp) / f"robots-{number}-{config}.sqlite"
                         extra["RFC9309_STORAGE"] = f"sqlite://{path}"
-                    elif config == "redis":
+                    elif store_kind == "redis":
                         assert store is not None
                         store.client.flushall()
                         extra["RFC9309_STORAGE"] = store.url
                     worker["settings"] = extra
-                    before = (store.cpu(), store.commands()) if store is not None and config == "redis" else None
-                    result = run_worker(worker)
+                    before = (store.cpu(), store.commands()) if store is not None and store_kind == "redis" else None
+                    root = baseline if config.endswith("@base") and baseline is not None else ROOT
+                    result = run_worker(worker, root)
                     numbers = {**result["passes"][0], "first_page": result["first_page"]["median"]}
                     if before is not None:
                         assert store is not None
@@ -217,11 +229,16 @@ def table(m: dict[str, Any]) -> list[str]:
         redis = "-"
         if "redis_cpu" in series[0]:
             redis = f"{med('redis_cpu'):.2f} s, {med('redis_commands') / origins:.1f}"
+        label = LABELS[config.split("@")[0]] + (", baseline" if config.endswith("@base") else "")
         out.append(
-            f"| {LABELS[config]} | {med('cpu'):.2f} | {versus} | {med('wall'):.2f} | "
+            f"| {label} | {med('cpu'):.2f} | {versus} | {med('wall'):.2f} | "
             f"{statistics.median(firsts):.0f} [{min(firsts):.0f} - {max(firsts):.0f}] | "
             f"{med('robots_fetches'):,.0f} | {med('downloaded'):,.0f} / {med('dropped'):,.0f} | {redis} |"
         )
+    out.append("\nEach round, CPU s / first page ms:")
+    for config, series in runs.items():
+        rounds = ", ".join(f"{r['cpu']:.1f} / {r['first_page'] * 1000:.0f}" for r in series)
+        out.append(f"- {config}: {rounds}")
     errors = sum(r["errors"] for series in runs.values() for r in series)
     if errors:
         out.append(f"\n**{errors} requests failed with errors other than IgnoreRequest: these numbers are suspect.**")
@@ -250,21 +267,32 @@ def goal(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 def run(
-    rounds: int, origins: int = 2000, pages: int = 3, latency: float = 0.05, configs: tuple[str, ...] = CONFIGS
+    rounds: int,
+    origins: int = 2000,
+    pages: int = 3,
+    latency: float = 0.05,
+    configs: tuple[str, ...] = CONFIGS,
+    baseline: Path | None = None,
 ) -> list[str]:
-    return table(measure(rounds, origins, pages, latency, configs))
+    return table(measure(rounds, origins, pages, latency, configs, baseline))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     ap.add_argument("--origins", type=int, default=2000)
     ap.add_argument("--pages", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--only", action="append", choices=CONFIGS, help="configurations to run (default: all)")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. from git archive, with these benchmarks/ files copied in): "
+        "its plugin runs too, in the same rounds",
+    )
     args = ap.parse_args()
     configs = tuple(c for c in CONFIGS if not args.only or c in args.only)
-    print("\n".join(run(args.rounds, args.origins, args.pages, args.latency, configs)))
+    print("\n".join(run(args.rounds, args.origins, args.pages, args.latency, configs, args.baseline)))
 
 
 if __name__ == "__main__":

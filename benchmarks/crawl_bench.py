@@ -176,16 +176,19 @@ def web(origins: int, body: bytes, slow_delay: float, hosts: int = 0, latency: f
                 server.wait()
 
 
-def run_worker(config: dict[str, Any]) -> dict[str, Any]:
-    """One crawl in a fresh interpreter; its JSON result."""
+def run_worker(config: dict[str, Any], root: Path = ROOT) -> dict[str, Any]:
+    """One crawl in a fresh interpreter; its JSON result.  ``root``: another
+    checkout (with these benchmark files in its ``benchmarks/``) whose
+    scrapy_rfc9309 the crawl runs, to set an older version beside this one."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(HERE), env.get("PYTHONPATH")]))
+    here = root / "benchmarks"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), str(here), env.get("PYTHONPATH")]))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump({"user_agent": USER_AGENT, **config}, handle)
     try:
         done = subprocess.run(
-            [sys.executable, str(HERE / "crawl_bench.py"), "--worker", handle.name],
-            capture_output=True, text=True, timeout=WORKER_TIMEOUT, env=env, cwd=ROOT,
+            [sys.executable, str(here / "crawl_bench.py"), "--worker", handle.name],
+            capture_output=True, text=True, timeout=WORKER_TIMEOUT, env=env, cwd=root,
         )  # fmt: skip
     finally:
         os.unlink(handle.name)
