@@ -117,7 +117,7 @@ class Counts:
 class _Pending:
     """The one resolution in flight for an origin, and the requests awaiting it."""
 
-    __slots__ = ("waiters", "known", "error", "done", "fetch")
+    __slots__ = ("waiters", "known", "error", "done", "fetch", "task")
 
     def __init__(self) -> None:
         self.waiters: list[Deferred] = []
@@ -126,6 +126,8 @@ class _Pending:
         self.done = False
         #: the last fetch made for it (``scrapy robots`` describes it)
         self.fetch: FetchResult | None = None
+        #: the task resolving it; once ``done`` it may still be storing the result
+        self.task: Deferred | None = None
 
     async def wait(self) -> Known:
         if not self.done:
@@ -309,7 +311,8 @@ class RobotsService:
         if self.closed:
             return
         self.closed = True
-        pending = list(self._pending.items())
+        # the resolutions already done are only storing their result: let them finish (close waits)
+        pending = [(origin, entry) for origin, entry in self._pending.items() if not entry.done]
         if pending:
             logger.info(
                 "scrapy-rfc9309: the spider is closing; %d origin(s) still waiting for robots.txt: "
@@ -318,12 +321,17 @@ class RobotsService:
             )
         for origin, entry in pending:
             entry.finish(None, NotResolved(origin))
-        for task in list(self._tasks):
-            task.cancel()
+            if entry.task is not None:
+                entry.task.cancel()
         self._turns.clear()
 
     async def close(self) -> None:
         self.shutdown()
+        for task in list(self._tasks):  # results still being stored: written before the store closes
+            try:
+                await compat.wait_for(task)
+            except Exception:  # noqa: S110 - a failed store was counted and logged by the store
+                pass
         self.counts.flush()
         await self.storage.close()
 
@@ -335,7 +343,7 @@ class RobotsService:
 
     def _start(self, origin: str, trigger: Any) -> _Pending:
         pending = self._pending[origin] = _Pending()
-        task = compat.spawn(self._resolve(origin, trigger, pending))
+        task = pending.task = compat.spawn(self._resolve(origin, trigger, pending))
         self._tasks.add(task)
         task.addBoth(lambda _: self._tasks.discard(task))
         return pending
@@ -376,15 +384,22 @@ class RobotsService:
         try:
             entry = await self._fetch(origin, trigger, policy, stale, pending)
             robots = self.policy_of(entry, policy.unreachable)
-            # with a floor, the store notes the fetch's start before the entry is
-            # visible: no worker's first page may follow the fetch too closely
             floor = self.floor_for(robots, policy.user_agent)[0] if self.paces else 0.0
-            await self.storage.store(origin, entry, lease, floor)
+            if floor:
+                # the store notes the fetch's start before the entry is visible, even
+                # here: no request's turn, ours included, may follow the fetch too closely
+                await self.storage.store(origin, entry, lease, floor)
+                kept = True
+                return await self._publish(origin, entry, policy, trigger, robots)
+            # the waiting requests go on first; the store's round trip is not on their way
+            known = await self._publish(origin, entry, policy, trigger, robots)
+            pending.finish(known)
+            await self.storage.store(origin, entry, lease)
             kept = True
+            return known
         finally:
             if lease is not None and not kept:
                 await self.storage.release(lease)
-        return await self._publish(origin, entry, policy, trigger, robots)
 
     async def _fetch(
         self, origin: str, trigger: Any, policy: OriginPolicy, stale: RobotsEntry | None, pending: _Pending

@@ -250,7 +250,7 @@ class RedisStorage(RobotsStorage):
                 return entry, None
             return None, await self.claim(origin)  # fresh by its expiry, yet unreadable: fetch it again
         if state == 2:
-            return entry, self._hold(lock, token, ttl, replace=values[0] is not None)
+            return entry, self._hold(lock, token, ttl, replace=any(value is not None for value in values))
         return entry, None
 
     async def store(self, origin: str, entry: RobotsEntry, lease: Lease | None, floor: float = 0.0) -> None:
