@@ -44,5 +44,5 @@ async def test_pages_go_on_while_the_entry_is_written_and_the_crawl_waits_for_it
     _, began, ended = WRITES[0]
     page = result.outcome(site.url("/page"))
     assert page.status == 200
-    assert page.at < ended, "the page did not wait for the write"
+    assert page.at < ended, "the page waited for the write"
     assert page.at - began < PUT_SECONDS / 2
