@@ -145,22 +145,26 @@ def pin(cpu: int | None) -> None:
 
 
 @contextlib.contextmanager
-def web(origins: int, body: bytes, slow_delay: float) -> Iterator[dict[str, Any]]:
-    """The server process and its ports; stopped (stdin closed) at the end."""
+def web(origins: int, body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0) -> Iterator[dict[str, Any]]:
+    """The server process and its ports; stopped (stdin closed) at the end.
+    ``hosts`` origins on loopback addresses of their own answer every request
+    after ``latency`` seconds (the broad benchmark)."""
     with tempfile.TemporaryDirectory(prefix="crawl-bench-") as tmp:
         robots = Path(tmp) / "robots.txt"
         robots.write_bytes(body)
         command = [sys.executable, str(HERE / "crawl_server.py"), "--origins", str(origins)]
         command += ["--robots", str(robots), "--slow-delay", str(slow_delay)]
+        if hosts:
+            command += ["--hosts", str(hosts), "--latency", str(latency)]
         cpu = cpus()[1]
         if cpu is not None:
             command += ["--cpu", str(cpu)]
         server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
             assert server.stdout is not None
-            ready, _, _ = select.select([server.stdout], [], [], 30)
+            ready, _, _ = select.select([server.stdout], [], [], 60)
             if not ready:
-                raise RuntimeError("crawl benchmark: the server did not start within 30 s")
+                raise RuntimeError("crawl benchmark: the server did not start within 60 s")
             yield json.loads(server.stdout.readline())
         finally:
             assert server.stdin is not None
@@ -172,16 +176,19 @@ def web(origins: int, body: bytes, slow_delay: float) -> Iterator[dict[str, Any]
                 server.wait()
 
 
-def run_worker(config: dict[str, Any]) -> dict[str, Any]:
-    """One crawl in a fresh interpreter; its JSON result."""
+def run_worker(config: dict[str, Any], root: Path = ROOT) -> dict[str, Any]:
+    """One crawl in a fresh interpreter; its JSON result.  ``root``: another
+    checkout (with these benchmark files in its ``benchmarks/``) whose
+    scrapy_rfc9309 the crawl runs, to set an older version beside this one."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(HERE), env.get("PYTHONPATH")]))
+    here = root / "benchmarks"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), str(here), env.get("PYTHONPATH")]))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump({"user_agent": USER_AGENT, **config}, handle)
     try:
         done = subprocess.run(
-            [sys.executable, str(HERE / "crawl_bench.py"), "--worker", handle.name],
-            capture_output=True, text=True, timeout=WORKER_TIMEOUT, env=env, cwd=ROOT,
+            [sys.executable, str(here / "crawl_bench.py"), "--worker", handle.name],
+            capture_output=True, text=True, timeout=WORKER_TIMEOUT, env=env, cwd=root,
         )  # fmt: skip
     finally:
         os.unlink(handle.name)

@@ -13,6 +13,12 @@ hour at most.
   the requests served so far, so the crawler's own accounting is checked by a
   count it cannot influence.
 
+``--hosts N --latency S`` (the broad benchmark, ``broad_bench.py``) adds N
+origins on N loopback addresses (127.0.1.1, 127.0.1.2 ...: one host each, so
+one Scrapy download slot each), every response of which, robots.txt and
+pages alike, is sent ``S`` seconds after its request; their ``host:port`` are
+listed under ``"hosts"``.
+
 It is a bare asyncio protocol with pre-built headers, not http.server: the
 benchmark measures the crawler, so the server must cost as little CPU as it
 can (both share the machine).
@@ -60,9 +66,11 @@ class Web(asyncio.Protocol):
     needed: Scrapy sends the next request on a connection only after the
     previous answer)."""
 
-    def __init__(self, robots: bytes, delay: float, counters: Counters, control: bool) -> None:
+    def __init__(self, robots: bytes, delay: float, counters: Counters, control: bool, latency: float = 0.0) -> None:
         self.robots = robots
         self.delay = delay
+        #: seconds before every response (robots.txt and pages)
+        self.latency = latency
         self.counters = counters
         self.control = control
         self.buffer = b""
@@ -89,14 +97,19 @@ class Web(asyncio.Protocol):
             self._send(_response("200 OK", b"application/json", body), close)
         elif path == b"/robots.txt":
             self.counters.robots += 1
-            if self.delay:
-                asyncio.get_running_loop().call_later(self.delay, self._send, self.robots, close)
+            if self.delay or self.latency:
+                asyncio.get_running_loop().call_later(self.delay or self.latency, self._send, self.robots, close)
             else:
                 self._send(self.robots, close)
         else:
             self.counters.pages += 1
-            page = PAGE_TEMPLATE.format(path=path.decode("latin-1")).encode()
-            self._send(_response("200 OK", b"text/html; charset=utf-8", page), close)
+            page = _response(
+                "200 OK", b"text/html; charset=utf-8", PAGE_TEMPLATE.format(path=path.decode("latin-1")).encode()
+            )
+            if self.latency:
+                asyncio.get_running_loop().call_later(self.latency, self._send, page, close)
+            else:
+                self._send(page, close)
 
     def _send(self, data: bytes, close: bool) -> None:
         if self.transport is None or self.transport.is_closing():
@@ -106,21 +119,30 @@ class Web(asyncio.Protocol):
             self.transport.close()
 
 
-async def serve(origins: int, robots_body: bytes, slow_delay: float) -> None:
+def host_address(i: int) -> str:
+    """The loopback address of broad origin ``i`` (127.0.1.1 onwards, 254 per /24)."""
+    return f"127.0.{1 + i // 254}.{1 + i % 254}"
+
+
+async def serve(origins: int, robots_body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0) -> None:
     loop = asyncio.get_running_loop()
     counters = Counters()
     robots = _response("200 OK", b"text/plain", robots_body)
 
-    async def listen(delay: float, control: bool = False) -> int:
+    async def listen(delay: float, control: bool = False, host: str = "127.0.0.1", latency: float = 0.0) -> int:
         server = await loop.create_server(
-            lambda: Web(robots, delay, counters, control), "127.0.0.1", 0, backlog=1024, reuse_address=True
+            lambda: Web(robots, delay, counters, control, latency), host, 0, backlog=1024, reuse_address=True
         )
         return server.sockets[0].getsockname()[1]
 
     fast = [await listen(0.0) for _ in range(origins)]
     slow = [await listen(slow_delay) for _ in range(origins)]
+    broad = []
+    for i in range(hosts):
+        address = host_address(i)
+        broad.append(f"{address}:{await listen(0.0, host=address, latency=latency)}")
     control = await listen(0.0, control=True)
-    print(json.dumps({"fast": fast, "slow": slow, "control": control}), flush=True)
+    print(json.dumps({"fast": fast, "slow": slow, "hosts": broad, "control": control}), flush=True)
 
     # stop when the parent closes our stdin (or dies), or after MAX_LIFETIME
     stdin_closed = loop.create_future()
@@ -138,12 +160,14 @@ def main() -> None:
     ap.add_argument("--origins", type=int, default=50)
     ap.add_argument("--robots", type=Path, required=True, help="the robots.txt every origin serves")
     ap.add_argument("--slow-delay", type=float, default=0.2, help="seconds the slow ports take to answer robots.txt")
+    ap.add_argument("--hosts", type=int, default=0, help="origins on as many loopback addresses (broad crawl)")
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before each response of those origins")
     ap.add_argument("--cpu", type=int, default=None, help="run on this CPU only (the crawler gets another)")
     args = ap.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     try:
-        asyncio.run(serve(args.origins, args.robots.read_bytes(), args.slow_delay))
+        asyncio.run(serve(args.origins, args.robots.read_bytes(), args.slow_delay, args.hosts, args.latency))
     except (asyncio.TimeoutError, KeyboardInterrupt):
         pass
 

@@ -21,9 +21,11 @@ import cProfile
 import json
 import os
 import resource
+import statistics
 import time
 import urllib.request
 from typing import Any
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.exceptions import IgnoreRequest
@@ -94,6 +96,24 @@ PER_REQUEST_SIGNALS = (
 )
 #: hook name -> CPU seconds of each call, cleared when the last pass starts
 TIMINGS: dict[str, list[float]] = {}
+
+
+class FirstSeenMiddleware:
+    """First of every downloader middleware (the broad benchmark): notes when
+    each origin's first request leaves the scheduler, the start of its "time
+    to first page".  The same in every configuration."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, float] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> FirstSeenMiddleware:
+        middleware = cls()
+        crawler.first_seen = middleware.seen
+        return middleware
+
+    def process_request(self, request):
+        self.seen.setdefault(urlsplit(request.url).netloc, time.perf_counter())
 
 
 class NoopMiddleware:
@@ -181,6 +201,8 @@ class BenchSpider(scrapy.Spider):
         self.profile_path = profile
         self.out = out
         self.profiler: cProfile.Profile | None = None
+        #: origin (host:port) -> perf_counter() of its first page reaching the spider
+        self.first_page: dict[str, float] = {}
 
     async def start(self):
         for number, urls in enumerate(self.passes):
@@ -212,9 +234,14 @@ class BenchSpider(scrapy.Spider):
                 }
             )
         self.out["receivers"] = receivers(self.crawler)
+        seen = getattr(self.crawler, "first_seen", None)
+        if seen:
+            waits = [self.first_page[origin] - at for origin, at in seen.items() if origin in self.first_page]
+            self.out["first_page"] = {"median": statistics.median(waits), "origins": len(waits)}
 
     def page(self, response):
         self.downloaded += 1
+        self.first_page.setdefault(urlsplit(response.url).netloc, time.perf_counter())
         self._ended()
 
     def failed(self, failure):
@@ -279,6 +306,13 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     if config.get("audit"):
         settings["RFC9309_AUDIT"] = config["audit"]
         time_audit()
+    if config.get("per_domain"):  # the broad benchmark: one origin per host, so per-domain limits apply
+        settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = config["per_domain"]
+    settings.update(config.get("settings", {}))
+    if config.get("first_page"):
+        middlewares = dict(settings.get("DOWNLOADER_MIDDLEWARES", {}))
+        middlewares["crawl_worker.FirstSeenMiddleware"] = 0
+        settings["DOWNLOADER_MIDDLEWARES"] = middlewares
     out: dict[str, Any] = {"passes": [], "receivers": {}}
     process = Process(settings)
     crawler = process.create_crawler(BenchSpider)

@@ -3,7 +3,9 @@
 Prints markdown tables (and writes them, with a PNG chart when matplotlib is
 installed, to ``benchmarks/results/``).  Sections: ``parser`` (parse, match,
 memory, agreement with Google, for every installed peer), ``hostile``
-(worst-case inputs) and ``crawl`` (real Scrapy crawls on loopback).
+(worst-case inputs), ``crawl`` (real Scrapy crawls on loopback) and ``broad``
+(a broad crawl: 2,000 loopback hosts x 3 pages, 50 ms per response, every
+store; at most 3 rounds, about 12 minutes).
 Use ``--only parser`` etc. to run one section, ``--rounds`` for the number of
 repetitions (medians are reported).
 """
@@ -114,6 +116,13 @@ def crawl_section(rounds: int, out: list[str]) -> None:
     out.append("")
 
 
+def broad_section(rounds: int, out: list[str]) -> None:
+    import broad_bench
+
+    out.extend(broad_bench.run(min(rounds, broad_bench.DEFAULT_ROUNDS)))
+    out.append("")
+
+
 def write_chart(chart: dict, path: Path) -> str:
     try:
         import matplotlib
@@ -148,9 +157,9 @@ def write_chart(chart: dict, path: Path) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--only", choices=["parser", "hostile", "crawl"], action="append")
+    ap.add_argument("--only", choices=["parser", "hostile", "crawl", "broad"], action="append")
     args = ap.parse_args()
-    sections = args.only or ["parser", "hostile", "crawl"]
+    sections = args.only or ["parser", "hostile", "crawl", "broad"]
     out = [f"## Benchmarks, {datetime.date.today()} ({machine()})\n"]
     chart: dict = {}
     if "parser" in sections:
@@ -159,6 +168,8 @@ def main() -> None:
         hostile_section(args.rounds, out)
     if "crawl" in sections:
         crawl_section(args.rounds, out)
+    if "broad" in sections:
+        broad_section(args.rounds, out)
     results = HERE / "results"
     results.mkdir(exist_ok=True)
     text = "\n".join(out)

@@ -137,8 +137,9 @@ class RobotsFetcher:
     def __init__(self, crawler: Crawler, settings: Rfc9309Settings) -> None:
         self.crawler = crawler
         self.settings = settings
-        crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
-        crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
+        #: robots.txt downloads in flight; the signal handlers are connected only
+        #: while there are any, so pages pay no receiver when no fetch runs
+        self._in_flight = 0
 
     async def fetch(self, origin: str, trigger: Request | None = None) -> FetchResult:
         """Fetch ``origin``'s robots.txt, following redirects.  Never raises
@@ -168,7 +169,11 @@ class RobotsFetcher:
                     Access.UNAVAILABLE, status, url, classes, note="a redirect without a usable Location"
                 )
             try:
-                response = await compat.download(self.crawler, request)
+                self._listen(1)
+                try:
+                    response = await compat.download(self.crawler, request)
+                finally:
+                    self._listen(-1)
             except CancelledError:
                 raise  # the crawl is closing: not an access result
             except compat.NETWORK_ERRORS as exc:  # timeout, DNS, refused, reset, TLS
@@ -252,6 +257,19 @@ class RobotsFetcher:
         result.body = body
 
     # -- signal handlers (see the module docstring) --------------------------
+    def _listen(self, change: int) -> None:
+        """Connect the handlers when the first download starts, disconnect them
+        when the last one ends."""
+        before = self._in_flight
+        self._in_flight += change
+        manager = self.crawler.signals
+        if before == 0 and self._in_flight:
+            manager.connect(self._bytes_received, signal=signals.bytes_received)
+            manager.connect(self._response_downloaded, signal=signals.response_downloaded)
+        elif before and self._in_flight == 0:
+            manager.disconnect(self._bytes_received, signal=signals.bytes_received)
+            manager.disconnect(self._response_downloaded, signal=signals.response_downloaded)
+
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         transfer = request.meta.get(FETCH_META_KEY)
         if not isinstance(transfer, _Transfer) or transfer.owner is not self:

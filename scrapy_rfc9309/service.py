@@ -131,7 +131,7 @@ class Counts:
 class _Pending:
     """The one resolution in flight for an origin, and the requests awaiting it."""
 
-    __slots__ = ("waiters", "known", "error", "done", "fetch")
+    __slots__ = ("waiters", "known", "error", "done", "fetch", "task")
 
     def __init__(self) -> None:
         self.waiters: list[Deferred] = []
@@ -140,6 +140,8 @@ class _Pending:
         self.done = False
         #: the last fetch made for it (``scrapy robots`` describes it)
         self.fetch: FetchResult | None = None
+        #: the task resolving it; once ``done`` it may still be storing the result
+        self.task: Deferred | None = None
 
     async def wait(self) -> Known:
         if not self.done:
@@ -333,7 +335,8 @@ class RobotsService:
         if self.closed:
             return
         self.closed = True
-        pending = list(self._pending.items())
+        # the resolutions already done are only storing their result: let them finish (close waits)
+        pending = [(origin, entry) for origin, entry in self._pending.items() if not entry.done]
         if pending:
             logger.info(
                 "scrapy-rfc9309: the spider is closing; %d origin(s) still waiting for robots.txt: "
@@ -342,12 +345,17 @@ class RobotsService:
             )
         for origin, entry in pending:
             entry.finish(None, NotResolved(origin))
-        for task in list(self._tasks):
-            task.cancel()
+            if entry.task is not None:
+                entry.task.cancel()
         self._turns.clear()
 
     async def close(self) -> None:
         self.shutdown()
+        for task in list(self._tasks):  # results still being stored: written before the store closes
+            try:
+                await compat.wait_for(task)
+            except Exception:  # noqa: S110 - a failed store was counted and logged by the store
+                pass
         self.counts.flush()
         await self.storage.close()
 
@@ -359,7 +367,7 @@ class RobotsService:
 
     def _start(self, origin: str, trigger: Any) -> _Pending:
         pending = self._pending[origin] = _Pending()
-        task = compat.spawn(self._resolve(origin, trigger, pending))
+        task = pending.task = compat.spawn(self._resolve(origin, trigger, pending))
         self._tasks.add(task)
         task.addBoth(lambda _: self._tasks.discard(task))
         return pending
@@ -380,35 +388,42 @@ class RobotsService:
                 del self._pending[origin]
 
     async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
+        """The store's fresh entry, or a fetch made under the cluster lease: two
+        store steps at most (:meth:`~.storage.base.RobotsStorage.lookup`, then
+        :meth:`~.storage.base.RobotsStorage.store`), one round trip each to a
+        shared store."""
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
         stale = previous.entry if previous is not None else None
-        stored = await self.storage.get(origin)
-        if stored is not None and stored.is_fresh():
+        stored, lease, fresh = await self._claim(origin, policy)
+        if fresh:
+            assert stored is not None
             self.counts.inc("cache/storage_hits")
             return await self._publish(origin, stored, policy, trigger)
         if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
             stale = stored  # newer than ours: another worker's, or an earlier run's
-
-        lease, stored = await self._claim(origin, policy)
-        if stored is not None:  # another worker fetched it meanwhile
-            self.counts.inc("cache/storage_hits")
-            return await self._publish(origin, stored, policy, trigger)
         if stale is not None:
             self.counts.inc("cache/expiries")
+        kept = False
         try:
             entry = await self._fetch(origin, trigger, policy, stale, pending)
             robots = await self._policy(origin, entry, policy)
-            if self.paces:
-                # before the entry is visible: no worker's first page may follow the fetch too closely
-                floor, _ = self.floor_for(robots, policy.user_agents)
-                if floor:
-                    await self.storage.note_start(origin, floor)
-            await self.storage.put(origin, entry)
+            floor = self.floor_for(robots, policy.user_agents)[0] if self.paces else 0.0
+            if floor:
+                # the store notes the fetch's start before the entry is visible, even
+                # here: no request's turn, ours included, may follow the fetch too closely
+                await self.storage.store(origin, entry, lease, floor)
+                kept = True
+                return await self._publish(origin, entry, policy, trigger, robots)
+            # the waiting requests go on first; the store's round trip is not on their way
+            known = await self._publish(origin, entry, policy, trigger, robots)
+            pending.finish(known)
+            await self.storage.store(origin, entry, lease)
+            kept = True
+            return known
         finally:
-            if lease is not None:
+            if lease is not None and not kept:
                 await self.storage.release(lease)
-        return await self._publish(origin, entry, policy, trigger, robots)
 
     async def _fetch(
         self, origin: str, trigger: Any, policy: OriginPolicy, stale: RobotsEntry | None, pending: _Pending
@@ -451,44 +466,41 @@ class RobotsService:
         if self._check_closing():
             raise NotResolved(origin)
 
-    async def _claim(self, origin: str, policy: OriginPolicy) -> tuple[Lease | None, RobotsEntry | None]:
-        """Become the process that fetches ``origin``'s robots.txt: ``(lease, None)``;
-        or get the entry another process stored meanwhile: ``(None, entry)``; or,
-        after waiting longer than any fetch can take, ``(None, None)`` (fetch
-        anyway).  A store of one process grants at once."""
+    async def _claim(self, origin: str, policy: OriginPolicy) -> tuple[RobotsEntry | None, Lease | None, bool]:
+        """``(entry, lease, fresh)``: the store's fresh entry (``fresh``); or the
+        right to fetch ``origin``'s robots.txt for every process sharing the
+        store, with the stored entry if any (stale); or, after waiting longer
+        than any fetch can take for another process that holds it, no lease
+        (fetch anyway).  One :meth:`~.storage.base.RobotsStorage.lookup` per
+        look; a store of one process grants at once."""
         storage = self.storage
         settings = self.settings
-        bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
-        if policy.unreachable == "wait":
-            bound += settings.unreachable_wait
-        deadline = time.monotonic() + bound
+        deadline = bound = 0.0
         delay = CLAIM_POLL_FIRST
-        waited = False
         while True:
-            lease = await storage.claim(origin)
+            now = time.time()
+            entry, lease = await storage.lookup(origin, now)
+            if entry is not None and entry.is_fresh(now):
+                if lease is not None:  # a custom store may grant both: not needed
+                    await storage.release(lease)
+                return entry, None, True
             if lease is not None:
-                if storage.shared and not storage.down:
-                    # the holder may have stored its result and let go just before we asked
-                    entry = await storage.get(origin)
-                    if entry is not None and entry.is_fresh():
-                        await storage.release(lease)
-                        return None, entry
-                return lease, None
-            if not waited:
-                waited = True
+                return entry, lease, False
+            if not deadline:
+                bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
+                if policy.unreachable == "wait":
+                    bound += settings.unreachable_wait
+                deadline = time.monotonic() + bound
                 self.counts.inc("storage/lock_waits")
-            if time.monotonic() > deadline:
+            elif time.monotonic() > deadline:
                 self.counts.inc("storage/lock_timeouts")
                 logger.warning(
                     "robots.txt of %s: another worker has been fetching it for %g s; fetching it here too",
                     origin, bound,
                 )  # fmt: skip
-                return None, None
+                return entry, None, False
             await self._sleep(delay, origin)
             delay = min(delay * 2, CLAIM_POLL_MAX)
-            entry = await storage.get(origin)
-            if entry is not None and entry.is_fresh():
-                return None, entry
 
     def _stale_usable(self, entry: RobotsEntry | None) -> bool:
         """Whether a stale entry may stand in for an unreachable file: a real file,

@@ -103,6 +103,8 @@ class SlotFloors:
         #: told the key of each slot whose floor :meth:`sweep` dropped
         self._on_gone = on_gone
         self._sweeper: Any = None
+        self._opened = False
+        self._listening = False
         crawler.signals.connect(self._connect_after_autothrottle, signal=signals.spider_opened)
         crawler.signals.connect(self._stop_sweeping, signal=signals.spider_closed)
 
@@ -118,6 +120,7 @@ class SlotFloors:
                 del self._floors[key]
                 if self._on_gone is not None:
                     self._on_gone(key)
+        self._listen()
 
     # -- public to the extension -------------------------------------------------
 
@@ -139,9 +142,11 @@ class SlotFloors:
             if state is not None:
                 del self._floors[key]
                 self._undo(key, state)
+                self._listen()
             return
         if state is None:
             self._floors[key] = _Floor(seconds)
+            self._listen()
         elif seconds != state.seconds:
             lowered = seconds < state.seconds
             state.seconds = seconds
@@ -205,8 +210,23 @@ class SlotFloors:
         state.narrowed = False
 
     def _connect_after_autothrottle(self) -> None:
-        self._crawler.signals.connect(self._after_response, signal=signals.response_downloaded)
+        self._opened = True
+        self._listen()
         self._sweeper = compat.every(SWEEP_SECONDS, self.sweep)
+
+    def _listen(self) -> None:
+        """Receive ``response_downloaded`` while a slot has a floor, only (so a
+        crawl without Crawl-delay pays no receiver per response), and never
+        before the spider opened: connected later than AutoThrottle's, ours
+        runs after it."""
+        wanted = self._opened and bool(self._floors)
+        if wanted is self._listening:
+            return
+        self._listening = wanted
+        if wanted:
+            self._crawler.signals.connect(self._after_response, signal=signals.response_downloaded)
+        else:
+            self._crawler.signals.disconnect(self._after_response, signal=signals.response_downloaded)
 
     def _stop_sweeping(self) -> None:
         if self._sweeper is not None and self._sweeper.running:

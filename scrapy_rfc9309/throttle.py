@@ -87,9 +87,12 @@ class CrawlDelayExtension:
         self._origin_slots: dict[str, set[str]] = {}
         #: slot key -> the origins with a floor it serves
         self._slot_origins: dict[str, set[str]] = {}
+        self._signals = crawler.signals
+        #: whether _request_reached_downloader is connected: only while some origin has a
+        #: floor, so a crawl without Crawl-delay pays no receiver per request
+        self._listening = False
         service.on_ready(self._ready)
         service.on_forget(self._forget)
-        crawler.signals.connect(self._request_reached_downloader, signal=signals.request_reached_downloader)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlDelayExtension:
@@ -129,12 +132,14 @@ class CrawlDelayExtension:
             if not floor:
                 self._unlink(origin, key)
             self._refresh(key)
+        self._listen()
 
     def _forget(self, origin: str) -> None:
         """The cache forgot ``origin``: so does the extension."""
         for key in self._origin_slots.pop(origin, ()):
             self._unlink(origin, key)
             self._refresh(key)
+        self._listen()
 
     def _slot_gone(self, key: str) -> None:
         """Scrapy discarded slot ``key`` (idle): its next request links it again."""
@@ -158,6 +163,17 @@ class CrawlDelayExtension:
             self._stats.inc_value(STATS + "requests_delayed")
 
     # -- helpers -----------------------------------------------------------------
+
+    def _listen(self) -> None:
+        """Receive ``request_reached_downloader`` while an origin has a floor, only."""
+        wanted = bool(self._origin_slots)
+        if wanted is self._listening:
+            return
+        self._listening = wanted
+        if wanted:
+            self._signals.connect(self._request_reached_downloader, signal=signals.request_reached_downloader)
+        else:
+            self._signals.disconnect(self._request_reached_downloader, signal=signals.request_reached_downloader)
 
     def _link(self, origin: str, key: str) -> None:
         """Note that slot *key* serves *origin*."""

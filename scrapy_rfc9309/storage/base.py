@@ -12,6 +12,15 @@ an origin's robots.txt while the others wait for its result, and time-slot
 reservations, so that the workers together keep an origin's Crawl-delay.
 The defaults suit a store of one process: the lease is always granted and no
 turn ever waits.
+
+The robots service resolves an origin with two calls, each one round trip
+to a shared store: :meth:`RobotsStorage.lookup` (the entry if it is fresh,
+else the entry, stale or missing, together with the lease when no other
+process holds it) and, after the fetch, :meth:`RobotsStorage.store` (write
+the entry, note the robots.txt request's start for Crawl-delay, give the
+lease back).  Their defaults are built on the small operations below, so a
+store of one process, or a store class of one's own, needs only ``get`` and
+``put``.
 """
 
 from __future__ import annotations
@@ -138,3 +147,26 @@ class RobotsStorage(ABC):
     async def note_start(self, origin: str, floor: float) -> None:  # noqa: B027 - optional
         """Record that a request to ``origin`` (its robots.txt) started now,
         so the next reservation is ``floor`` seconds later."""
+
+    # -- the two steps of a resolution -------------------------------------------------
+    async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
+        """``(entry, None)`` when the stored entry is fresh at ``now``; else
+        ``(entry or None, lease)``: the stale entry (or None) and the fetch
+        lease, which is None while another process holds it.  A shared store
+        does both in one atomic step, so a lease is never granted over a
+        fresh entry another process stored a moment before."""
+        entry = await self.get(origin)
+        if entry is not None and entry.is_fresh(now):
+            return entry, None
+        return entry, await self.claim(origin)
+
+    async def store(self, origin: str, entry: RobotsEntry, lease: Lease | None, floor: float = 0.0) -> None:
+        """After a fetch: note the robots.txt request's start when ``floor``
+        (the origin's Crawl-delay, before the entry is visible, so no worker's
+        first page follows the fetch too closely), store ``entry``, then
+        release ``lease`` (when not None)."""
+        if floor:
+            await self.note_start(origin, floor)
+        await self.put(origin, entry)
+        if lease is not None:
+            await lease.release()

@@ -109,6 +109,33 @@ class FallbackStorage(RobotsStorage):
                 return lease
         return Lease()
 
+    async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
+        if not self.down:
+            try:
+                found = await self.primary.lookup(origin, now)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+            else:
+                self._answered()
+                return found
+        entry = await self.fallback.get(origin)
+        return entry, (None if entry is not None and entry.is_fresh(now) else Lease())
+
+    async def store(self, origin: str, entry: RobotsEntry, lease: Lease | None, floor: float = 0.0) -> None:
+        """Store in the backend (one step there), else in memory; the lease is
+        released whatever state the backend is in."""
+        if not self.down:
+            try:
+                await self.primary.store(origin, entry, lease, floor)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+            else:
+                self._answered()
+                return
+        await self.fallback.put(origin, entry)
+        if lease is not None:
+            await self.release(lease)
+
     async def take_turn(self, origin: str, floor: float) -> float:
         if not self.down:
             try:

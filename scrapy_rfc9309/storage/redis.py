@@ -22,6 +22,15 @@ Three kinds of keys, all under a prefix (``RFC9309_REDIS_PREFIX``, default
   floor)`` ahead instead.  Redis's own clock is used, so the workers' clocks
   need not agree.
 
+A resolution costs at most two round trips, one Lua script each
+(``EVALSHA``; the scripts are loaded once per connection when the server does
+not know them): :meth:`lookup` reads the entry and, when it is not fresh,
+takes the lease in the same atomic step; :meth:`store` writes the entry (one
+``HSET`` and its ``PEXPIRE``), notes the robots.txt request's start for
+Crawl-delay when the file has one, and releases the lease.  A fresh entry
+costs one round trip.  The leases a store holds are renewed together, by one
+timer of the store (not a task per lease), in one pipeline.
+
 Every failure (refused, reset, timeout, an error reply) is raised as
 :class:`~.base.StorageUnavailable`; the middleware decides what it means.
 The client gives up quickly (no backoff, one reconnection attempt, 5 s socket
@@ -61,6 +70,36 @@ if ARGV[2] == 'take' and start > now then return start - now end
 if ARGV[2] == 'note' then start = math.max(now, last) end
 redis.call('SET', KEYS[1], string.format('%.0f', start), 'PX', math.floor((start - now + gap) / 1000) + 1000)
 return start - now
+"""
+#: fields of the entry hash, in the order :data:`_LOOKUP` returns them
+FIELDS = ("v", "access", "status", "body", "content_type", "fetched_at", "expires_at", "url")
+#: KEYS: entry, lock; ARGV: now (time.time() of the client), token, lease ms, version.
+#: Returns {state, fields}: state 1 = fresh entry, 2 = lease granted, 0 = another holds it.
+_LOOKUP = """
+local e = redis.call('HMGET', KEYS[1], 'v', 'access', 'status', 'body', 'content_type', 'fetched_at',
+                      'expires_at', 'url')
+if e[1] == ARGV[4] and (tonumber(e[7]) or 0) > tonumber(ARGV[1]) then return {1, e} end
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {2, e} end
+return {0, e}
+"""
+#: KEYS: entry, lock, pace; ARGV: token ('' for none), replace ('1': delete the old hash
+#: first), keep ms (0: do not store), Crawl-delay floor us (0: none), then field, value...
+_STORE = """
+if redis.replicate_commands then redis.replicate_commands() end
+local gap = tonumber(ARGV[4])
+if gap > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local start = math.max(now, tonumber(redis.call('GET', KEYS[3]) or '0'))
+  redis.call('SET', KEYS[3], string.format('%.0f', start), 'PX', math.floor((start - now + gap) / 1000) + 1000)
+end
+if tonumber(ARGV[3]) > 0 then
+  if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
+  redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 0
 """
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -103,6 +142,9 @@ class RedisStorage(RobotsStorage):
         self.lock_seconds = lock_seconds
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
+        #: leases held now (lock key -> lease), renewed together by :meth:`_renew_leases`
+        self._held: dict[str, _RedisLease] = {}
+        self._renewal: asyncio.Future[None] | None = None
 
     # -- life ------------------------------------------------------------------
     async def open(self) -> None:
@@ -126,11 +168,26 @@ class RedisStorage(RobotsStorage):
             )
         except ValueError as exc:
             raise StorageUnavailable(f"{self.url}: {exc}") from exc
-        for name, source in (("reserve", _RESERVE), ("renew", _RENEW), ("release", _RELEASE)):
+        for name, source in (
+            ("reserve", _RESERVE),
+            ("renew", _RENEW),
+            ("release", _RELEASE),
+            ("lookup", _LOOKUP),
+            ("store", _STORE),
+        ):
             self._scripts[name] = self._client.register_script(source)
-        await self._guard(self._client.ping())
+        # load them now, in one round trip: no first call per script meets NOSCRIPT and sends it again
+        pipe = self._client.pipeline(transaction=False)
+        for script in self._scripts.values():
+            pipe.script_load(script.script)
+        await self._guard(pipe.execute())
+        self._renewal = asyncio.ensure_future(self._renew_leases())
 
     async def close(self) -> None:
+        if self._renewal is not None:
+            self._renewal.cancel()
+            self._renewal = None
+        self._held.clear()
         client, self._client = self._client, None
         if client is not None:
             closing = getattr(client, "aclose", None) or client.close  # aclose: redis 5.0.1+
@@ -138,46 +195,79 @@ class RedisStorage(RobotsStorage):
 
     # -- entries ---------------------------------------------------------------------
     async def get(self, origin: str) -> RobotsEntry | None:
-        fields = await self._guard(self._redis().hgetall(self._key("robots", origin)))
-        if not fields or fields.get(b"v") != ENTRY_VERSION:
+        key = self._key("robots", origin)
+        values = await self._guard(self._redis().hmget(key, FIELDS))
+        return self._decode(origin, values)
+
+    def _decode(self, origin: str, values: list[bytes | None]) -> RobotsEntry | None:
+        """The entry of ``values`` (the hash's :data:`FIELDS`, None where absent)."""
+        version, access, status, body, content_type, fetched_at, expires_at, url = values
+        if version != ENTRY_VERSION:
             return None
         try:
-            status = fields.get(b"status", b"")
-            content_type = fields.get(b"content_type")
             return RobotsEntry(
-                access=fields[b"access"].decode("ascii"),
+                access=access.decode("ascii"),  # type: ignore[union-attr]
                 status=int(status) if status else None,
-                body=fields.get(b"body", b""),
+                body=body or b"",
                 content_type=content_type.decode("utf-8") if content_type is not None else None,
-                fetched_at=float(fields[b"fetched_at"]),
-                expires_at=float(fields[b"expires_at"]),
-                url=fields.get(b"url", b"").decode("utf-8"),
+                fetched_at=float(fetched_at),  # type: ignore[arg-type]
+                expires_at=float(expires_at),  # type: ignore[arg-type]
+                url=(url or b"").decode("utf-8"),
             )
-        except (KeyError, ValueError, UnicodeDecodeError):
+        except (AttributeError, TypeError, ValueError, UnicodeDecodeError):
             logger.warning("ignoring an unreadable robots.txt entry of %s in %s", origin, self.url)
             return None
 
     async def put(self, origin: str, entry: RobotsEntry) -> None:
-        retention = entry.retention()
-        if retention <= 0:
-            return
-        mapping: dict[str, bytes | str] = {
-            "v": ENTRY_VERSION,
-            "access": entry.access,
-            "status": "" if entry.status is None else str(entry.status),
-            "body": entry.body,
-            "fetched_at": repr(entry.fetched_at),
-            "expires_at": repr(entry.expires_at),
-            "url": entry.url,
-        }
+        await self.store(origin, entry, None)
+
+    def _fields(self, entry: RobotsEntry) -> list[bytes | str]:
+        fields: list[bytes | str] = [
+            "v", ENTRY_VERSION,
+            "access", entry.access,
+            "status", "" if entry.status is None else str(entry.status),
+            "body", entry.body,
+            "fetched_at", repr(entry.fetched_at),
+            "expires_at", repr(entry.expires_at),
+            "url", entry.url,
+        ]  # fmt: skip
         if entry.content_type is not None:
-            mapping["content_type"] = entry.content_type
-        key = self._key("robots", origin)
-        pipe = self._redis().pipeline(transaction=True)
-        pipe.delete(key)
-        pipe.hset(key, mapping=mapping)
-        pipe.pexpire(key, int(min(retention, self.keep_seconds + 86_400) * 1000) + 1)
-        await self._guard(pipe.execute())
+            fields += ["content_type", entry.content_type]
+        return fields
+
+    # -- the two steps of a resolution ----------------------------------------------------
+    async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
+        key, lock = self._key("robots", origin), self._key("lock", origin)
+        token = secrets.token_hex(16).encode("ascii")
+        ttl = int(self.lock_seconds * 1000)
+        self._redis()
+        state, values = await self._guard(
+            self._scripts["lookup"](keys=[key, lock], args=[repr(now), token, ttl, ENTRY_VERSION])
+        )
+        entry = self._decode(origin, values)
+        if state == 1:
+            if entry is not None:
+                return entry, None
+            return None, await self.claim(origin)  # fresh by its expiry, yet unreadable: fetch it again
+        if state == 2:
+            return entry, self._hold(lock, token, ttl, replace=any(value is not None for value in values))
+        return entry, None
+
+    async def store(self, origin: str, entry: RobotsEntry, lease: Lease | None, floor: float = 0.0) -> None:
+        """Note the start (``floor``), write the entry and release ``lease``: one script."""
+        token, replace = b"", True
+        if isinstance(lease, _RedisLease) and lease.store is self:
+            token, replace = lease.token, lease.replace
+            self._held.pop(lease.key, None)
+        retention = entry.retention()
+        keep = int(min(retention, self.keep_seconds + 86_400) * 1000) + 1 if retention > 0 else 0
+        keys = [self._key("robots", origin), self._key("lock", origin), self._key("pace", origin)]
+        args: list[Any] = [token, "1" if replace else "0", keep, int(floor * 1_000_000)]
+        if keep:
+            args += self._fields(entry)
+        await self._run_keys("store", keys, args)
+        if lease is not None and not token:
+            await lease.release()
 
     async def delete(self, origin: str) -> None:
         await self._guard(self._redis().delete(self._key("robots", origin)))
@@ -189,7 +279,33 @@ class RedisStorage(RobotsStorage):
         ttl = int(self.lock_seconds * 1000)
         if not await self._guard(self._redis().set(key, token, nx=True, px=ttl)):
             return None
-        return _RedisLease(self, key, token, ttl)
+        return self._hold(key, token, ttl)
+
+    def _hold(self, key: str, token: bytes, ttl_ms: int, replace: bool = True) -> _RedisLease:
+        lease = self._held[key] = _RedisLease(self, key, token, ttl_ms, replace)
+        return lease
+
+    async def _renew_leases(self) -> None:
+        """Every third of a lease's life, renew every lease held, in one pipeline."""
+        interval = self.lock_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            if not self._held or self._client is None:
+                continue
+            held = list(self._held.values())
+            pipe = self._client.pipeline(transaction=False)
+            for lease in held:
+                await self._scripts["renew"](keys=[lease.key], args=[lease.token, lease.ttl_ms], client=pipe)
+            try:
+                answers = await self._guard(pipe.execute())
+            except StorageUnavailable:
+                continue  # the store is gone; the service notices on its next call
+            for lease, renewed in zip(held, answers):
+                if not renewed and self._held.get(lease.key) is lease:
+                    del self._held[lease.key]
+                    logger.warning(
+                        "lost the robots.txt fetch lease %s (expired): another worker may fetch too", lease.key
+                    )
 
     # -- Crawl-delay across workers ----------------------------------------------------------
     async def reserve(self, origin: str, floor: float) -> float:
@@ -213,8 +329,11 @@ class RedisStorage(RobotsStorage):
         return self._client
 
     async def _run_script(self, name: str, key: str, *args: Any) -> Any:
+        return await self._run_keys(name, [key], list(args))
+
+    async def _run_keys(self, name: str, keys: list[str], args: list[Any]) -> Any:
         self._redis()
-        return await self._guard(self._scripts[name](keys=[key], args=list(args)))
+        return await self._guard(self._scripts[name](keys=keys, args=args))
 
     async def _guard(self, call: Awaitable[T]) -> T:
         """Await a client call; any failure becomes StorageUnavailable."""
@@ -227,27 +346,19 @@ class RedisStorage(RobotsStorage):
 
 
 class _RedisLease(Lease):
-    """A held ``<prefix>lock:<origin>`` key, renewed in the background."""
+    """A held ``<prefix>lock:<origin>`` key; its store renews it while held."""
 
-    def __init__(self, store: RedisStorage, key: str, token: bytes, ttl_ms: int) -> None:
-        self._store = store
-        self._key = key
-        self._token = token
-        self._ttl_ms = ttl_ms
-        self._renewal = asyncio.ensure_future(self._renew())
+    __slots__ = ("store", "key", "token", "ttl_ms", "replace")
 
-    async def _renew(self) -> None:
-        interval = self._ttl_ms / 3000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                held = await self._store._run_script("renew", self._key, self._token, self._ttl_ms)
-            except StorageUnavailable:
-                return  # the store is gone; the middleware notices on its next call
-            if not held:
-                logger.warning("lost the robots.txt fetch lease %s (expired): another worker may fetch too", self._key)
-                return
+    def __init__(self, store: RedisStorage, key: str, token: bytes, ttl_ms: int, replace: bool = True) -> None:
+        self.store = store
+        self.key = key
+        self.token = token
+        self.ttl_ms = ttl_ms
+        #: an entry hash existed when the lease was granted: :meth:`RedisStorage.store` deletes it first
+        self.replace = replace
 
     async def release(self) -> None:
-        self._renewal.cancel()
-        await self._store._run_script("release", self._key, self._token)
+        if self.store._held.get(self.key) is self:
+            del self.store._held[self.key]
+        await self.store._run_script("release", self.key, self.token)

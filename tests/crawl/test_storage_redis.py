@@ -385,3 +385,63 @@ async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, ca
     assert result.stat("storage/outages") == 1 and result.stat("storage/errors") >= 1
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert sum("robots.txt store unreachable" in m for m in warnings) == 1, warnings
+
+
+# -- what a resolution costs the server ---------------------------------------------------------
+def command_counts(server: RedisServer) -> dict[str, int]:
+    """``INFO commandstats``: calls of each command so far, the commands the
+    scripts run included (``evalsha`` is what the client sent)."""
+    stats = server.client().info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(values["calls"]) for name, values in stats.items()}
+
+
+def spent(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {name: calls - before.get(name, 0) for name, calls in after.items() if calls > before.get(name, 0)}
+
+
+ORIGINS = 8
+#: commands of a crawl or a connection, not of an origin: the handshake, loading the scripts, this test's INFO
+PER_CONNECTION = {"hello", "client|setinfo", "ping", "script|load", "info"}
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_resolution_costs_two_round_trips_and_a_stored_entry_one(redis_server, servers):
+    """Eight origins, two pages each: every origin resolved with two script
+    calls (look up and claim; store and release) and nothing else; a second
+    crawl finds every entry fresh with one call per origin.  The numbers are
+    the server's own (``INFO commandstats``), printed for docs/storage.md."""
+    sites = [servers(f"127.0.0.{2 + i}") for i in range(ORIGINS)]
+    for site in sites:
+        site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    urls = [site.url(path) for site in sites for path in ("/a", "/private/b")]
+    settings = redis_settings(redis_server, "cost:")
+
+    first_before = command_counts(redis_server)
+    first = await crawl(urls, settings)
+    first_cost = spent(first_before, command_counts(redis_server))
+    second_before = command_counts(redis_server)
+    second = await crawl(urls, settings)
+    second_cost = spent(second_before, command_counts(redis_server))
+    for label, cost in (("new origins", first_cost), ("fresh entries", second_cost)):
+        scripts = {k: v for k, v in cost.items() if k not in ("evalsha", *PER_CONNECTION)}
+        print(
+            f"{label}: {cost.get('evalsha', 0) / ORIGINS:g} round trips per origin, "
+            f"{sum(scripts.values()) / ORIGINS:g} commands run by the scripts per origin {scripts}"
+        )
+
+    for result in (first, second):
+        check_accounting(result)
+        assert result.stat("requests/denied/disallowed_explicit") == ORIGINS
+    assert all(site.count("/robots.txt") == 1 for site in sites)
+    assert first.stat("fetch/count") == ORIGINS and second.stat("fetch/count") == 0
+    assert second.stat("cache/storage_hits") == ORIGINS
+    # what the client sent: one script call per step, no other command per origin
+    assert first_cost["evalsha"] == 2 * ORIGINS, first_cost
+    assert second_cost["evalsha"] == ORIGINS, second_cost
+    per_origin = {"evalsha", "hmget", "set", "hset", "pexpire", "get", "del"}
+    for cost in (first_cost, second_cost):
+        assert set(cost) <= per_origin | PER_CONNECTION, cost
+    # inside the scripts: read, claim; write and its expiry, compare and free the lease
+    assert first_cost == {**first_cost, "hmget": ORIGINS, "set": ORIGINS, "hset": ORIGINS, "pexpire": ORIGINS}
+    assert first_cost.get("del", 0) == ORIGINS and first_cost.get("get", 0) == ORIGINS  # the lease's key
+    assert second_cost.get("hmget") == ORIGINS and "hset" not in second_cost and "set" not in second_cost

@@ -1,0 +1,300 @@
+"""Broad-crawl benchmark: many origins, few pages each, every response late.
+
+The regime of a crawler that visits the web at large: ``origins`` loopback
+origins (127.0.1.1, 127.0.1.2 ...: one host each, so one download slot each)
+x ``pages`` pages, every response (robots.txt and pages alike) sent
+``latency`` seconds after its request by the benchmark's server
+(``crawl_server.py --hosts``), ``CONCURRENT_REQUESTS = 256``, 2 per domain.
+There the robots.txt of an origin is on the path of its first page, and the
+store's cost per origin (not the check's per request) is what shows.
+
+Configurations, each crawl in a fresh process (``crawl_worker``), taking
+turns round by round:
+
+* ``none``: ROBOTSTXT_OBEY=False, no plugin;
+* ``builtin``: Scrapy's RobotsTxtMiddleware (ROBOTSTXT_OBEY=True, Protego);
+* ``memory``, ``sqlite``, ``redis``: this plugin (its add-on) with
+  ``RFC9309_STORAGE`` a new SQLite file per crawl, or a real ``redis-server``
+  started for the run (emptied before each crawl; skipped when absent).
+
+Per crawl: the crawling process's CPU time (user + system, from its first
+request to its last), the wall time, and the median over origins of the time
+from an origin's first request leaving the scheduler (a downloader
+middleware ahead of every other) to its first page reaching the spider.
+Redis's own CPU (``INFO cpu``) is shown beside, not added.
+
+``python benchmarks/broad_bench.py --rounds 3 --origins 2000 --pages 3``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from crawl_bench import (  # noqa: E402 - after the path is set
+    ROOT,
+    check_expectations,
+    cpus,
+    default_corpus,
+    page_paths,
+    robots_body,
+    run_worker,
+    web,
+)
+
+CONFIGS = ("none", "builtin", "memory", "sqlite", "redis")
+LABELS = {
+    "none": "no robots handling",
+    "builtin": "Scrapy built-in (Protego)",
+    "memory": "scrapy-rfc9309, memory store",
+    "sqlite": "scrapy-rfc9309, SQLite store",
+    "redis": "scrapy-rfc9309, Redis store",
+}
+PLUGIN = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
+#: rounds by default (``run.py`` runs at most this many): a round of the five takes about 4 minutes
+DEFAULT_ROUNDS = 3
+CONCURRENCY = 256
+PER_DOMAIN = 2
+
+
+def broad_urls(hosts: list[str], pages: int) -> list[str]:
+    """Origin after origin, ``pages`` pages each."""
+    paths = [path for path, _ in page_paths(pages)]
+    return [f"http://{host}{path}" for host in hosts for path in paths]
+
+
+# -- a redis-server of the benchmark's own -----------------------------------------------
+class Redis:
+    """A throwaway ``redis-server`` on a free loopback port (on the server's CPU)."""
+
+    def __init__(self, workdir: Path, cpu: int | None) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        command += ["--appendonly", "no", "--dir", str(workdir), "--logfile", str(workdir / "redis.log")]
+        if cpu is not None and shutil.which("taskset"):
+            command = ["taskset", "-c", str(cpu), *command]
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import redis
+
+        self.client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.client.ping()
+                break
+            except redis.RedisError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise RuntimeError("broad benchmark: redis-server did not start") from None
+                time.sleep(0.05)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def cpu(self) -> float:
+        info = self.client.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    def commands(self) -> int:
+        return sum(int(v["calls"]) for v in self.client.info("commandstats").values())
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+def redis_available() -> bool:
+    if shutil.which("redis-server") is None:
+        return False
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# -- measuring ------------------------------------------------------------------------------
+def measure(
+    rounds: int, origins: int, pages: int, latency: float, configs: tuple[str, ...], baseline: Path | None = None
+) -> dict[str, Any]:
+    """Every configuration ``rounds`` times; with ``baseline`` (another checkout
+    holding these benchmark files), its plugin configurations too, as
+    ``<config>@base``, in the same rounds."""
+    if baseline is not None:
+        configs = configs + tuple(f"{c}@base" for c in configs if c not in ("none", "builtin"))
+    body, described = robots_body(default_corpus())
+    denied = check_expectations(body, pages)
+    if "redis" in configs and not redis_available():
+        print("broad benchmark: no redis-server or redis package: the Redis store is left out", file=sys.stderr)
+        configs = tuple(c for c in configs if not c.startswith("redis"))
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
+    with tempfile.TemporaryDirectory(prefix="broad-bench-") as tmp, web(0, body, 0.0, origins, latency) as ports:
+        urls = broad_urls(ports["hosts"], pages)
+        store = Redis(Path(tmp), cpus()[1]) if any(c.startswith("redis") for c in configs) else None
+        try:
+            for number in range(rounds):
+                for config in configs:
+                    print(f"broad round {number + 1}/{rounds}: {config} ...", file=sys.stderr)
+                    store_kind = config.split("@")[0]
+                    worker: dict[str, Any] = {
+                        "mode": config if config in ("none", "builtin") else "plugin",
+                        "passes": [urls],
+                        "control": ports["control"],
+                        "concurrency": CONCURRENCY,
+                        "per_domain": PER_DOMAIN,
+                        "first_page": True,
+                    }
+                    extra: dict[str, Any] = {}
+                    if store_kind == "sqlite":
+                        path = Path(tmp) / f"robots-{number}-{config}.sqlite"
+                        extra["RFC9309_STORAGE"] = f"sqlite://{path}"
+                    elif store_kind == "redis":
+                        assert store is not None
+                        store.client.flushall()
+                        extra["RFC9309_STORAGE"] = store.url
+                    worker["settings"] = extra
+                    before = (store.cpu(), store.commands()) if store is not None and store_kind == "redis" else None
+                    root = baseline if config.endswith("@base") and baseline is not None else ROOT
+                    result = run_worker(worker, root)
+                    numbers = {**result["passes"][0], "first_page": result["first_page"]["median"]}
+                    if before is not None:
+                        assert store is not None
+                        numbers["redis_cpu"] = store.cpu() - before[0]
+                        numbers["redis_commands"] = store.commands() - before[1]
+                    runs[config].append(numbers)
+        finally:
+            if store is not None:
+                store.stop()
+    return {
+        "runs": runs,
+        "robots": described,
+        "origins": origins,
+        "pages": pages,
+        "denied": denied,
+        "latency": latency,
+        "rounds": rounds,
+    }
+
+
+def table(m: dict[str, Any]) -> list[str]:
+    runs: dict[str, list[dict[str, Any]]] = m["runs"]
+    origins, pages, latency = m["origins"], m["pages"], m["latency"]
+    loads = [r["load"] for series in runs.values() for r in series]
+    builtin = runs.get("builtin")
+    out = [
+        f"### Broad crawl: {origins:,} loopback origins x {pages} pages, {latency * 1000:.0f} ms per response "
+        f"(median of {m['rounds']} rounds)\n",
+        f"Every origin is a host of its own (127.0.1.1 ...) serving the same robots.txt ({m['robots']}), "
+        f"which disallows {m['denied']} of its {pages} pages. CONCURRENT_REQUESTS = {CONCURRENCY}, "
+        f"{PER_DOMAIN} per domain, each crawl in a fresh process, configurations taking turns. CPU: the "
+        "crawling process's user + system time, first request to last; vs built-in: the median of the "
+        "per-round ratios, [lowest - highest]. First page: the median over origins of the time from its first "
+        "request leaving the scheduler to its first page reaching the spider; median [range] over the rounds. "
+        f"1-minute load average during the runs: {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores.\n",
+        "| robots.txt handling | CPU s | CPU vs built-in | wall s | first page, ms | robots.txt fetches "
+        "| downloaded / dropped | Redis server: CPU s, commands per origin |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for config, series in runs.items():
+
+        def med(key: str, series: list[dict[str, Any]] = series) -> float:
+            return statistics.median(r[key] for r in series)
+
+        if builtin:
+            ratios = [r["cpu"] / b["cpu"] for r, b in zip(series, builtin)]
+            versus = f"{statistics.median(ratios):.2f} [{min(ratios):.2f} - {max(ratios):.2f}]"
+        else:
+            versus = "-"
+        firsts = [r["first_page"] * 1000 for r in series]
+        redis = "-"
+        if "redis_cpu" in series[0]:
+            redis = f"{med('redis_cpu'):.2f} s, {med('redis_commands') / origins:.1f}"
+        label = LABELS[config.split("@")[0]] + (", baseline" if config.endswith("@base") else "")
+        out.append(
+            f"| {label} | {med('cpu'):.2f} | {versus} | {med('wall'):.2f} | "
+            f"{statistics.median(firsts):.0f} [{min(firsts):.0f} - {max(firsts):.0f}] | "
+            f"{med('robots_fetches'):,.0f} | {med('downloaded'):,.0f} / {med('dropped'):,.0f} | {redis} |"
+        )
+    out.append("\nEach round, CPU s / first page ms:")
+    for config, series in runs.items():
+        rounds = ", ".join(f"{r['cpu']:.1f} / {r['first_page'] * 1000:.0f}" for r in series)
+        out.append(f"- {config}: {rounds}")
+    errors = sum(r["errors"] for series in runs.values() for r in series)
+    if errors:
+        out.append(f"\n**{errors} requests failed with errors other than IgnoreRequest: these numbers are suspect.**")
+    out += goal(runs)
+    return out
+
+
+def goal(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The issue's goal: shared stores at most 1.05x the built-in's CPU, and
+    at most 10% over the memory store's median time to first page."""
+    if "builtin" not in runs or "memory" not in runs:
+        return []
+    lines = []
+    memory_first = statistics.median(r["first_page"] for r in runs["memory"])
+    for config in ("sqlite", "redis"):
+        if config not in runs:
+            continue
+        cpu = statistics.median(r["cpu"] / b["cpu"] for r, b in zip(runs[config], runs["builtin"]))
+        first = statistics.median(r["first_page"] for r in runs[config]) / memory_first
+        met = "met" if cpu <= 1.05 and first <= 1.10 else "missed"
+        lines.append(
+            f"{LABELS[config]}: CPU {cpu:.2f}x the built-in's (goal 1.05), first page {first:.2f}x the memory "
+            f"store's (goal 1.10): {met}."
+        )
+    return ["", *lines] if lines else []
+
+
+def run(
+    rounds: int,
+    origins: int = 2000,
+    pages: int = 3,
+    latency: float = 0.05,
+    configs: tuple[str, ...] = CONFIGS,
+    baseline: Path | None = None,
+) -> list[str]:
+    return table(measure(rounds, origins, pages, latency, configs, baseline))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
+    ap.add_argument("--origins", type=int, default=2000)
+    ap.add_argument("--pages", type=int, default=3)
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--only", action="append", choices=CONFIGS, help="configurations to run (default: all)")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. from git archive, with these benchmarks/ files copied in): "
+        "its plugin runs too, in the same rounds",
+    )
+    args = ap.parse_args()
+    configs = tuple(c for c in CONFIGS if not args.only or c in args.only)
+    print("\n".join(run(args.rounds, args.origins, args.pages, args.latency, configs, args.baseline)))
+
+
+if __name__ == "__main__":
+    sys.path[:0] = [str(HERE.parent)]
+    main()

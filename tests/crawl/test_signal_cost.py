@@ -1,0 +1,88 @@
+"""What the plugin costs a page request in signal receivers.
+
+Scrapy calls every receiver of a signal on each send, whether or not it acts
+on the request (a pydispatch call, a few microseconds).  The plugin listens
+to per-request signals only while it has something to do there:
+
+* ``bytes_received`` / ``response_downloaded`` for its own robots.txt
+  downloads (the body limit, the Content-Encoding moved aside): connected
+  while one is in flight;
+* ``request_reached_downloader`` / ``response_downloaded`` for Crawl-delay
+  floors: connected while an origin has one;
+* ``request_scheduled``, always: a new origin's robots.txt is fetched as soon
+  as its first request is scheduled, before it reaches the downloader.
+
+Counted with real crawls, against Scrapy's built-in RobotsTxtMiddleware.
+"""
+
+from __future__ import annotations
+
+import pytest_twisted
+from pydispatch import dispatcher
+from scrapy import signals
+
+from .harness import Req, crawl
+from .servers import robots
+
+PER_REQUEST = (
+    "request_scheduled",
+    "request_reached_downloader",
+    "headers_received",
+    "bytes_received",
+    "response_downloaded",
+    "response_received",
+    "request_left_downloader",
+)
+BUILTIN = {"DOWNLOADER_MIDDLEWARES": {}, "ROBOTSTXT_OBEY": True}
+ADDON = {"DOWNLOADER_MIDDLEWARES": {}, "ADDONS": {"scrapy_rfc9309.Addon": 0}}
+
+
+def receivers(crawler) -> dict[str, int]:
+    counts = {}
+    for name in PER_REQUEST:
+        found = dispatcher.getAllReceivers(crawler.signals.sender, getattr(signals, name))
+        counts[name] = sum(1 for _ in dispatcher.liveReceivers(found))
+    return counts
+
+
+async def counted(site_rules: str, settings: dict) -> tuple[dict[str, int], dict[str, int]]:
+    """Receivers while the second page of a site is handled (its robots.txt
+    known for a while, no fetch in flight), and after the crawl."""
+    seen: list[dict[str, int]] = []
+
+    async def ok(self, response):
+        if response.url.endswith("/second"):
+            seen.append(receivers(self.crawler))
+        async for request in type(self).__mro__[1].ok(self, response):
+            yield request
+
+    from .servers import Server
+
+    site = Server("127.0.0.2")
+    try:
+        site.routes["/robots.txt"] = robots(site_rules)
+        first = Req(site.url("/first"), then=[Req(site.url("/second"))])
+        result = await crawl([first], settings, spider_attrs={"ok": ok})
+    finally:
+        site.stop()
+    assert result.outcome(site.url("/second")).status == 200
+    assert len(seen) == 1
+    return seen[0], receivers(result.crawler)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_pays_one_receiver_more_than_with_the_builtin_middleware():
+    builtin, _ = await counted("User-agent: *\nDisallow: /private\n", BUILTIN)
+    plugin, after = await counted("User-agent: *\nDisallow: /private\n", ADDON)
+    extra = {name: plugin[name] - builtin[name] for name in PER_REQUEST if plugin[name] != builtin[name]}
+    print("receivers of per-request signals, built-in:", builtin, "plugin:", plugin)
+    assert extra == {"request_scheduled": 1}, (builtin, plugin)
+    assert after == plugin
+
+
+@pytest_twisted.ensureDeferred
+async def test_crawl_delay_floors_listen_while_an_origin_has_one():
+    plain, _ = await counted("User-agent: *\nDisallow: /private\n", ADDON)
+    floored, _ = await counted("User-agent: *\nCrawl-delay: 0.2\n", ADDON)
+    extra = {name: floored[name] - plain[name] for name in PER_REQUEST if floored[name] != plain[name]}
+    assert extra == {"request_reached_downloader": 1, "response_downloaded": 1}, (plain, floored)
