@@ -32,6 +32,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
+from scrapy_rfc9309.compat import request_method
+
 try:  # Scrapy 2.14+
     from scrapy.crawler import AsyncCrawlerProcess as Process
 except ImportError:  # Scrapy 2.13
@@ -112,6 +114,7 @@ class FirstSeenMiddleware:
         crawler.first_seen = middleware.seen
         return middleware
 
+    @request_method
     def process_request(self, request):
         self.seen.setdefault(urlsplit(request.url).netloc, time.perf_counter())
 
@@ -119,6 +122,7 @@ class FirstSeenMiddleware:
 class NoopMiddleware:
     """The cost of any async downloader middleware, to set the plugin's against."""
 
+    @request_method
     async def process_request(self, request):
         return None
 
