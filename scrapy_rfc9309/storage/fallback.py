@@ -17,12 +17,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from .base import RETRY_AFTER, Lease, RobotsEntry, RobotsStorage, StorageUnavailable
 from .memory import MemoryStorage
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class _Down:
+    """What :meth:`FallbackStorage._ask` returns when the backend did not answer."""
+
+
+_DOWN = _Down()
 
 __all__ = ["RETRY_AFTER", "FallbackStorage"]
 
@@ -69,25 +79,14 @@ class FallbackStorage(RobotsStorage):
             logger.warning("closing the robots.txt store: %s", exc)
 
     async def get(self, origin: str) -> RobotsEntry | None:
-        if not self.down:
-            try:
-                entry = await self.primary.get(origin)
-            except StorageUnavailable as exc:
-                self._failed(exc)
-            else:
-                self._answered()
-                return entry
+        entry = await self._ask(lambda: self.primary.get(origin))
+        if not isinstance(entry, _Down):
+            return entry
         return await self.fallback.get(origin)
 
     async def put(self, origin: str, entry: RobotsEntry) -> None:
-        if not self.down:
-            try:
-                await self.primary.put(origin, entry)
-            except StorageUnavailable as exc:
-                self._failed(exc)
-            else:
-                self._answered()
-                return
+        if not isinstance(await self._ask(lambda: self.primary.put(origin, entry)), _Down):
+            return
         await self.fallback.put(origin, entry)
 
     async def delete(self, origin: str) -> None:
@@ -99,52 +98,31 @@ class FallbackStorage(RobotsStorage):
                 self._failed(exc)
 
     async def claim(self, origin: str) -> Lease | None:
-        if not self.down:
-            try:
-                lease = await self.primary.claim(origin)
-            except StorageUnavailable as exc:
-                self._failed(exc)
-            else:
-                self._answered()
-                return lease
+        lease = await self._ask(lambda: self.primary.claim(origin))
+        if not isinstance(lease, _Down):
+            return lease
         return Lease()
 
     async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
-        if not self.down:
-            try:
-                found = await self.primary.lookup(origin, now)
-            except StorageUnavailable as exc:
-                self._failed(exc)
-            else:
-                self._answered()
-                return found
+        found = await self._ask(lambda: self.primary.lookup(origin, now))
+        if not isinstance(found, _Down):
+            return found
         entry = await self.fallback.get(origin)
         return entry, (None if entry is not None and entry.is_fresh(now) else Lease())
 
     async def store(self, origin: str, entry: RobotsEntry, lease: Lease | None, floor: float = 0.0) -> None:
         """Store in the backend (one step there), else in memory; the lease is
         released whatever state the backend is in."""
-        if not self.down:
-            try:
-                await self.primary.store(origin, entry, lease, floor)
-            except StorageUnavailable as exc:
-                self._failed(exc)
-            else:
-                self._answered()
-                return
+        if not isinstance(await self._ask(lambda: self.primary.store(origin, entry, lease, floor)), _Down):
+            return
         await self.fallback.put(origin, entry)
         if lease is not None:
             await self.release(lease)
 
     async def take_turn(self, origin: str, floor: float) -> float:
-        if not self.down:
-            try:
-                wait = await self.primary.take_turn(origin, floor)
-            except StorageUnavailable as exc:
-                self._failed(exc)
-            else:
-                self._answered()
-                return wait
+        wait = await self._ask(lambda: self.primary.take_turn(origin, floor))
+        if not isinstance(wait, _Down):
+            return wait
         return 0.0
 
     async def note_start(self, origin: str, floor: float) -> None:
@@ -162,6 +140,19 @@ class FallbackStorage(RobotsStorage):
             self._failed(exc)
 
     # -- state -----------------------------------------------------------------------------
+    async def _ask(self, call: Callable[[], Awaitable[T]]) -> T | _Down:
+        """``await call()`` on the backend, or :data:`_DOWN` when it is down or
+        fails now (then the caller uses the in-process store)."""
+        if self.down:
+            return _DOWN
+        try:
+            answer = await call()
+        except StorageUnavailable as exc:
+            self._failed(exc)
+            return _DOWN
+        self._answered()
+        return answer
+
     def _failed(self, exc: StorageUnavailable) -> None:
         self._count("storage/errors")
         first = self._down_until is None
