@@ -34,7 +34,9 @@ timer of the store (not a task per lease), in one pipeline.
 Every failure (refused, reset, timeout, an error reply) is raised as
 :class:`~.base.StorageUnavailable`; the middleware decides what it means.
 The client gives up quickly (no backoff, one reconnection attempt, 5 s socket
-timeouts unless the URL says otherwise, e.g. ``?socket_timeout=2``).
+timeouts unless the URL says otherwise, e.g. ``?socket_timeout=2``), and opens
+at most :data:`MAX_CONNECTIONS` connections (``?max_connections=N``): a
+command waits for a free one rather than failing.
 """
 
 from __future__ import annotations
@@ -53,8 +55,11 @@ T = TypeVar("T")
 
 #: seconds a fetch lease lives without renewal (the wait after its holder died)
 LOCK_SECONDS = 10.0
-#: seconds the client waits to connect, and for an answer
+#: seconds the client waits to connect, for an answer, and for a free connection
 SOCKET_TIMEOUT = 5.0
+#: connections to the server at most (``?max_connections=N`` in the URL sets another);
+#: commands beyond wait for one: a few are enough for thousands of origins a second
+MAX_CONNECTIONS = 32
 #: version of the hash layout; an entry of another version is ignored
 ENTRY_VERSION = b"1"
 
@@ -141,6 +146,7 @@ class RedisStorage(RobotsStorage):
         self.keep_seconds = keep_seconds
         self.lock_seconds = lock_seconds
         self._client: Any = None
+        self._pool: Any = None
         self._scripts: dict[str, Any] = {}
         #: leases held now (lock key -> lease), renewed together by :meth:`_renew_leases`
         self._held: dict[str, _RedisLease] = {}
@@ -159,8 +165,13 @@ class RedisStorage(RobotsStorage):
                 "'twisted.internet.asyncioreactor.AsyncioSelectorReactor'"
             ) from None
         try:
-            self._client = self._aioredis.Redis.from_url(
+            # a bounded pool that waits for a free connection: redis-py's default pool
+            # raises "Too many connections" past 100 commands in flight, which a burst
+            # of new origins reaches (each one's lookup is a command)
+            self._pool = self._aioredis.BlockingConnectionPool.from_url(
                 self._connect_url,
+                max_connections=MAX_CONNECTIONS,
+                timeout=SOCKET_TIMEOUT,
                 socket_timeout=SOCKET_TIMEOUT,
                 socket_connect_timeout=SOCKET_TIMEOUT,
                 retry=Retry(NoBackoff(), 1),
@@ -168,6 +179,7 @@ class RedisStorage(RobotsStorage):
             )
         except ValueError as exc:
             raise StorageUnavailable(f"{self.url}: {exc}") from exc
+        self._client = self._aioredis.Redis(connection_pool=self._pool)
         for name, source in (
             ("reserve", _RESERVE),
             ("renew", _RENEW),
@@ -189,9 +201,12 @@ class RedisStorage(RobotsStorage):
             self._renewal = None
         self._held.clear()
         client, self._client = self._client, None
+        pool, self._pool = self._pool, None
         if client is not None:
             closing = getattr(client, "aclose", None) or client.close  # aclose: redis 5.0.1+
             await self._guard(closing())
+        if pool is not None:
+            await self._guard(pool.disconnect())
 
     # -- entries ---------------------------------------------------------------------
     async def get(self, origin: str) -> RobotsEntry | None:

@@ -3,10 +3,12 @@ its calls inline; the crawl tests use the worker thread)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -153,3 +155,121 @@ def test_fallback_keeps_working_when_the_file_is_lost_and_comes_back(tmp_path, c
     assert run(store.get("http://a:80")) == run(primary.get("http://a:80")) is not None
     assert any("answers again" in r.getMessage() for r in caplog.records)
     run(store.close())
+
+
+# -- in a running asyncio loop: the worker thread, the index of origins, batched writes ---------
+def in_loop(main) -> None:
+    """``asyncio.run(main())`` in a thread of its own (pytest's thread runs the reactor's loop)."""
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, main()).result(timeout=60)
+
+
+def statements(store: SqliteStorage) -> list[str]:
+    """Every SQL statement the store's connection runs from now on (SQLite's own trace)."""
+    seen: list[str] = []
+    assert store._conn is not None
+    store._conn.set_trace_callback(seen.append)
+    return seen
+
+
+def test_a_new_origin_costs_no_read_and_writes_share_one_transaction(tmp_path):
+    """A broad crawl meets a new origin every few milliseconds: its lookup is
+    answered from the index read at open, and the entries of many origins
+    are written together."""
+    path = str(tmp_path / "robots.sqlite")
+
+    async def crawl_like(trace: list[str]) -> None:
+        store = SqliteStorage(path)
+        await store.open()
+        await store.put("http://known:80", entry(body=b"User-agent: *\nDisallow: /k\n"))
+        seen = statements(store)
+        origins = [f"http://site{i}:80" for i in range(40)]
+        looked = await asyncio.gather(*(store.lookup(o, time.time()) for o in origins))
+        assert all(found is None and lease is not None for found, lease in looked)
+        assert [s for s in seen if "SELECT" in s] == []  # no origin was read from the file
+        known, _ = await store.lookup("http://known:80", time.time())
+        assert known is not None and known.body == b"User-agent: *\nDisallow: /k\n"
+        await asyncio.gather(*(store.put(o, entry(url=o + "/robots.txt")) for o in origins))
+        await store.close()
+        trace += seen
+
+    seen: list[str] = []
+    in_loop(lambda: crawl_like(seen))
+    assert sum(1 for s in seen if s.startswith("INSERT")) == 40
+    assert sum(1 for s in seen if s == "BEGIN") == 1  # one transaction for the 40 entries
+    reopened = opened(tmp_path / "robots.sqlite")
+    assert run(reopened.get("http://site39:80")).url == "http://site39:80/robots.txt"
+    run(reopened.close())
+
+
+def test_an_entry_is_seen_before_its_batch_is_written_and_deletes_keep_their_order(tmp_path):
+    async def go() -> None:
+        store = SqliteStorage(str(tmp_path / "robots.sqlite"))
+        await store.open()
+        writing = asyncio.ensure_future(store.put("http://a:80", entry(body=b"first")))
+        await asyncio.sleep(0)
+        assert (await store.get("http://a:80")).body == b"first"  # waiting for its batch
+        deleting = asyncio.ensure_future(store.delete("http://a:80"))
+        await asyncio.sleep(0)
+        assert await store.get("http://a:80") is None
+        await asyncio.gather(writing, deleting)
+        await store.put("http://a:80", entry(body=b"again"))
+        await store.close()
+
+    in_loop(go)
+    store = opened(tmp_path / "robots.sqlite")
+    assert run(store.get("http://a:80")).body == b"again"
+    run(store.close())
+
+
+def test_closing_writes_what_waits_for_its_batch(tmp_path):
+    async def go() -> None:
+        store = SqliteStorage(str(tmp_path / "robots.sqlite"))
+        await store.open()
+        waiting = asyncio.ensure_future(store.put("http://late:80", entry(body=b"late")))
+        await asyncio.sleep(0)
+        await store.close()  # before the batch's timer
+        await waiting
+
+    in_loop(go)
+    store = opened(tmp_path / "robots.sqlite")
+    assert run(store.get("http://late:80")).body == b"late"
+    run(store.close())
+
+
+def test_another_process_writing_the_file_makes_every_lookup_read_it(tmp_path):
+    """Two crawls may share one file: once the other has written, its entries
+    are found (the index read at open no longer answers for the file)."""
+    path = str(tmp_path / "robots.sqlite")
+
+    async def go() -> None:
+        ours = SqliteStorage(path)
+        await ours.open()
+        theirs = opened(path)  # another connection: another process would do the same
+        run(theirs.put("http://theirs:80", entry(body=b"theirs")))
+        run(theirs.close())
+        await ours.put("http://ours:80", entry(body=b"ours"))  # a batch: the file is looked at
+        found, lease = await ours.lookup("http://theirs:80", time.time())
+        assert found is not None and found.body == b"theirs" and lease is None
+        await ours.close()
+
+    in_loop(go)
+
+
+def test_a_failed_batch_reaches_every_caller_as_storage_unavailable(tmp_path):
+    async def go() -> None:
+        store = SqliteStorage(str(tmp_path / "robots.sqlite"))
+        await store.open()
+        blocker = sqlite3.connect(str(tmp_path / "robots.sqlite"), timeout=0)
+        blocker.execute("BEGIN EXCLUSIVE")  # the file is locked for longer than the store waits
+        store._conn.execute("PRAGMA busy_timeout = 0")
+        results = await asyncio.gather(
+            store.put("http://a:80", entry()), store.put("http://b:80", entry()), return_exceptions=True
+        )
+        assert all(isinstance(r, StorageUnavailable) for r in results), results
+        blocker.rollback()
+        blocker.close()
+        await store.put("http://c:80", entry())  # the next batch goes through
+        await store.close()
+
+    in_loop(go)

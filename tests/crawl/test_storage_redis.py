@@ -229,6 +229,29 @@ async def test_entries_round_trip_with_retention_and_prefix(redis_server):
     await in_task(scenario())
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_burst_of_new_origins_waits_for_connections_instead_of_failing(redis_server):
+    """300 lookups at once (a broad crawl's start, or its early fetches): each
+    one answered, over a bounded number of connections.  redis-py's default
+    pool refuses the 101st command in flight ("Too many connections"), which
+    would have put the crawl on its in-memory fallback."""
+    from scrapy_rfc9309.storage.redis import MAX_CONNECTIONS
+
+    async def scenario() -> None:
+        store = RedisStorage(redis_server.url, prefix="burst:")
+        await store.open()
+        try:
+            now = time.time()
+            looked = await asyncio.gather(*(store.lookup(f"http://site{i}:80", now) for i in range(300)))
+            assert all(entry is None and lease is not None for entry, lease in looked)
+            clients = redis_server.client().info("clients")["connected_clients"]
+            assert clients <= MAX_CONNECTIONS + 1, clients  # + the test's own client
+        finally:
+            await store.close()
+
+    await in_task(scenario())
+
+
 # -- crawls ----------------------------------------------------------------------------------
 def starter(servers, action) -> Req:
     """A first request, to another origin, whose page runs ``action()`` (in
