@@ -56,12 +56,15 @@ from crawl_bench import (  # noqa: E402 - after the path is set
 )
 
 CONFIGS = ("none", "builtin", "memory", "sqlite", "redis")
+#: run only when asked for (``--only early``): the memory store with RFC9309_EARLY_FETCH
+EXTRA_CONFIGS = ("early",)
 LABELS = {
     "none": "no robots handling",
     "builtin": "Scrapy built-in (Protego)",
     "memory": "scrapy-rfc9309, memory store",
     "sqlite": "scrapy-rfc9309, SQLite store",
     "redis": "scrapy-rfc9309, Redis store",
+    "early": "scrapy-rfc9309, memory store, RFC9309_EARLY_FETCH",
 }
 PLUGIN = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
 #: rounds by default (``run.py`` runs at most this many): a round of the five takes about 4 minutes
@@ -165,7 +168,9 @@ def measure(
                         "first_page": True,
                     }
                     extra: dict[str, Any] = {}
-                    if store_kind == "sqlite":
+                    if store_kind == "early":
+                        extra["RFC9309_EARLY_FETCH"] = True
+                    elif store_kind == "sqlite":
                         path = Path(tmp) / f"robots-{number}-{config}.sqlite"
                         extra["RFC9309_STORAGE"] = f"sqlite://{path}"
                     elif store_kind == "redis":
@@ -283,7 +288,9 @@ def main() -> None:
     ap.add_argument("--origins", type=int, default=2000)
     ap.add_argument("--pages", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.05)
-    ap.add_argument("--only", action="append", choices=CONFIGS, help="configurations to run (default: all)")
+    ap.add_argument(
+        "--only", action="append", choices=CONFIGS + EXTRA_CONFIGS, help="configurations to run (default: all)"
+    )
     ap.add_argument(
         "--baseline",
         type=Path,

@@ -251,6 +251,7 @@ def measure(
     concurrency: int,
     corpus: Path | None,
     slow_rounds: int | None = None,
+    early_fetch: bool = False,
 ) -> Measured:
     body, described = robots_body(corpus)
     denied = check_expectations(body, pages)
@@ -269,6 +270,8 @@ def measure(
             for mode, names, passes in plan:
                 print(f"crawl round {number + 1}: {mode}, {'/'.join(names)} ...", file=sys.stderr)
                 config = {"mode": mode, "passes": passes, "control": ports["control"], "concurrency": concurrency}
+                if mode == "plugin" and early_fetch:
+                    config["settings"] = {"RFC9309_EARLY_FETCH": True}
                 for name, numbers in zip(names, run_worker(config)["passes"]):
                     series.setdefault((mode, name), Series()).runs.append(numbers)
     return Measured(series, described, denied, origins, pages, rounds, slow_rounds, slow_delay, concurrency)
@@ -382,13 +385,14 @@ def run(
     concurrency: int = 32,
     corpus: Path | None = None,
     slow_rounds: int | None = None,
+    early_fetch: bool = False,
 ) -> list[str]:
     """Measure every configuration ``rounds`` times (the latency runs
     ``slow_rounds`` times, by default ``min(rounds, SLOW_ROUNDS)``); markdown
-    lines of medians."""
+    lines of medians.  ``early_fetch``: the plugin with RFC9309_EARLY_FETCH."""
     if corpus is None:
         corpus = default_corpus()
-    return table(measure(rounds, origins, pages, slow_delay, concurrency, corpus, slow_rounds))
+    return table(measure(rounds, origins, pages, slow_delay, concurrency, corpus, slow_rounds, early_fetch))
 
 
 # -- where the time goes ------------------------------------------------------------------------
@@ -621,6 +625,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=40)
     ap.add_argument("--slow-delay", type=float, default=0.2)
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--early-fetch", action="store_true", help="the plugin with RFC9309_EARLY_FETCH = True")
     args = ap.parse_args()
     if args.worker:
         from crawl_worker import work
@@ -632,7 +637,10 @@ def main() -> None:
     elif args.audit:
         print("\n".join(audit_cost(args.rounds, args.origins, args.pages)))
     else:
-        lines = run(args.rounds, args.origins, args.pages, args.slow_delay, slow_rounds=args.slow_rounds)
+        lines = run(
+            args.rounds, args.origins, args.pages, args.slow_delay, slow_rounds=args.slow_rounds,
+            early_fetch=args.early_fetch,
+        )  # fmt: skip
         print("\n".join(lines))
 
 

@@ -60,7 +60,8 @@ class RobotsTxtMiddleware:
         #: provenance, changes and the audit trail (scrapy_rfc9309.audit)
         self.recorder = Recorder(crawler, service, settings)
         self._offsite: Any = None  # Scrapy's OffsiteMiddleware, asked once the spider opens
-        crawler.signals.connect(self._request_scheduled, signal=signals.request_scheduled)
+        if settings.early_fetch:  # a receiver for every request: only when asked for
+            crawler.signals.connect(self._request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 

@@ -35,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_CACHE_SECONDS": 86_400.0,
     "RFC9309_CACHE_MIN_SECONDS": 60.0,
     "RFC9309_CACHE_MAX_ORIGINS": 10_000,
+    # fetch a new origin's robots.txt when its first request is scheduled (one more
+    # signal receiver per request): for crawls whose requests wait long in the scheduler
+    "RFC9309_EARLY_FETCH": False,
     # None: scrapy-redis's server when scrapy-redis is the scheduler, else a SQLite
     # file inside JOBDIR when JOBDIR is set, else "memory"
     "RFC9309_STORAGE": None,
@@ -82,6 +85,8 @@ class Rfc9309Settings:
     cache_seconds: float = 86_400.0
     cache_min_seconds: float = 60.0
     cache_max_origins: int = 10_000
+    #: start a new origin's fetch when its first request is scheduled, not when it reaches the downloader
+    early_fetch: bool = False
     #: the store URL, resolved (see scrapy_rfc9309.storage.factory)
     storage: str = "memory"
     #: seconds between attempts to use a store again after it failed mid-crawl
@@ -144,6 +149,7 @@ class Rfc9309Settings:
             cache_max_origins=_number(
                 get("RFC9309_CACHE_MAX_ORIGINS"), "RFC9309_CACHE_MAX_ORIGINS", int, positive=True
             ),
+            early_fetch=_bool(get("RFC9309_EARLY_FETCH"), "RFC9309_EARLY_FETCH"),
             storage=_storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings),
             storage_retry_seconds=_number(
                 get("RFC9309_STORAGE_RETRY_SECONDS"), "RFC9309_STORAGE_RETRY_SECONDS", float, positive=True

@@ -50,7 +50,7 @@ def test_defaults():
     s = Rfc9309Settings.from_settings({})
     assert (s.enabled, s.max_bytes, s.max_redirects, s.unreachable) == (True, 512_000, 5, "deny")
     assert (s.cache_seconds, s.cache_max_origins, s.fetch_timeout) == (86_400, 10_000, 30.0)
-    assert (s.crawl_delay, s.max_crawl_delay) == (True, 60.0)
+    assert (s.crawl_delay, s.max_crawl_delay, s.early_fetch) == (True, 60.0, False)
 
 
 def test_token_from_user_agent_settings():

@@ -181,7 +181,7 @@ async def test_early_fetch_asks_the_projects_own_offsite_rule(servers):
     }
     result = await crawl(
         [Req(kept.url("/a"), dont_filter=False), Req(refused.url("/b"), dont_filter=False)],
-        {"DOWNLOADER_MIDDLEWARES": middlewares},
+        {"DOWNLOADER_MIDDLEWARES": middlewares, "RFC9309_EARLY_FETCH": True},
         {"allowed_domains": ["127.0.0.2", "127.0.0.3"]},
     )
     assert result.outcome(kept.url("/a")).status == 200

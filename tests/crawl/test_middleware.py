@@ -34,20 +34,23 @@ async def test_50_concurrent_requests_share_one_fetch(servers):
     check_accounting(result)
 
 
+@pytest.mark.parametrize("early", [True, False], ids=["early_fetch", "default"])
 @pytest_twisted.ensureDeferred
-async def test_fetch_starts_when_the_request_is_scheduled(servers):
+async def test_fetch_starts_when_the_request_is_scheduled_with_early_fetch(servers, early):
     """With one download at a time, a request held for a slow robots.txt fills
-    the downloader.  The robots.txt of an origin whose request is scheduled
-    meanwhile is fetched at once, not after the held request is done."""
+    the downloader.  With ``RFC9309_EARLY_FETCH`` the robots.txt of an origin
+    whose request is scheduled meanwhile is fetched at once; by default, once
+    that request reaches the downloader, after the held one is done."""
     seed, slow, other = servers("127.0.0.1"), servers("127.0.0.2"), servers("127.0.0.3")
     slow.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", delay=1.0)
     plan = [Req(seed.url("/seed"), then=[Req(slow.url("/a")), Req(other.url("/b"))])]
-    result = await crawl(plan, {"CONCURRENT_REQUESTS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1})
+    settings = {"CONCURRENT_REQUESTS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "RFC9309_EARLY_FETCH": early}
+    result = await crawl(plan, settings)
 
     assert result.outcome(slow.url("/a")).status == 200
     assert result.outcome(other.url("/b")).status == 200
-    # the other origin's robots.txt was requested while the slow one was still pending
-    assert other.times("/robots.txt")[0] < slow.answered["/robots.txt"][0]
+    # the other origin's robots.txt was requested while the slow one was still pending, or after
+    assert (other.times("/robots.txt")[0] < slow.answered["/robots.txt"][0]) is early
     check_accounting(result)
 
 

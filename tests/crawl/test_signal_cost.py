@@ -9,8 +9,8 @@ to per-request signals only while it has something to do there:
   while one is in flight;
 * ``request_reached_downloader`` / ``response_downloaded`` for Crawl-delay
   floors: connected while an origin has one;
-* ``request_scheduled``, always: a new origin's robots.txt is fetched as soon
-  as its first request is scheduled, before it reaches the downloader.
+* ``request_scheduled`` only with ``RFC9309_EARLY_FETCH``: a new origin's
+  robots.txt is then fetched as soon as its first request is scheduled.
 
 Counted with real crawls, against Scrapy's built-in RobotsTxtMiddleware.
 """
@@ -71,13 +71,20 @@ async def counted(site_rules: str, settings: dict) -> tuple[dict[str, int], dict
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_page_pays_one_receiver_more_than_with_the_builtin_middleware():
+async def test_a_page_pays_no_receiver_more_than_with_the_builtin_middleware():
     builtin, _ = await counted("User-agent: *\nDisallow: /private\n", BUILTIN)
     plugin, after = await counted("User-agent: *\nDisallow: /private\n", ADDON)
-    extra = {name: plugin[name] - builtin[name] for name in PER_REQUEST if plugin[name] != builtin[name]}
     print("receivers of per-request signals, built-in:", builtin, "plugin:", plugin)
-    assert extra == {"request_scheduled": 1}, (builtin, plugin)
+    assert plugin == builtin
     assert after == plugin
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_early_fetch_costs_one_receiver_of_request_scheduled():
+    plain, _ = await counted("User-agent: *\nDisallow: /private\n", ADDON)
+    early, _ = await counted("User-agent: *\nDisallow: /private\n", {**ADDON, "RFC9309_EARLY_FETCH": True})
+    extra = {name: early[name] - plain[name] for name in PER_REQUEST if early[name] != plain[name]}
+    assert extra == {"request_scheduled": 1}, (plain, early)
 
 
 @pytest_twisted.ensureDeferred
