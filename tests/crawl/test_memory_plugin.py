@@ -1,9 +1,12 @@
-"""The whole plugin's memory over 100,000 origins (issue: bounded memory everywhere).
+"""The whole plugin's memory over ten times its cache's capacity in origins
+(issue: bounded memory everywhere).
 
 A real crawl with the add-on (middleware and Crawl-delay extension) and
-``RFC9309_CACHE_MAX_ORIGINS = 10000`` goes through 100,000 origins.  Their
+``RFC9309_CACHE_MAX_ORIGINS = 2000`` goes through 20,000 origins (the suite's
+size; ``MEMTEST_CAP=10000 MEMTEST_ORIGINS=100000`` runs the size the README
+cites, in about two minutes).  Their
 robots.txt files are already in the SQLite store (as for a worker that joins
-a cluster, or a crawl resumed with ``JOBDIR``): 100,000 loopback servers are
+a cluster, or a crawl resumed with ``JOBDIR``): that many loopback servers are
 not possible, and the store is the real one.  Every file has a Crawl-delay,
 so the extension keeps a floor for every origin, and disallows the page, so
 no request needs a server.  One origin in ten gets a page request (through
@@ -13,8 +16,8 @@ way for code of a project, which resolves them through the same service and
 extension at a fraction of Scrapy's cost per request (so the test takes
 seconds, not minutes).
 
-What the plugin holds is read at 20,000 origins (the cache full twice over)
-and at 100,000: the counts of the per-origin structures of every part, the
+What the plugin holds is read when the cache is full twice over and at the
+end: the counts of the per-origin structures of every part, the
 live parsed files, and Scrapy's download slots (held requests make them) may
 not grow.
 """
@@ -22,6 +25,7 @@ not grow.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from typing import Any
 
@@ -38,9 +42,11 @@ from scrapy_rfc9309.wiring import held_requests
 from .faults import statm_rss
 from .harness import Runner, run
 
-ORIGINS = int(__import__("os").environ.get("MEMTEST_ORIGINS", 100_000))
-CAP = 10_000
+CAP = int(os.environ.get("MEMTEST_CAP", 2_000))
+ORIGINS = int(os.environ.get("MEMTEST_ORIGINS", 10 * CAP))
 FIRST_LOOK = 2 * CAP
+#: RSS the unpruned Crawl-delay extension gained per origin (0.85 KiB), in MiB
+LEAK_MIB_PER_ORIGIN = 0.85 / 1024
 
 
 def origin(i: int) -> str:
@@ -95,7 +101,7 @@ def look(crawler) -> dict[str, Any]:
 
 
 @pytest_twisted.ensureDeferred
-async def test_memory_of_the_whole_plugin_is_flat_over_100000_origins(tmp_path):
+async def test_memory_of_the_whole_plugin_is_flat_over_ten_times_its_cache(tmp_path):
     path = tmp_path / "robots.sqlite"
     store = SqliteStorage(str(path), threaded=False)
     await store.open()
@@ -135,10 +141,11 @@ async def test_memory_of_the_whole_plugin_is_flat_over_100000_origins(tmp_path):
     first, last = looks
     for name in ("cache", "extension origins", "extension slots", "slot floors"):
         assert first[name] <= CAP and last[name] <= CAP, (name, first, last)
-    # the unpruned extension held ~0.85 KiB per origin: 66 MiB for these 80,000 more; the
-    # allocator's own noise (pools part-used after the cache turns over) stays well under that
+    # the unpruned extension held ~0.85 KiB per origin (13 MiB for 16,000 more, 66 MiB for 80,000);
+    # the allocator's own noise (pools part-used after the cache turns over) stays well under that
     if first["rss MiB"]:
-        assert last["rss MiB"] - first["rss MiB"] < 25, (first, last)
+        leak = LEAK_MIB_PER_ORIGIN * (ORIGINS - FIRST_LOOK)
+        assert last["rss MiB"] - first["rss MiB"] < max(5.0, leak * 0.4), (first, last)
     for name, value in last.items():
         if name == "rss MiB":
             continue
