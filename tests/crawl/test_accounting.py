@@ -203,5 +203,6 @@ async def test_memory_stays_bounded_when_10000_origins_pass_an_lru_capped_cache(
     assert growth < fill / 20, (fill, growth)
     if start_rss:
         # RSS also moves with the allocator (pools freed matchers left part-used,
-        # flat after a few turns of the cache); a native leak would still show
-        assert end_rss - full_rss < full_rss - start_rss, (start_rss, full_rss, end_rss)
+        # flat after a few turns of the cache; after earlier tests' large heaps it may
+        # not move at all); a native leak of the 8,000 origins would still show
+        assert end_rss - full_rss < max(full_rss - start_rss, fill), (start_rss, full_rss, end_rss, fill)
