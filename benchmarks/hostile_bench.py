@@ -108,6 +108,16 @@ def core_rows(rounds: int) -> list[tuple[str, list[float]]]:
     results.append(
         ("same file, check of a 2 KB path", _samples(lambda: big.check("/section-" + "x" * 2048, TOKEN), rounds))
     )
+    spread = parse(spread_file())
+    spread.prepare(TOKEN)
+    long_path = "/section-" + "x" * 2048
+    spread.check(long_path, TOKEN)
+    results.append(
+        (
+            "2 KB path vs 10,000 distinct-literal rules in every bucket (later check)",
+            _samples(lambda: spread.check(long_path, TOKEN), rounds),
+        )
+    )
     line = long_line()
     results.append(("a line of 1 MB (parse)", _samples(lambda: parse(line), rounds)))
     return results
