@@ -298,7 +298,7 @@ def main() -> None:
         "its plugin runs too, in the same rounds",
     )
     args = ap.parse_args()
-    configs = tuple(c for c in CONFIGS if not args.only or c in args.only)
+    configs = tuple(c for c in CONFIGS + EXTRA_CONFIGS if (c in args.only if args.only else c in CONFIGS))
     print("\n".join(run(args.rounds, args.origins, args.pages, args.latency, configs, args.baseline)))
 
 
