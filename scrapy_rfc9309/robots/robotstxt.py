@@ -41,7 +41,6 @@ _PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
     patterns.WILD_END,
 )
 _RUN = 6  # a run of wildcard rules, see _fold()
-_MANY = 7  # a run with many distinct literals, found through their keys (see _Literals)
 _ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
 _RUN_MIN = 4
 _STEP_RULES = 128  # rules compiled in one step of a stepped build (RobotsTxt.preparing)
@@ -49,8 +48,6 @@ _STEP_CHARS = 4096  # or characters of their patterns, whichever comes first
 _STEP_ITEMS = 1024  # compiled rules sorted or folded in one step
 _RUN_MAX = 1024  # rules in one run (see _fold)
 _SHARE_GENERIC = 256  # more generic rules than this: their run triples are shared by all buckets
-_MANY_LITERALS = 64  # distinct literals in a run from which they are found through keys (_Literals)
-_KEY_CHARS = 4  # the longest key of a literal (see _Literals)
 _NOTHING: dict[Any, Any] = {}  # (never written)
 _MAX_BUCKETS = 512  # compiled buckets kept per matcher
 #: RobotsTxt.prepare compiles the buckets of at least this many rules; a
@@ -311,7 +308,6 @@ class _Matcher:
         # only the (few) wildcard and exact rules are left to try.
         if not prefixes or not path.startswith(prefixes):
             entries = others
-        grams: dict[int, set[str]] | None = None  # the path's substrings by length, for _MANY runs
         for kind, a, b, n, i in entries:
             if kind == _SUB:
                 if path.startswith(a) and path.find(b, n) >= 0:
@@ -329,13 +325,6 @@ class _Matcher:
                     continue
                 if i is not None:
                     break
-            elif kind == _MANY:
-                if grams is None:
-                    grams = {}
-                if a.any_in(path, grams):
-                    i = _first_in_run(path, b)
-                    if i is not None:
-                        break
             elif kind == _EXACT:
                 if path == a:
                     break
@@ -490,64 +479,10 @@ def _flush(run: list[Any], shared: dict[Any, Any], out: list[Any]) -> None:
             needles = tuple(map(_needle, run))
             rules = tuple(zip(needles, map(_lead, run), run))
         # each literal once: a run of "/a/*/page$", "/b/*/page$"... looks for "/page" once
-        distinct = tuple(dict.fromkeys(needles))
-        if len(distinct) >= _MANY_LITERALS:
-            out.append((_MANY, _Literals(distinct), rules, 0, None))
-        else:
-            out.append((_RUN, distinct, rules, 0, None))
+        out.append((_RUN, tuple(dict.fromkeys(needles)), rules, 0, None))
     else:
         out.extend(run)
     run.clear()
-
-
-class _Literals:
-    """The distinct literals of a run with many of them, each filed under one
-    short key: its rarest substring of :data:`_KEY_CHARS` characters (of its
-    own length when shorter).
-
-    Asking ``literal in path`` of each literal costs (literals x path): with
-    thousands of distinct literals and a 2 KB path, tens of milliseconds for
-    one check.  A literal can only be in the path if its key is, so the path's
-    own substrings of each key length are looked up instead (at most a few
-    times the path's length, made once per check), and only the literals
-    filed under them are searched for.  Choosing the rarest substring keeps a
-    literal's key apart from the others' even when they share a common part
-    (``/1/page``, ``/2/page``... are filed under ``/1/p``, ``/2/p``...)."""
-
-    __slots__ = ("keys", "lengths")
-
-    def __init__(self, literals: Sequence[str]) -> None:
-        counts: dict[str, int] = {}
-        for literal in literals:
-            for gram in _grams(literal):
-                counts[gram] = counts.get(gram, 0) + 1
-        keys: dict[str, list[str]] = {}
-        for literal in literals:
-            key = min(_grams(literal), key=counts.__getitem__)
-            keys.setdefault(key, []).append(literal)
-        self.keys = keys
-        self.lengths = sorted({len(key) for key in keys})
-
-    def any_in(self, path: str, grams: dict[int, set[str]]) -> bool:
-        """Whether ``path`` holds one of the literals; ``grams`` keeps the
-        path's substrings by length for the other runs of the same check."""
-        keys = self.keys
-        for length in self.lengths:
-            found = grams.get(length)
-            if found is None:
-                found = grams[length] = {path[i : i + length] for i in range(len(path) - length + 1)}
-            for gram in found:
-                filed = keys.get(gram)
-                if filed is not None and any(literal in path for literal in filed):
-                    return True
-        return False
-
-
-def _grams(literal: str) -> list[str]:
-    """The substrings of ``literal`` that may be its key (see :class:`_Literals`),
-    each once, in order (so that ties go the same way in every process)."""
-    size = min(_KEY_CHARS, len(literal))
-    return list(dict.fromkeys(literal[i : i + size] for i in range(len(literal) - size + 1)))
 
 
 def _index_htm(raw: str) -> str | None:
