@@ -167,7 +167,10 @@ class SqliteStorage(RobotsStorage):
 
         def finished(done: asyncio.Future[None]) -> None:
             self._flushing.discard(done)
-            if batch.cancelled():
+            if batch.done():
+                return
+            if done.cancelled():  # nobody may wait for ever: say the store failed
+                batch.set_exception(StorageUnavailable(f"{self.url}: a batch of writes was cancelled"))
                 return
             error = done.exception()
             if error is not None:
@@ -183,7 +186,7 @@ class SqliteStorage(RobotsStorage):
             self._flush()
         for done in list(self._flushing):
             try:
-                await done
+                await asyncio.shield(done)  # a cancelled close leaves the batch to finish
             except StorageUnavailable:
                 pass  # told to the batch's callers
 
