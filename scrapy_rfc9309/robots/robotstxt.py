@@ -41,6 +41,7 @@ _PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
     patterns.WILD_END,
 )
 _RUN = 6  # a run of wildcard rules, see _fold()
+_MANY = 7  # a run with many distinct literals, looked up in the matcher's _LiteralIndex
 _ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
 _RUN_MIN = 4
 _STEP_RULES = 128  # rules compiled in one step of a stepped build (RobotsTxt.preparing)
@@ -48,6 +49,8 @@ _STEP_CHARS = 4096  # or characters of their patterns, whichever comes first
 _STEP_ITEMS = 1024  # compiled rules sorted or folded in one step
 _RUN_MAX = 1024  # rules in one run (see _fold)
 _SHARE_GENERIC = 256  # more generic rules than this: their run triples are shared by all buckets
+_MANY_LITERALS = 64  # distinct literals in a run from which it is a _MANY run (see _LiteralIndex)
+_KEY_CHARS = 4  # the longest key of a literal (see _LiteralIndex)
 _NOTHING: dict[Any, Any] = {}  # (never written)
 _MAX_BUCKETS = 512  # compiled buckets kept per matcher
 #: RobotsTxt.prepare compiles the buckets of at least this many rules; a
@@ -82,6 +85,7 @@ class _Matcher:
 
     __slots__ = (
         "_texts", "_marks", "_groups", "_shared", "_order", "_keys", "_moved", "_generic", "_decisions", "_outside",
+        "_literals",
         "buckets", "crawl_delay", "request_rate", "specific",
     )  # fmt: skip
 
@@ -104,6 +108,8 @@ class _Matcher:
         self._decisions: dict[int, Decision] = {}  # rule number -> Decision, made on its first win
         self.buckets: dict[str, tuple[Any, ...]] = {}
         self._shared: dict[Any, Any] = _NOTHING
+        #: the literals of the _MANY runs of every bucket, filed once for the whole matcher
+        self._literals = _LiteralIndex()
         delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
         self.crawl_delay = max(delays) if delays else None
         rates = [g.request_rate for g in groups if g.request_rate is not None]
@@ -127,7 +133,7 @@ class _Matcher:
         generic.sort(key=_order)
         self._generic = generic
         self._share()
-        self.buckets[""] = _bucket(list(map(_entry, generic)), self._shared)
+        self.buckets[""] = _bucket(list(map(_entry, generic)), self._shared, self._literals)
 
     def setting_up(self) -> Generator[None, None, None]:
         """:meth:`_set_up` in steps (see :mod:`.steps`)."""
@@ -152,7 +158,7 @@ class _Matcher:
                 shared.update(_triples(generic[start : start + _STEP_ITEMS]))
             self._shared = shared
         yield
-        self.buckets[""] = yield from _bucketing(list(map(_entry, generic)), self._shared)
+        self.buckets[""] = yield from _bucketing(list(map(_entry, generic)), self._shared, self._literals)
 
     def _sort_rules(self) -> None:
         # Rule numbers sorted by pattern as written: the rules of bucket "a"
@@ -277,7 +283,7 @@ class _Matcher:
         if items:
             items += self._generic
             items.sort(key=_order)
-            bucket = _bucket(list(map(_entry, items)), self._shared)
+            bucket = _bucket(list(map(_entry, items)), self._shared, self._literals)
         else:
             bucket = self.buckets[""]
         if len(self.buckets) < _MAX_BUCKETS:  # bounded: characters are many, paths use few
@@ -293,7 +299,7 @@ class _Matcher:
         if items:
             items += self._generic
             items = yield from _sorting(items)
-            bucket = yield from _bucketing(list(map(_entry, items)), self._shared)
+            bucket = yield from _bucketing(list(map(_entry, items)), self._shared, self._literals)
         else:
             bucket = self.buckets[""]
         if len(self.buckets) < _MAX_BUCKETS:
@@ -308,6 +314,7 @@ class _Matcher:
         # only the (few) wildcard and exact rules are left to try.
         if not prefixes or not path.startswith(prefixes):
             entries = others
+        present: set[str] | None = None  # the _MANY runs' literals in the path, found once
         for kind, a, b, n, i in entries:
             if kind == _SUB:
                 if path.startswith(a) and path.find(b, n) >= 0:
@@ -325,6 +332,13 @@ class _Matcher:
                     continue
                 if i is not None:
                     break
+            elif kind == _MANY:
+                if present is None:
+                    present = self._literals.present(path)
+                if present and not present.isdisjoint(a):
+                    i = _first_in_run(path, b)
+                    if i is not None:
+                        break
             elif kind == _EXACT:
                 if path == a:
                     break
@@ -390,19 +404,21 @@ def _sorting(items: list[tuple[Any, ...]]) -> Generator[None, None, list[tuple[A
     return out
 
 
-def _bucket(entries: list[Any], shared: dict[Any, Any]) -> tuple[Any, ...]:
+def _bucket(entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex) -> tuple[Any, ...]:
     """``(prefixes, others, entries)``: the literals of the plain prefix rules
     (for one ``str.startswith(tuple)`` test), the other rules, and all rules,
     each list in priority order, runs of wildcard rules folded (``_fold``)."""
     prefixes = tuple(a for kind, a, _, _, _ in entries if kind == _PREFIX)
     others = [e for e in entries if e[0] != _PREFIX]
-    return prefixes, _fold(others, shared), _fold(entries, shared)
+    return prefixes, _fold(others, shared, index), _fold(entries, shared, index)
 
 
-def _bucketing(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, None, tuple[Any, ...]]:
+def _bucketing(
+    entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex
+) -> Generator[None, None, tuple[Any, ...]]:
     """:func:`_bucket` in steps of ``_STEP_ITEMS`` rules."""
     if len(entries) <= _STEP_ITEMS:
-        return _bucket(entries, shared)
+        return _bucket(entries, shared, index)
     plain: list[str] = []
     others: list[Any] = []
     for start in range(0, len(entries), _STEP_ITEMS):
@@ -411,9 +427,9 @@ def _bucketing(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, No
         plain += [a for kind, a, _, _, _ in part if kind == _PREFIX]
         others += [e for e in part if e[0] != _PREFIX]
     yield
-    others = yield from _folding(others, shared)
+    others = yield from _folding(others, shared, index)
     yield
-    return tuple(plain), others, (yield from _folding(entries, shared))
+    return tuple(plain), others, (yield from _folding(entries, shared, index))
 
 
 def _needle(rule: tuple[Any, ...]) -> str:
@@ -432,7 +448,7 @@ def _triples(items: list[tuple[Any, ...]]) -> dict[Any, Any]:
     return {e: (_needle(e), _lead(e), e) for e in map(_entry, items) if _needle(e)}
 
 
-def _fold(entries: list[Any], shared: dict[Any, Any]) -> list[Any]:
+def _fold(entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex) -> list[Any]:
     """Fold runs of wildcard rules (real files have them by the hundred, such
     as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
     path holds none of their literals.  A run holds at most ``_RUN_MAX``
@@ -440,36 +456,38 @@ def _fold(entries: list[Any], shared: dict[Any, Any]) -> list[Any]:
     ``(literal, lead, rule)`` triples of the rules that are in every bucket."""
     out: list[Any] = []
     run: list[Any] = []
-    _fold_into(entries, shared, out, run)
-    _flush(run, shared, out)
+    _fold_into(entries, shared, index, out, run)
+    _flush(run, shared, index, out)
     return out
 
 
-def _folding(entries: list[Any], shared: dict[Any, Any]) -> Generator[None, None, list[Any]]:
+def _folding(entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex) -> Generator[None, None, list[Any]]:
     """:func:`_fold` in steps of ``_STEP_ITEMS`` rules."""
     out: list[Any] = []
     run: list[Any] = []
     for start in range(0, len(entries), _STEP_ITEMS):
         yield
-        _fold_into(entries[start : start + _STEP_ITEMS], shared, out, run)
-    _flush(run, shared, out)
+        _fold_into(entries[start : start + _STEP_ITEMS], shared, index, out, run)
+    _flush(run, shared, index, out)
     return out
 
 
-def _fold_into(entries: list[Any], shared: dict[Any, Any], out: list[Any], run: list[Any]) -> None:
+def _fold_into(
+    entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex, out: list[Any], run: list[Any]
+) -> None:
     """Fold ``entries`` onto ``out``; the wildcard rules at the end wait in ``run``."""
     for entry in entries:
         if _needle(entry):
             run.append(entry)
             if len(run) == _RUN_MAX:
-                _flush(run, shared, out)
+                _flush(run, shared, index, out)
         else:
             if run:
-                _flush(run, shared, out)
+                _flush(run, shared, index, out)
             out.append(entry)
 
 
-def _flush(run: list[Any], shared: dict[Any, Any], out: list[Any]) -> None:
+def _flush(run: list[Any], shared: dict[Any, Any], index: _LiteralIndex, out: list[Any]) -> None:
     """Add the waiting wildcard rules to ``out``: as one run entry, or one by one."""
     if len(run) >= _RUN_MIN:
         if shared:  # the generic rules' triples, made once for every bucket
@@ -479,10 +497,82 @@ def _flush(run: list[Any], shared: dict[Any, Any], out: list[Any]) -> None:
             needles = tuple(map(_needle, run))
             rules = tuple(zip(needles, map(_lead, run), run))
         # each literal once: a run of "/a/*/page$", "/b/*/page$"... looks for "/page" once
-        out.append((_RUN, tuple(dict.fromkeys(needles)), rules, 0, None))
+        distinct = tuple(dict.fromkeys(needles))
+        if len(distinct) >= _MANY_LITERALS:
+            index.add(distinct)
+            out.append((_MANY, distinct, rules, 0, None))
+        else:
+            out.append((_RUN, distinct, rules, 0, None))
     else:
         out.extend(run)
     run.clear()
+
+
+class _LiteralIndex:
+    """The literals of a matcher's runs with many of them, each filed under one
+    short key: its rarest substring of :data:`_KEY_CHARS` characters (of its
+    own length when shorter) among the literals filed with it.
+
+    Asking ``literal in path`` of each literal costs (literals x path): with
+    10,000 distinct literals and a 2 KB path, about 70 ms for one check.  A
+    literal can only be in the path if its key is, so the path's own
+    substrings of each key length are looked up instead (a few times the
+    path's length, once per check), and only the literals filed under them
+    are searched for.  The rarest substring keeps a literal's key apart from
+    the others' even when they share a part (``a1/page``, ``a2/page``...).
+
+    One index per matcher: the rules that belong to every bucket are filed
+    once, not once per bucket, and a bucket built later adds only its new
+    literals.  Strings only (``str`` to ``str``): nothing for the garbage
+    collector to walk."""
+
+    __slots__ = ("keys", "known", "lengths")
+
+    def __init__(self) -> None:
+        #: key -> its literals, joined by "\n" (which no pattern holds)
+        self.keys: dict[str, str] = {}
+        self.known: set[str] = set()
+        self.lengths: list[int] = []
+
+    def add(self, literals: Sequence[str]) -> None:
+        known = self.known
+        new = [literal for literal in literals if literal not in known]
+        if not new:
+            return
+        grams = [_grams(literal) for literal in new]
+        counts: dict[str, int] = {}
+        for some in grams:
+            for gram in some:
+                counts[gram] = counts.get(gram, 0) + 1
+        keys = self.keys
+        for literal, some in zip(new, grams):
+            key = min(some, key=counts.__getitem__)
+            filed = keys.get(key)
+            keys[key] = literal if filed is None else filed + "\n" + literal
+            if len(key) not in self.lengths:
+                self.lengths.append(len(key))
+        known.update(new)
+
+    def present(self, path: str) -> set[str]:
+        """The literals that ``path`` holds."""
+        found: set[str] = set()
+        keys = self.keys
+        for length in self.lengths:
+            for gram in {path[i : i + length] for i in range(len(path) - length + 1)}:
+                filed = keys.get(gram)
+                if filed is None:
+                    continue
+                for literal in filed.split("\n") if "\n" in filed else (filed,):
+                    if literal in path:
+                        found.add(literal)
+        return found
+
+
+def _grams(literal: str) -> list[str]:
+    """The substrings of ``literal`` that may be its key (see :class:`_LiteralIndex`),
+    each once, in order (so that ties go the same way in every process)."""
+    size = min(_KEY_CHARS, len(literal))
+    return list(dict.fromkeys(literal[i : i + size] for i in range(len(literal) - size + 1)))
 
 
 def _index_htm(raw: str) -> str | None:

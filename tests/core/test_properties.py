@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import random
 import re
 from functools import cache
 
@@ -20,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import Decision, RobotsTxt, Verdict, parse
+from scrapy_rfc9309.robots import robotstxt
 from scrapy_rfc9309.robots.parser import read
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -460,3 +463,54 @@ def test_invalid_tokens_fail_whatever_the_file(token: str) -> None:
     for robots in (parse(""), parse("User-agent: *\nDisallow: /\n"), RobotsTxt.allow_all(), RobotsTxt.deny_all()):
         with pytest.raises(ValueError):
             robots.check("/", token)
+
+
+# -- runs with many distinct literals (robotstxt._Literals) --------------------------------------
+@contextlib.contextmanager
+def literals_from(many: int, key_chars: int):
+    """Runs of wildcard rules take the keyed path from ``many`` distinct literals."""
+    saved = robotstxt._MANY_LITERALS, robotstxt._KEY_CHARS
+    robotstxt._MANY_LITERALS, robotstxt._KEY_CHARS = many, key_chars
+    try:
+        yield
+    finally:
+        robotstxt._MANY_LITERALS, robotstxt._KEY_CHARS = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=path_and_rules(), extra=st.lists(rule, min_size=4, max_size=12), key_chars=st.integers(1, 5))
+def test_runs_found_through_keys_agree_with_naive_reference(case, extra, key_chars: int) -> None:
+    """Every run of wildcard rules takes the keyed path (threshold 2), whatever
+    the key length: the answers are those of the reference."""
+    path, rules = case
+    rules = rules + extra
+    body = "User-agent: *\n" + "".join(f"{'Allow' if a else 'Disallow'}: {p}\n" for a, p in rules)
+    with literals_from(2, key_chars):
+        robots = parse(body)
+        for u in (path, path + "x", path[:-1] or "/"):
+            _compare(robots, rules, u, "ExampleBot")
+
+
+def test_thousands_of_distinct_literals_agree_with_naive_reference() -> None:
+    """At the real threshold: 600 wildcard rules with distinct literals (in
+    every bucket and in one), paths that hold some of the literals, none, or
+    one split across what would be a key."""
+    rnd = random.Random(9309)
+    letters = "abcdefghij0123456789-_"
+
+    def word(n: int) -> str:
+        return "".join(rnd.choice(letters) for _ in range(n))
+
+    literals = list(dict.fromkeys(word(rnd.randint(1, 9)) for _ in range(600)))
+    rules = []
+    for i, lit in enumerate(literals):
+        shape = i % 4
+        pattern = (f"/*{lit}", f"/*{lit}$", f"/s*{lit}*", f"/*x*{lit}")[shape]
+        rules.append((i % 3 == 0, pattern))
+    body = "User-agent: *\n" + "".join(f"{'Allow' if a else 'Disallow'}: {p}\n" for a, p in rules)
+    robots = parse(body)
+    paths = ["/", "/s", "/" + "x" * 600, "/s" + "".join(literals[:40]), "/" + "-".join(literals[-30:])]
+    paths += ["/s" + word(rnd.randint(0, 60)) + rnd.choice(literals) + word(rnd.randint(0, 5)) for _ in range(60)]
+    paths += ["/" + word(rnd.randint(1, 300)) for _ in range(30)]
+    for path in paths:
+        _compare(robots, rules, path, "ExampleBot")
