@@ -49,7 +49,8 @@ _STEP_CHARS = 4096  # or characters of their patterns, whichever comes first
 _STEP_ITEMS = 1024  # compiled rules sorted or folded in one step
 _RUN_MAX = 1024  # rules in one run (see _fold)
 _SHARE_GENERIC = 256  # more generic rules than this: their run triples are shared by all buckets
-_MANY_LITERALS = 64  # distinct literals in a run from which it is a _MANY run (see _LiteralIndex)
+_MANY_LITERALS = 512  # distinct literals in a run from which it is a _MANY run: below, looking for
+#: each literal in the path costs less than the path's substrings (see _LiteralIndex)
 _KEY_CHARS = 4  # the longest key of a literal (see _LiteralIndex)
 _NOTHING: dict[Any, Any] = {}  # (never written)
 _MAX_BUCKETS = 512  # compiled buckets kept per matcher

@@ -514,3 +514,4 @@ def test_thousands_of_distinct_literals_agree_with_naive_reference() -> None:
     paths += ["/" + word(rnd.randint(1, 300)) for _ in range(30)]
     for path in paths:
         _compare(robots, rules, path, "ExampleBot")
+    assert robots._matcher("ExampleBot")._literals.known, "no run took the keyed path"
