@@ -235,7 +235,10 @@ def test_three_workers_one_robots_txt_per_origin_and_one_crawl_delay(redis_serve
 
     # one robots.txt request per origin for the whole cluster, seen by the servers
     assert {o.server.origin: o.server.count("/robots.txt") for o in origins} == {o.server.origin: 1 for o in origins}
-    assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0  # the others read them from Redis
+    # the workers that did not fetch an origin read it from Redis; under load one worker
+    # may start so early that it takes every request (then no other worker checked any)
+    if sum(1 for r in reports if r["rfc9309"].get("requests/checked", 0)) > 1:
+        assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0
 
     # Crawl-delay across the cluster: every request, robots.txt included, a delay apart
     delayed = [o for o in origins if o.kind == "delayed"]
