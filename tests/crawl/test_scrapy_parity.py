@@ -331,7 +331,7 @@ async def test_a_mozilla_style_user_agent_with_a_space_in_its_name_stops_the_cra
     ("route", "status"),
     [
         (robots(WIKI_ROBOTS), 200),
-        (Reply(404, b"not here"), 404),
+        (Reply(404, b"User-agent: *\nDisallow: /\n"), 404),  # README table: a 4xx body is not read
         (Reply(503, b"busy"), 503),
         ([redirect("/elsewhere.txt")], 200),
     ],
@@ -352,6 +352,8 @@ async def test_scrapy_stats_are_written_with_scrapys_meaning(site, route, status
     if forbidden:
         expected["robotstxt/forbidden"] = forbidden
     assert scrapy_stats(result) == expected
+    # RFC 9309 differences (README table): 4xx allows all, whatever its body says; 5xx is
+    # unreachable, so all denied (Scrapy parses either body)
     assert forbidden == {200: 2, 404: 0, 503: 3}[status]
     # beside the plugin's own
     assert result.stat("fetch/count") == 1
