@@ -98,7 +98,8 @@ class RobotsTxtMiddleware:
         tokens = policy.user_agents
         if meta.get(META_USER_AGENT):
             tokens = self._request_tokens(request, origin, meta[META_USER_AGENT], META_USER_AGENT)
-        elif policy.from_user_agent and (header := request.headers.get(b"User-Agent")):
+        elif policy.from_user_agent and request.headers and (header := request.headers.get(b"User-Agent")):
+            # (most requests have no header yet here: UserAgentMiddleware comes later)
             tokens = self._request_tokens(request, origin, header, "User-Agent header")
 
         known = self.service.fresh(origin)
