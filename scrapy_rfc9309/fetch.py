@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import StopDownload
+from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from twisted.internet.defer import CancelledError
 
@@ -129,6 +129,19 @@ class FetchResult:
     @property
     def redirects(self) -> int:
         return len(self.classes) - 1
+
+    def scrapy_stats(self) -> list[str]:
+        """The ``robotstxt/*`` stats Scrapy's own middleware writes for this
+        fetch, with its meaning: one request; a response and its final status
+        when one came (redirects are followed here, as Scrapy's RedirectMiddleware
+        would); the exception's class as Scrapy writes it (``<class '...'>``)
+        when one was raised, except ``IgnoreRequest``, which Scrapy does not count."""
+        keys = ["robotstxt/request_count"]
+        if self.status is not None:
+            keys += ["robotstxt/response_count", f"robotstxt/response_status_count/{self.status}"]
+        if self.error is not None and not isinstance(self.error, IgnoreRequest):
+            keys.append(f"robotstxt/exception_count/{type(self.error)}")
+        return keys
 
 
 class RobotsFetcher:

@@ -46,12 +46,21 @@ META_USER_AGENT = "robotstxt_user_agent"
 _ALLOWED = {v: f"requests/allowed/{v.value}" for v in Verdict}
 _DENIED = {v: f"requests/denied/{v.value}" for v in Verdict}
 DROPPED_CLOSING = "requests/dropped/spider_closing"
+#: Scrapy's own stat for every request robots.txt drops, counted beside ours
+FORBIDDEN = "robotstxt/forbidden"
 
 
 class RobotsTxtMiddleware:
     """RFC 9309 robots.txt for Scrapy; replaces Scrapy's RobotsTxtMiddleware."""
 
-    def __init__(self, crawler: Crawler, settings: Rfc9309Settings) -> None:
+    def __init__(self, crawler: Crawler, settings: Rfc9309Settings | None = None) -> None:
+        """``RobotsTxtMiddleware(crawler)``, Scrapy's constructor, works too;
+        ``NotConfigured`` when the plugin is off in this crawl."""
+        if settings is None:
+            settings = rfc9309_settings(crawler)
+            if not settings.enabled:
+                raise NotConfigured  # said once, at INFO, by rfc9309_settings
+            _announce_settings(crawler, settings)
         self.crawler = crawler
         self.settings = settings
         self.service = service = robots_service(crawler)
@@ -67,16 +76,7 @@ class RobotsTxtMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = rfc9309_settings(crawler)
-        if not settings.enabled:
-            raise NotConfigured  # said once, at INFO, by rfc9309_settings
-        logger.info(
-            "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
-            "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
-            settings.user_agent_source, settings.unreachable, settings.cache_seconds,
-            settings.cache_max_origins, extra={"spider": crawler.spider},
-        )  # fmt: skip
-        return cls(crawler, settings)
+        return cls(crawler)
 
     # -- the decision ----------------------------------------------------------
     @compat.request_method  # the spider argument of Scrapy 2.13
@@ -97,7 +97,10 @@ class RobotsTxtMiddleware:
             return None
         tokens = policy.user_agents
         if meta.get(META_USER_AGENT):
-            tokens = self._request_tokens(request, origin)
+            tokens = self._request_tokens(request, origin, meta[META_USER_AGENT], META_USER_AGENT)
+        elif policy.from_user_agent and request.headers and (header := request.headers.get(b"User-Agent")):
+            # (most requests have no header yet here: UserAgentMiddleware comes later)
+            tokens = self._request_tokens(request, origin, header, "User-Agent header")
 
         known = self.service.fresh(origin)
         if known is not None:
@@ -137,17 +140,20 @@ class RobotsTxtMiddleware:
             request.meta[META_KEY] = provenance(known, decision, tokens)
             return decision.verdict
         self._counts.inc(_DENIED[decision.verdict])
+        self._counts.inc_scrapy(FORBIDDEN)
         self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
 
-    def _request_tokens(self, request: Request, origin: str) -> tuple[str, ...]:
-        """The tokens of the ``robotstxt_user_agent`` meta key (a string or a list);
-        a value naming no valid token is a logged denial."""
-        value = request.meta[META_USER_AGENT]
+    def _request_tokens(self, request: Request, origin: str, value: Any, source: str) -> tuple[str, ...]:
+        """The tokens of the request's own ``robotstxt_user_agent`` meta key (a
+        string or a list) or ``User-Agent`` header (when the crawl's token comes
+        from ``USER_AGENT``: Scrapy's order is ``ROBOTSTXT_USER_AGENT``, the
+        header, ``USER_AGENT``); a value naming no valid token is a logged denial."""
         try:
             return _tokens_of(tuple(value) if isinstance(value, list) else value)
         except (ValueError, TypeError) as exc:
-            message = f"Forbidden by robots.txt: invalid {META_USER_AGENT} ({shorten(exc)})"
+            message = f"Forbidden by robots.txt: invalid {source} ({shorten(exc)})"
             self._counts.inc("requests/denied/invalid_user_agent")
+            self._counts.inc_scrapy(FORBIDDEN)
             if self.recorder.active:
                 self.recorder.invalid_token(request.url, origin, message)
             self._drop(request, message)
@@ -210,6 +216,15 @@ class RobotsTxtMiddleware:
             origins["unreachable"], get(STATS + "requests/checked", 0), allowed, denied,
             f", dropped as the spider closed: {dropped}" if dropped else "", extra={"spider": spider},
         )  # fmt: skip
+
+
+def _announce_settings(crawler: Crawler, settings: Rfc9309Settings) -> None:
+    logger.info(
+        "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
+        "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
+        settings.user_agent_source, settings.unreachable, settings.cache_seconds, settings.cache_max_origins,
+        extra={"spider": crawler.spider},
+    )  # fmt: skip
 
 
 def _show(request: Request) -> str:

@@ -106,15 +106,23 @@ FetchListener = Callable[[str, "FetchResult"], None]
 
 
 class Counts:
-    """Stat increments batched in a dict, added to Scrapy's stats every second."""
+    """Stat increments batched in a dict, added to Scrapy's stats every second.
+
+    Keys are under ``rfc9309/``; :meth:`inc_scrapy` counts the ``robotstxt/*``
+    keys of Scrapy's own middleware, with their meaning (docs/middleware.md)."""
 
     def __init__(self, stats: Any) -> None:
         self._stats = stats
         self._counts: defaultdict[str, int] = defaultdict(int)
+        self._scrapy: defaultdict[str, int] = defaultdict(int)
         self._flushed_at = time.monotonic()
 
     def inc(self, key: str, count: int = 1) -> None:
         self._counts[key] += count
+
+    def inc_scrapy(self, key: str, count: int = 1) -> None:
+        """Count ``key`` as written (``robotstxt/forbidden``), without the prefix."""
+        self._scrapy[key] += count
 
     def tick(self) -> None:
         """Flush when the last flush is more than a second old (cheap to call often)."""
@@ -126,6 +134,10 @@ class Counts:
         self._flushed_at = time.monotonic()
         for key, count in counts.items():
             self._stats.inc_value(STATS + key, count)
+        if self._scrapy:
+            scrapy, self._scrapy = self._scrapy, defaultdict(int)
+            for key, count in scrapy.items():
+                self._stats.inc_value(key, count)
 
 
 class _Pending:
@@ -581,6 +593,8 @@ class RobotsService:
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
         inc = self.counts.inc
         inc("fetch/count")
+        for key in result.scrapy_stats():
+            self.counts.inc_scrapy(key)
         if result.redirects:
             inc("fetch/3xx", result.redirects)
         inc(f"fetch/{result.outcome}")

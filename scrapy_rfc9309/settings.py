@@ -67,6 +67,10 @@ class OriginPolicy:
     #: every product token a request must be allowed by (``user_agent`` first);
     #: ``(user_agent,)`` when not given
     user_agents: tuple[str, ...] = ()
+    #: the tokens come from ``USER_AGENT`` (neither ``ROBOTSTXT_USER_AGENT`` nor a
+    #: per-origin ``user_agent``): a request's own ``User-Agent`` header comes first,
+    #: Scrapy's order
+    from_user_agent: bool = False
 
     def __post_init__(self) -> None:
         if not self.user_agents:
@@ -130,7 +134,7 @@ class Rfc9309Settings:
         source = "ROBOTSTXT_USER_AGENT" if ua_setting else "USER_AGENT"
         tokens = derive_tokens(_listish(ua_setting or get("USER_AGENT")))
         token = tokens[0]
-        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable)
+        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable, source == "USER_AGENT")
         audit = get("RFC9309_AUDIT")
         if audit is not None and not isinstance(audit, str):
             raise ValueError(f"RFC9309_AUDIT={audit!r} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl'")
@@ -170,7 +174,8 @@ class Rfc9309Settings:
         if not self.user_agents:
             object.__setattr__(self, "user_agents", (self.user_agent,))
         # built once: for_origin runs for every request
-        policy = OriginPolicy(True, self.user_agent, self.unreachable, self.user_agents)
+        from_user_agent = self.user_agent_source == "USER_AGENT"
+        policy = OriginPolicy(True, self.user_agent, self.unreachable, self.user_agents, from_user_agent)
         object.__setattr__(self, "_default_policy", policy)
 
     def for_origin(self, origin: str) -> OriginPolicy:
@@ -252,7 +257,7 @@ def _listish(value: Any) -> Any:
     return value
 
 
-def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str) -> dict[str, OriginPolicy]:
+def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str, from_user_agent: bool) -> dict[str, OriginPolicy]:
     if isinstance(raw, str):
         import json
 
@@ -279,5 +284,7 @@ def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str) -> dict[str, O
             raise ValueError(f"RFC9309_ORIGINS[{key!r}]['user_agent']: {exc}") from None
         policy = overrides.get("unreachable")
         origin_unreachable = _policy(policy, f"RFC9309_ORIGINS[{key!r}]['unreachable']") if policy else unreachable
-        resolved[origin] = OriginPolicy(obey, origin_tokens[0], origin_unreachable, origin_tokens)
+        resolved[origin] = OriginPolicy(
+            obey, origin_tokens[0], origin_unreachable, origin_tokens, from_user_agent and not user_agent
+        )
     return resolved

@@ -83,7 +83,11 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
         switch = _switched_off(crawler.settings, settings)
         if switch:
             settings = replace(settings, enabled=False)
-            logger.info("scrapy-rfc9309 is off (%s): robots.txt is not consulted in this crawl", switch)
+            builtin = switch != "ROBOTSTXT_OBEY = False" and _builtin_enabled(crawler.settings)
+            logger.info(
+                "scrapy-rfc9309 is off (%s): %s", switch, "Scrapy's own RobotsTxtMiddleware obeys robots.txt "
+                "(ROBOTSTXT_OBEY = True)" if builtin else "robots.txt is not consulted in this crawl",
+            )  # fmt: skip
         elif _builtin_enabled(crawler.settings):
             logger.warning(
                 "Scrapy's own RobotsTxtMiddleware is enabled next to scrapy-rfc9309's: robots.txt is fetched "

@@ -2,7 +2,7 @@
 
 ::
 
-    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH]
+    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME]
     scrapy robots --lint PATH
     scrapy robots --audit FILE URL [URL ...]
     scrapy robots --audit FILE --summary
@@ -20,6 +20,10 @@ checked against the robots.txt that governed it during that crawl (the body
 kept by its SHA-256 beside the trail), not against today's file, and the
 output says when that file was fetched.  ``--summary`` prints, per origin, the
 fetches, the last result, the changes and the allowed/denied counts.
+
+``--spider NAME`` (inside a project) uses that spider's settings, its
+``custom_settings`` over the project's, as ``scrapy fetch --spider`` does: its
+token, its ``RFC9309_ORIGINS``, its store.
 
 ``--agent`` may be given several times: a URL is allowed only when every
 token allows it (as with a list in ``ROBOTSTXT_USER_AGENT``).
@@ -58,6 +62,7 @@ EXIT_USAGE = 2
 
 class Command(ScrapyCommand):
     requires_project = False
+    _spider: type[Spider] | None = None
     # Logs go to stderr; stdout carries only the report. -L DEBUG shows each robots.txt request.
     default_settings = {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False}
 
@@ -106,6 +111,12 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--lint", metavar="PATH", help="print the diagnostics of this robots.txt ('-' for stdin) and exit"
         )
+        parser.add_argument(
+            "--spider",
+            metavar="NAME",
+            help="use this spider's settings (its custom_settings over the project's): its token, "
+            "RFC9309_ORIGINS and store, as `scrapy fetch --spider` does",
+        )
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
@@ -119,6 +130,11 @@ class Command(ScrapyCommand):
 
     # -- entry point -----------------------------------------------------------
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # Scrapy hands options it does not know to the command as arguments
+        unknown = [arg for arg in args if arg.startswith("-") and arg != "-"]
+        if unknown:
+            raise UsageError(f"unknown option {unknown[0]!r} (see scrapy robots -h)", print_help=False)
+        self._spider = self._spider_class(opts.spider)
         if opts.lint is not None:
             if args or opts.file is not None:
                 raise UsageError("--lint PATH takes no URL and no --file", print_help=False)
@@ -146,8 +162,7 @@ class Command(ScrapyCommand):
         from ..robots import parse
         from .report import lint_lines
 
-        assert self.settings is not None
-        max_bytes = self.settings.getint("RFC9309_MAX_BYTES", 512_000)
+        max_bytes = self._settings().getint("RFC9309_MAX_BYTES", 512_000)
         lines, status = lint_lines(_label(path), parse(_read(path), max_bytes=max_bytes))
         _print(lines)
         return status
@@ -252,8 +267,7 @@ class Command(ScrapyCommand):
         """The project's RFC9309_* settings, with ``--agent`` (once or more) as the token(s)."""
         from ..settings import Rfc9309Settings
 
-        assert self.settings is not None
-        settings = self.settings.copy()
+        settings = self._settings()
         if agents:
             tokens = _agent_tokens(agents)
             settings.set("ROBOTSTXT_USER_AGENT", list(tokens) if len(tokens) > 1 else tokens[0], priority="cmdline")
@@ -262,12 +276,37 @@ class Command(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(f"invalid setting: {exc}", print_help=False) from None
 
+    def _spider_class(self, name: str | None) -> type[Spider] | None:
+        """The project's spider ``name`` (``--spider``), or None."""
+        if name is None:
+            return None
+        assert self.crawler_process is not None
+        try:
+            return self.crawler_process.spider_loader.load(name)
+        except KeyError:
+            raise UsageError(
+                f"--spider {name!r}: no such spider here (`scrapy list` names the project's spiders)",
+                print_help=False,
+            ) from None
+
+    def _settings(self) -> Any:
+        """A copy of the settings with the ``--spider`` spider's applied over the project's."""
+        assert self.settings is not None
+        settings = self.settings.copy()
+        if self._spider is not None:
+            self._spider.update_settings(settings)
+        return settings
+
     def _fetch(self, origins: list[str], config: Rfc9309Settings) -> dict[str, Inspected]:
         """Fetch every origin's robots.txt in one small crawl, through the
         crawl's robots service (the one fetcher a crawl has)."""
         assert self.crawler_process is not None
         results: dict[str, Inspected] = {}
-        self.crawler_process.crawl(RobotsFetchSpider, origins=origins, config=config, results=results)
+        spider: type[Spider] = RobotsFetchSpider
+        if self._spider is not None:  # its crawl gets the spider's settings too (its store)
+            named = self._spider
+            spider = type("RobotsFetchSpider", (RobotsFetchSpider,), {"update_settings": named.update_settings})
+        self.crawler_process.crawl(spider, origins=origins, config=config, results=results)
         self.crawler_process.start()
         return results
 
