@@ -29,7 +29,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from scrapy_rfc9309.storage import RobotsEntry
-from scrapy_rfc9309.storage.redis import RedisStorage
+from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
 from .harness import Req, check_accounting, crawl
 from .redisd import RedisServer, require_redis
@@ -187,9 +187,9 @@ async def test_fetch_lease_is_exclusive_renewed_and_expires_with_its_holder(redi
             await sleep(0.6)
             taken = await other.claim(origin)
             assert taken is not None
-            assert redis_server.client().get(f"l:lock:{origin}") is not None
+            assert redis_server.client().get(key_of("l:", "lock", origin)) is not None
             await taken.release()
-            assert redis_server.client().get(f"l:lock:{origin}") is None
+            assert redis_server.client().get(key_of("l:", "lock", origin)) is None
         finally:
             await other.close()
 
@@ -221,9 +221,10 @@ async def test_entries_round_trip_with_retention_and_prefix(redis_server):
 
             client = redis_server.client()
             keys = sorted(k.decode() for k in client.keys("*"))
-            assert keys == ["myproject:robots:pace:http://a:80", "myproject:robots:robots:http://a:80"]
+            # every key of an origin carries it as a hash tag (one Redis Cluster slot)
+            assert keys == ["myproject:robots:pace:{http://a:80}", "myproject:robots:robots:{http://a:80}"]
             # kept while the copy may stand in for an unreachable file: 30 days after the fetch
-            ttl = client.pttl("myproject:robots:robots:http://a:80") / 1000
+            ttl = client.pttl("myproject:robots:robots:{http://a:80}") / 1000
             assert 29.9 * 86_400 < ttl <= 30 * 86_400 + 1
         finally:
             await store.close()
@@ -319,7 +320,7 @@ async def test_a_dead_lease_holder_is_waited_for_no_longer_than_its_lease(redis_
 
     def die_while_fetching() -> None:
         # what a worker that died while fetching leaves behind: a lease with 1.5 s to live
-        redis_server.client().set(f"d:lock:{site.origin}", b"dead-worker", px=1500)
+        redis_server.client().set(key_of("d:", "lock", site.origin), b"dead-worker", px=1500)
         left.append(time.monotonic())
 
     first = starter(servers, die_while_fetching)
@@ -392,7 +393,7 @@ async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, ca
         result = await crawl(plan, {**redis_settings(redis_server, "k:"), "EXTENSIONS": CRAWL_DELAY})
 
     assert not redis_server.running
-    assert seen_in_redis == [[f"k:robots:{one.origin}".encode()]]  # Redis was in use until then
+    assert seen_in_redis == [[key_of("k:", "robots", one.origin).encode()]]  # Redis was in use until then
     assert result.stats["finish_reason"] == "finished"
     check_accounting(result)  # every request ended once, as a response or an IgnoreRequest
     assert len(result.outcomes) == 9
