@@ -361,16 +361,8 @@ class RedisStorage(RobotsStorage):
             if not self._held or self._client is None:
                 continue
             held = list(self._held.values())
-            renew = self._scripts["renew"]
-            pipe = self._client.pipeline(transaction=False)
-            for lease in held:
-                pipe.evalsha(renew.sha, 1, lease.key, lease.token, lease.ttl_ms)
             try:
-                answers = await self._guard(pipe.execute(raise_on_error=False))
-                for i, answer in enumerate(answers):
-                    if isinstance(answer, Exception):  # NOSCRIPT (a replica promoted since) or another error
-                        lease = held[i]
-                        answers[i] = await self._guard(renew(keys=[lease.key], args=[lease.token, lease.ttl_ms]))
+                answers = await self._renew(held)
             except StorageUnavailable:
                 continue  # the store is gone; the service notices on its next call
             for lease, renewed in zip(held, answers):
@@ -379,6 +371,23 @@ class RedisStorage(RobotsStorage):
                     logger.warning(
                         "lost the robots.txt fetch lease %s (expired): another worker may fetch too", lease.key
                     )
+
+    async def _renew(self, held: list[_RedisLease]) -> list[Any]:
+        """Renew ``held``: one pipeline on one server; on a cluster, whose pipelines refuse
+        scripts in redis-py, one call per lease, all at once (each to its node)."""
+        renew = self._scripts["renew"]
+        if self.cluster:
+            calls = (self._guard(renew(keys=[lease.key], args=[lease.token, lease.ttl_ms])) for lease in held)
+            return list(await asyncio.gather(*calls))
+        pipe = self._client.pipeline(transaction=False)
+        for lease in held:
+            pipe.evalsha(renew.sha, 1, lease.key, lease.token, lease.ttl_ms)
+        answers = await self._guard(pipe.execute(raise_on_error=False))
+        for i, answer in enumerate(answers):
+            if isinstance(answer, Exception):  # NOSCRIPT (a server restarted since) or another error
+                lease = held[i]
+                answers[i] = await self._guard(renew(keys=[lease.key], args=[lease.token, lease.ttl_ms]))
+        return list(answers)
 
     # -- Crawl-delay across workers ----------------------------------------------------------
     async def reserve(self, origin: str, floor: float) -> float:
@@ -412,18 +421,22 @@ class RedisStorage(RobotsStorage):
         """Await a client call; any failure becomes StorageUnavailable."""
         from redis.exceptions import ClusterCrossSlotError, MovedError, RedisClusterException, RedisError
 
+        limit = self._in_flight
         try:
-            if self._in_flight is None:
+            if limit is None:
                 return await call
             try:
-                await asyncio.wait_for(self._in_flight.acquire(), SOCKET_TIMEOUT)
+                await asyncio.wait_for(limit.acquire(), SOCKET_TIMEOUT)
             except asyncio.TimeoutError:
                 _close(call)
                 raise StorageUnavailable(f"{self.url}: no free connection within {SOCKET_TIMEOUT:g} s") from None
+            except BaseException:  # cancelled while waiting
+                _close(call)
+                raise
             try:
                 return await call
             finally:
-                self._in_flight.release()
+                limit.release()
         except (MovedError, ClusterCrossSlotError) as exc:
             if not self.cluster:  # a node of a cluster, not a server of its own
                 raise StorageUnavailable(self._is_a_cluster_node()) from exc

@@ -242,7 +242,9 @@ class RedisCluster:
         deadline = time.monotonic() + CLUSTER_TIMEOUT
         while True:
             try:
-                if all(self._settled(node, nodes, masters) for node in self.running):
+                running = self.running
+                ports = {node.port for node in running}
+                if all(self._settled(node, nodes, masters, ports) for node in running):
                     return
             except Exception:  # noqa: BLE001 - a node still starting: ask again
                 pass
@@ -252,13 +254,17 @@ class RedisCluster:
             time.sleep(0.1)
 
     @staticmethod
-    def _settled(node: ClusterNode, nodes: int | None, masters: int | None) -> bool:
+    def _settled(node: ClusterNode, nodes: int | None, masters: int | None, running: set[int]) -> bool:
+        """``node`` says the cluster is ok, knows ``nodes`` live nodes, and the slots are served
+        by ``masters`` masters, all of them running (a killed one's slots taken over)."""
         if node.client().cluster("info").get("cluster_state") != "ok":
             return False
         live = [n for n in cluster_nodes(node) if "fail" not in n["flags"]]
         if nodes is not None and len(live) < nodes:
             return False
         serving = [n for n in live if "master" in n["flags"] and n["slots"]]
+        if any(n["port"] not in running for n in serving):
+            return False
         return masters is None or len(serving) == masters
 
     @staticmethod
@@ -274,6 +280,12 @@ class RedisCluster:
 
         node = self.running[0]
         return redis.RedisCluster(host="127.0.0.1", port=node.port, socket_timeout=5)
+
+    def keys(self, pattern: str) -> list[bytes]:
+        """Every key matching ``pattern`` on every master (the cluster client's ``KEYS``
+        asks one node), sorted."""
+        client = self.client()
+        return sorted(client.keys(pattern, target_nodes=client.PRIMARIES))
 
     def master_of(self, key: str) -> ClusterNode:
         """The node that owns ``key``'s slot now."""

@@ -71,7 +71,14 @@ def gaps(times: list[float]) -> list[float]:
 
 # -- a cluster of three processes ------------------------------------------------------
 def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server, servers, tmp_path):
-    site = servers("127.0.0.2")
+    three_workers_crawl(redis_server.url, servers("127.0.0.2"), tmp_path)
+
+
+def three_workers_crawl(store_url: str, site, tmp_path: Path, prefix: str = "cluster:") -> list[dict]:
+    """Three worker processes (``cluster_worker.py``) started at one moment, each
+    crawling ``site`` (two pages and a disallowed one, ``Crawl-delay: 1``) through
+    the store at ``store_url``: one robots.txt fetch in all, and every request of
+    all three at least the Crawl-delay apart at the server.  Their reports."""
     # a slow robots.txt: all three workers ask for it while it is being fetched
     site.routes["/robots.txt"] = Reply(200, RULES, {"Content-Type": "text/plain"}, delay=0.3)
     workers = []
@@ -80,7 +87,7 @@ def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server
         out = tmp_path / f"worker{i}.json"
         log = open(tmp_path / f"worker{i}.log", "w")
         proc = subprocess.Popen(
-            [sys.executable, str(WORKER), redis_server.url, "cluster:", str(out), *urls],
+            [sys.executable, str(WORKER), store_url, prefix, str(out), *urls],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -110,7 +117,7 @@ def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server
     assert sorted(hit.path for hit in pages) == sorted(f"/w{i}/{p}" for i in range(3) for p in "ab")
     # all requests, robots.txt included, of all workers together: Crawl-delay apart
     measured = gaps([hit.at for hit in site.hits])
-    print("three workers, Crawl-delay: 1, server-side gaps:", measured)
+    print(f"three workers on {store_url}, Crawl-delay: 1, server-side gaps:", measured)
     assert min(measured) >= 1.0 - TOLERANCE, measured
     for report in reports:
         assert report["finish_reason"] == "finished"
@@ -121,11 +128,13 @@ def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server
         assert sum(1 for o in outcomes.values() if o.get("status") == 200) == 2
     stats = [r["rfc9309"] for r in reports]
     assert sum(s.get("fetch/count", 0) for s in stats) == 1
-    # the two others read the fetching worker's result from Redis
+    assert not any(s.get("storage/errors") for s in stats), stats  # the store answered throughout
+    # the two others read the fetching worker's result from the store
     assert sum(s.get("cache/storage_hits", 0) for s in stats) == 2
     # the turns were waited for held, off the download slots; how many depends on when each
     # worker's requests came (fewer on a loaded machine): the gaps above are the guarantee
     assert sum(s.get("crawl_delay/cluster/requests_held", 0) for s in stats) >= 1
+    return reports
 
 
 # -- the store itself ------------------------------------------------------------------------
