@@ -518,7 +518,7 @@ def _close(call: Awaitable[Any]) -> None:
 
 
 class _RedisLease(Lease):
-    """A held ``<prefix>lock:<origin>`` key; its store renews it while held."""
+    """A held ``<prefix>lock:{<origin>}`` key; its store renews it while held."""
 
     __slots__ = ("store", "key", "token", "ttl_ms", "replace")
 

@@ -176,6 +176,7 @@ class ClusterNode(RedisServer):
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
+                "--repl-diskless-sync-delay", "0",  # a replica syncs at once (5 s by default)
                 "--dir", str(self.workdir),
                 "--logfile", str(self.log),
             ],
@@ -255,8 +256,9 @@ class RedisCluster:
 
     @staticmethod
     def _settled(node: ClusterNode, nodes: int | None, masters: int | None, running: set[int]) -> bool:
-        """``node`` says the cluster is ok, knows ``nodes`` live nodes, and the slots are served
-        by ``masters`` masters, all of them running (a killed one's slots taken over)."""
+        """``node`` says the cluster is ok, knows ``nodes`` live nodes, the slots are served
+        by ``masters`` masters, all of them running (a killed one's slots taken over), and,
+        when ``node`` is a replica, it has synced with its master."""
         if node.client().cluster("info").get("cluster_state") != "ok":
             return False
         live = [n for n in cluster_nodes(node) if "fail" not in n["flags"]]
@@ -265,7 +267,11 @@ class RedisCluster:
         serving = [n for n in live if "master" in n["flags"] and n["slots"]]
         if any(n["port"] not in running for n in serving):
             return False
-        return masters is None or len(serving) == masters
+        if masters is not None and len(serving) != masters:
+            return False
+        # a replica that never synced with its master cannot be promoted
+        replication = node.client().info("replication")
+        return replication.get("role") != "slave" or replication.get("master_link_status") == "up"
 
     @staticmethod
     def _describe(node: ClusterNode) -> str:
