@@ -35,7 +35,8 @@ takes the lease in the same atomic step; :meth:`store` writes the entry (one
 ``HSET`` and its ``PEXPIRE``), notes the robots.txt request's start for
 Crawl-delay when the file has one, and releases the lease.  A fresh entry
 costs one round trip.  The leases a store holds are renewed together, by one
-timer of the store (not a task per lease), in one pipeline.
+timer of the store (not a task per lease), in one pipeline (on a cluster, one
+call per lease, sent at once).
 
 Every failure (refused, reset, timeout, an error reply) is raised as
 :class:`~.base.StorageUnavailable`; the middleware decides what it means.
@@ -354,7 +355,8 @@ class RedisStorage(RobotsStorage):
         return lease
 
     async def _renew_leases(self) -> None:
-        """Every third of a lease's life, renew every lease held, in one pipeline."""
+        """Every third of a lease's life, renew every lease held, in one pipeline (on a
+        cluster, one call per lease, all sent at once)."""
         interval = self.lock_seconds / 3
         while True:
             await asyncio.sleep(interval)
@@ -362,7 +364,7 @@ class RedisStorage(RobotsStorage):
                 continue
             held = list(self._held.values())
             try:
-                answers = await self._renew(held)
+                answers = await self._run_many([("renew", [lease.key], [lease.token, lease.ttl_ms]) for lease in held])
             except StorageUnavailable:
                 continue  # the store is gone; the service notices on its next call
             for lease, renewed in zip(held, answers):
@@ -372,22 +374,21 @@ class RedisStorage(RobotsStorage):
                         "lost the robots.txt fetch lease %s (expired): another worker may fetch too", lease.key
                     )
 
-    async def _renew(self, held: list[_RedisLease]) -> list[Any]:
-        """Renew ``held``: one pipeline on one server; on a cluster, whose pipelines refuse
-        scripts in redis-py, one call per lease, all at once (each to its node)."""
-        renew = self._scripts["renew"]
+    async def _run_many(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+        """Run script calls ``(name, keys, args)`` together and return their answers: one
+        pipeline on one server; on a cluster, whose pipelines refuse scripts in redis-py,
+        each call on its own, all at once (each to the node owning its keys)."""
         if self.cluster:
-            calls = (self._guard(renew(keys=[lease.key], args=[lease.token, lease.ttl_ms])) for lease in held)
-            return list(await asyncio.gather(*calls))
-        pipe = self._client.pipeline(transaction=False)
-        for lease in held:
-            pipe.evalsha(renew.sha, 1, lease.key, lease.token, lease.ttl_ms)
-        answers = await self._guard(pipe.execute(raise_on_error=False))
+            return list(await asyncio.gather(*(self._run_keys(name, keys, args) for name, keys, args in calls)))
+        pipe = self._redis().pipeline(transaction=False)
+        for name, keys, args in calls:
+            pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
+        answers = list(await self._guard(pipe.execute(raise_on_error=False)))
         for i, answer in enumerate(answers):
-            if isinstance(answer, Exception):  # NOSCRIPT (a server restarted since) or another error
-                lease = held[i]
-                answers[i] = await self._guard(renew(keys=[lease.key], args=[lease.token, lease.ttl_ms]))
-        return list(answers)
+            if isinstance(answer, Exception):  # NOSCRIPT (a server restarted since), or the call's own error
+                name, keys, args = calls[i]
+                answers[i] = await self._run_keys(name, keys, args)
+        return answers
 
     # -- Crawl-delay across workers ----------------------------------------------------------
     async def reserve(self, origin: str, floor: float) -> float:
