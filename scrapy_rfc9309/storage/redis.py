@@ -427,7 +427,10 @@ class RedisStorage(RobotsStorage):
             if limit is None:
                 return await call
             try:
-                await asyncio.wait_for(limit.acquire(), SOCKET_TIMEOUT)
+                if limit.locked():  # all taken: wait for one, for as long as for a connection
+                    await asyncio.wait_for(limit.acquire(), SOCKET_TIMEOUT)
+                else:
+                    await limit.acquire()  # at once
             except asyncio.TimeoutError:
                 _close(call)
                 raise StorageUnavailable(f"{self.url}: no free connection within {SOCKET_TIMEOUT:g} s") from None

@@ -32,7 +32,7 @@ from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
 from .harness import Req, check_accounting, crawl
 from .redisd import RedisCluster, RedisServer, require_redis_cluster
-from .servers import Hit, Reply, robots
+from .servers import Hit, Reply, closed_port, robots
 from .test_storage_redis import CRAWL_DELAY, TOLERANCE, gaps, in_task, sleep, three_workers_crawl
 
 #: seconds the failover test waits for the cluster to promote a replica (a crawl page waits for it)
@@ -149,6 +149,47 @@ async def test_every_key_of_an_origin_is_in_one_slot_and_origins_spread_over_the
     assert len(masters) >= 2  # 12 origins on one master of three: 1 chance in 59,000
 
 
+def command_counts(cluster: RedisCluster) -> dict[str, tuple[int, int]]:
+    """``INFO commandstats`` summed over the running masters: (calls, rejected calls)
+    of each command; a ``MOVED`` or ``CROSSSLOT`` answer is a rejected call."""
+    counts: dict[str, tuple[int, int]] = {}
+    for node in cluster.running:
+        client = node.client()
+        if client.info("replication")["role"] != "master":
+            continue
+        for name, values in client.info("commandstats").items():
+            calls, rejected = counts.get(name.removeprefix("cmdstat_"), (0, 0))
+            counts[name.removeprefix("cmdstat_")] = (
+                calls + int(values["calls"]),
+                rejected + int(values.get("rejected_calls", 0)),
+            )
+    return counts
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_resolution_is_one_script_call_per_step_on_the_cluster(cluster, servers):
+    """As on one server: a new origin costs two script calls (look up and claim;
+    store and release), an origin fresh in the store one, each answered by the
+    node that owns the origin's keys (no redirection, no cross-slot refusal)."""
+    sites = [servers(f"127.0.0.{30 + i}") for i in range(8)]
+    for site in sites:
+        site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    urls = [site.url(path) for site in sites for path in ("/a", "/private/b")]
+    settings = {"RFC9309_STORAGE": cluster.url, "RFC9309_REDIS_PREFIX": "cost:"}
+    costs = []
+    for _ in range(2):
+        before = command_counts(cluster)
+        result = await crawl(urls, settings)
+        after = command_counts(cluster)
+        check_accounting(result)
+        assert not result.stat("storage/errors")
+        costs.append({k: (v[0] - before.get(k, (0, 0))[0], v[1] - before.get(k, (0, 0))[1]) for k, v in after.items()})
+    print("new origins:", costs[0].get("evalsha"), "fresh entries:", costs[1].get("evalsha"), "(calls, rejected)")
+    assert costs[0]["evalsha"] == (2 * len(sites), 0), costs[0]
+    assert costs[1]["evalsha"] == (len(sites), 0), costs[1]
+    assert all(rejected == 0 for _, rejected in costs[0].values()), costs[0]
+
+
 # -- the store itself ----------------------------------------------------------------------------
 @pytest_twisted.ensureDeferred
 async def test_fetch_lease_and_turns_hold_on_the_cluster(cluster):
@@ -215,6 +256,19 @@ async def test_entries_round_trip_on_the_cluster(cluster):
             await store.close()
 
     await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_cluster_unreachable_at_start_stops_the_crawl(servers, caplog):
+    require_redis_cluster()
+    site = servers()
+    port = closed_port()
+    with caplog.at_level(logging.INFO):
+        result = await crawl([site.url("/a")], {"RFC9309_STORAGE": f"redis+cluster://127.0.0.1:{port}"})
+    assert result.stats["finish_reason"] == "rfc9309_storage_unavailable"
+    assert site.hits == [] and result.outcomes == []
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(f"redis+cluster://127.0.0.1:{port}" in m and "RFC9309_STORAGE" in m for m in errors), errors
 
 
 # -- failover (last: it changes the cluster) -------------------------------------------------------
