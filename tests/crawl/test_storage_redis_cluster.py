@@ -7,8 +7,9 @@ kills a master, runs last.
 
 * a plain ``redis://`` URL naming a node is refused at start-up, with the
   ``redis+cluster://`` URL to use (and the other way round);
-* three worker processes on ``redis+cluster://``: one robots.txt fetch for
-  all of them and the cluster-wide Crawl-delay, as on one server;
+* three worker processes on ``redis+cluster://`` (plain Scrapy, and
+  scrapy-redis with its queue on a server of its own): one robots.txt fetch per
+  origin for all of them and the cluster-wide Crawl-delay, as on one server;
 * every key the store writes for an origin is in one hash slot;
 * the store's guarantees on the cluster: leases exclusive, renewed, expiring
   with a dead holder; turns atomic across clients;
@@ -32,7 +33,18 @@ from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
 from .harness import Req, check_accounting, crawl
 from .redisd import RedisCluster, RedisServer, require_redis_cluster
+from .scrapy_redis_cluster import QUEUE, START_URLS, interleave, push, require_scrapy_redis
+from .scrapy_redis_cluster import Cluster as ScrapyRedisWorkers
 from .servers import Hit, Reply, closed_port, robots
+from .test_scrapy_redis_cluster import (
+    CRAWL_TIMEOUT,
+    DELAY,
+    build_origins,
+    check_every_request,
+    check_reports,
+    worker_of,
+)
+from .test_scrapy_redis_cluster import TOLERANCE as REDIS_TOLERANCE
 from .test_storage_redis import CRAWL_DELAY, TOLERANCE, gaps, in_task, sleep, three_workers_crawl
 
 #: seconds the failover test waits for the cluster to promote a replica (a crawl page waits for it)
@@ -113,6 +125,45 @@ def test_three_workers_one_fetch_and_crawl_delay_on_the_cluster(cluster, servers
     assert len(slots_of(cluster, keys)) == 1
     for report in reports:
         assert not report["rfc9309"].get("storage/outages"), report["rfc9309"]
+
+
+def test_scrapy_redis_workers_with_robots_txt_on_the_cluster(cluster, servers, tmp_path):
+    """scrapy-redis's queue on one Redis server (scrapy-redis runs on one), the
+    plugin's store on the cluster (``RFC9309_STORAGE``): the 21 origins of
+    test_scrapy_redis_cluster.py, three worker processes.  One robots.txt fetch
+    per origin for all workers, every request of a ``Crawl-delay: 1`` origin
+    at least the delay apart whichever worker sent it, every request accounted
+    for; the origins' keys are spread over the three masters."""
+    require_scrapy_redis()
+    queue = RedisServer(tmp_path / "queue")
+    try:
+        client = queue.client()
+        origins = build_origins(servers, delayed=True)
+        push(client, interleave(list(o.expect) for o in origins))
+        settings = {"RFC9309_STORAGE": cluster.url, "RFC9309_REDIS_PREFIX": "sr:"}
+        with ScrapyRedisWorkers(queue.url, tmp_path / "workers", settings=settings) as workers:
+            workers.start()
+            urls = [url for o in origins for url in o.expect]
+            workers.wait_until_ended(
+                urls, CRAWL_TIMEOUT, also=lambda: not client.llen(START_URLS) and not client.zcard(QUEUE)
+            )
+            reports = workers.stop()
+            endings = workers.endings()
+    finally:
+        queue.stop()
+    check_every_request(origins, endings)
+    check_reports(reports, cluster.url, workers.workers, fetches=len(origins), checked=len(endings))
+    assert {o.server.origin: o.server.count("/robots.txt") for o in origins} == {o.server.origin: 1 for o in origins}
+    assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0  # read from the cluster
+    handovers = 0
+    for o in (o for o in origins if o.kind == "delayed"):
+        hits = sorted(o.server.hits, key=lambda hit: hit.at)
+        print(o.server.origin, "gaps", gaps([h.at for h in hits]), "workers", [worker_of(h) for h in hits])
+        assert len(hits) == 6 and min(gaps([h.at for h in hits])) >= DELAY * (1 - REDIS_TOLERANCE)
+        handovers += sum(worker_of(a) != worker_of(b) for a, b in zip(hits, hits[1:]))
+    assert handovers >= 1  # consecutive requests from different workers: the floor is the cluster's
+    masters = {cluster.master_of(key_of("sr:", "robots", o.server.origin)).port for o in origins}
+    assert len(masters) == 3, masters
 
 
 @pytest_twisted.ensureDeferred
