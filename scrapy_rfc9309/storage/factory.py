@@ -8,6 +8,8 @@ value                              backend
 ``"sqlite://rel/robots.sqlite"``   ``sqlite://`` is the file's path (``~`` expanded)
 ``"redis://host:6379/0"``,         :class:`~.redis.RedisStorage` (``pip install
 ``"rediss://..."``, ``"unix://..."`` 'scrapy-rfc9309[redis]'``)
+``"redis+cluster://host:6379"``    the same on a Redis Cluster (any node of it;
+``"rediss+cluster://..."``         ``rediss`` with TLS)
 ``"package.module.Class"``         a class of your own, built with its
                                    ``from_rfc9309_settings(settings)`` when it has one
 =================================  ============================================
@@ -37,7 +39,7 @@ from .memory import MemoryStorage
 
 #: the file name used inside JOBDIR
 JOBDIR_FILE = "rfc9309-robots.sqlite"
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
 #: the package whose scheduler makes a crawl a cluster sharing one Redis server
 SCRAPY_REDIS = "scrapy_redis"
 #: scrapy-redis's own defaults (scrapy_redis.defaults, redis.Redis())
@@ -78,7 +80,7 @@ def _build(settings: Any) -> RobotsStorage:
         return factory(settings) if factory is not None else cls()
     raise ValueError(
         f"RFC9309_STORAGE={url!r}: use 'memory', 'sqlite:///path/robots.sqlite', "
-        "'redis://host:port/db' or the import path of a storage class"
+        "'redis://host:port/db', 'redis+cluster://host:port' or the import path of a storage class"
     )
 
 

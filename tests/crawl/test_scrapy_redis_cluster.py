@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from scrapy_rfc9309.service import CLAIM_POLL_MAX
-from scrapy_rfc9309.storage.redis import LOCK_SECONDS
+from scrapy_rfc9309.storage.redis import LOCK_SECONDS, key_of
 
 from .redisd import RedisServer
 from .scrapy_redis_cluster import (
@@ -368,7 +368,7 @@ def _restart_scenario(redis: PersistentRedis, servers, tmp_path: Path) -> None:
     def page_of_after(hit: Hit) -> Reply:
         # the start this request was given was taken in Redis, on Redis's clock, just now
         seconds, micros = client.time()
-        taken = client.get(f"rfc9309:pace:{after.origin}")
+        taken = client.get(key_of("rfc9309:", "pace", after.origin))
         turns.append(taken is not None and 0 <= seconds * 1e6 + micros - int(taken) < 0.5e6)
         return Reply(200, "<html>page</html>", {"Content-Type": "text/html"})
 
