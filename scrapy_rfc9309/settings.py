@@ -10,6 +10,7 @@ come for free: Scrapy builds one settings object per crawler, so a spider's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -17,6 +18,7 @@ from typing import Any
 
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES
+from .robots.text import shorten
 from .useragent import derive_tokens
 
 #: RFC 9309 section 2.4: a cached robots.txt should not be used for more than 24 hours.
@@ -202,10 +204,30 @@ def _bool(value: Any, name: str) -> bool:
 
 
 def _number(value: Any, name: str, kind: type, positive: bool = False):
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} is not a number") from None
+    """A finite number of ``kind`` (int or float), zero or more (or above zero).
+
+    nan and inf are refused: every comparison with nan is False (a timeout of
+    nan denies every origin, a cache lifetime of nan re-fetches for every
+    request), and inf turns a bound into none.  An int setting refuses a
+    fraction (``2.7`` would silently become 2)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not a number")
+    number: float | int
+    if isinstance(value, int):
+        number = value
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}={value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise ValueError(f"{name}={value!r} is not a finite number")
+    if kind is int:
+        if not float(number).is_integer():
+            raise ValueError(f"{name}={value!r} is not a whole number")
+        number = int(number)
+    else:
+        number = float(number)
     if number < 0 or (positive and number == 0):
         raise ValueError(f"{name}={value!r} must be {'positive' if positive else 'zero or more'}")
     return number
@@ -256,7 +278,10 @@ def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str) -> dict[str, O
     if isinstance(raw, str):
         import json
 
-        raw = json.loads(raw)  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
+        try:  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"RFC9309_ORIGINS is not valid JSON ({exc}): {shorten(raw)!r}") from None
     if not isinstance(raw, Mapping):
         raise ValueError(f"RFC9309_ORIGINS must be a dict of origin -> overrides, not {type(raw).__name__}")
     resolved: dict[str, OriginPolicy] = {}
