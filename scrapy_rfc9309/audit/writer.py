@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 import time
@@ -25,31 +26,54 @@ FLUSH_SECONDS = 1.0
 
 
 # -- the file ---------------------------------------------------------------------------------
+#: characters a placeholder's value may not bring into the path: separators, NUL, controls
+_UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def safe_part(value: Any) -> str:
+    """A placeholder's value as one harmless file-name part: separators and
+    control characters become ``_``, and a value of dots only (``..``) too,
+    so a spider named ``../../../escaped`` cannot leave the directory."""
+    text = _UNSAFE.sub("_", str(value))
+    if not text.strip("."):
+        text = "_" * max(len(text), 1)
+    return text
+
+
 class _Params(dict):
-    """Feed-style placeholders: ``%(name)s``, ``%(time)s`` and any spider attribute."""
+    """Feed-style placeholders: ``%(name)s``, ``%(time)s`` and any spider
+    attribute, each made one safe file-name part (:func:`safe_part`)."""
 
     def __init__(self, spider: Any, started: float) -> None:
         super().__init__()
         self._spider = spider
-        self["name"] = getattr(spider, "name", "spider")
+        self["name"] = safe_part(getattr(spider, "name", "spider"))
         stamp = datetime.fromtimestamp(started, timezone.utc).replace(microsecond=0, tzinfo=None)
         self["time"] = stamp.isoformat().replace(":", "-")
 
     def __missing__(self, key: str) -> Any:
         try:
-            return getattr(self._spider, key)
+            value = getattr(self._spider, key)
         except AttributeError:
             raise KeyError(key) from None
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else safe_part(value)
 
 
 def audit_path(template: str, spider: Any, started: float) -> str:
-    """``RFC9309_AUDIT`` with its placeholders filled (``ValueError`` for an unknown one)."""
+    """``RFC9309_AUDIT`` with its placeholders filled (``ValueError`` for an
+    unknown one, or for a result outside the directory the setting names
+    before its first placeholder)."""
     try:
-        return template % _Params(spider, started)
+        path = template % _Params(spider, started)
     except KeyError as exc:
         raise ValueError(f"RFC9309_AUDIT={template!r}: unknown placeholder %({exc.args[0]})s") from None
     except (TypeError, ValueError) as exc:
         raise ValueError(f"RFC9309_AUDIT={template!r}: {exc}") from None
+    fixed = os.path.dirname(template.split("%(", 1)[0]) if "%(" in template else os.path.dirname(template)
+    base = os.path.abspath(fixed or os.curdir)
+    if os.path.commonpath([base, os.path.abspath(path)]) != base:
+        raise ValueError(f"RFC9309_AUDIT={template!r} gives {path!r}, outside {base}")
+    return path
 
 
 def bodies_dir(audit_file: str) -> str:

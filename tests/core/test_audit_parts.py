@@ -131,3 +131,27 @@ def test_a_trail_cut_mid_line_is_read_and_an_altered_body_is_refused(tmp_path):
         trail.robots_of(state)
     with pytest.raises(TrailError, match="no robots.txt of http://b.example:80"):
         trail.state_for("http://b.example:80", "http://b.example/")
+
+
+class _Named:
+    def __init__(self, name: str, **attrs: object) -> None:
+        self.name = name
+        self.__dict__.update(attrs)
+
+
+@pytest.mark.parametrize(
+    ("template", "name", "expected"),
+    [
+        ("audit/%(name)s.jsonl", "../../../escaped", "audit/.._.._.._escaped.jsonl"),
+        ("audit/%(name)s/trail.jsonl", "..", "audit/__/trail.jsonl"),
+        ("audit/%(name)s.jsonl", "a\\b\x00c", "audit/a_b_c.jsonl"),
+        ("audit/%(job)s.jsonl", "s", "audit/_etc_passwd.jsonl"),
+    ],
+)
+def test_placeholders_cannot_leave_the_directory_the_setting_names(template, name, expected):
+    assert audit_path(template, _Named(name, job="/etc/passwd"), 0) == expected
+
+
+def test_a_template_whose_result_leaves_its_directory_is_refused():
+    with pytest.raises(ValueError, match="outside"):
+        audit_path("audit/%(name)s/../../x.jsonl", _Named("s"), 0)
