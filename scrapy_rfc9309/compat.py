@@ -158,6 +158,40 @@ def close_at_open(crawler: Crawler, reason: str) -> None:
     clock.callLater(0, close_when_running)
 
 
+def close_spider(crawler: Crawler, reason: str) -> None:
+    """Close a running crawl now with ``reason`` as its finish reason (requests
+    in the downloader end; nothing new is taken from the scheduler)."""
+    engine = crawler.engine
+    if engine is None or crawler.spider is None or engine_closing(crawler):
+        return
+    if hasattr(engine, "close_spider_async"):  # 2.14+
+        spawn(engine.close_spider_async(reason=reason))
+    else:  # pragma: no cover - 2.13
+        engine.close_spider(crawler.spider, reason=reason)
+
+
+def fail_exit_status(crawler: Crawler) -> None:
+    """Make ``scrapy crawl`` (and ``runspider``) exit with status 1 when this crawl ends.
+
+    A finish reason never changes the exit status: Scrapy's commands exit
+    with 1 only when ``CrawlerProcess.bootstrap_failed`` is set, which it
+    sets when ``Crawler.crawl()`` raises or when the crawler has no
+    ``spider`` once it ended (``bootstrap_failed |= not crawler.spider``,
+    the same from 2.13 to 2.19, Twisted and asyncio runners alike).  So the
+    crawler's ``spider`` is cleared once the crawl has ended: at
+    ``engine_stopped`` (after the stats were kept and dumped) when the
+    engine runs, else, for a crawl refused while opening, at ``spider_closed``
+    (the engine never ran, so ``engine_stopped`` is not sent).  A script's
+    ``crawler.spider`` is then None after a failed crawl."""
+    engine = crawler.engine
+    running = engine is not None and engine.running
+
+    def clear(*args: Any, **kwargs: Any) -> None:
+        crawler.spider = None
+
+    crawler.signals.connect(clear, signal=signals.engine_stopped if running else signals.spider_closed, weak=False)
+
+
 def engine_closing(crawler: Crawler) -> bool:
     """Whether the engine has begun to close the spider (or never opened it).
 

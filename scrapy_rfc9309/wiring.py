@@ -184,6 +184,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
                 exc, extra={"spider": spider},
             )  # fmt: skip
             service.shutdown()  # no robots.txt fetch starts meanwhile
+            compat.fail_exit_status(crawler)  # a cron job sees the failure
             compat.close_at_open(crawler, STORAGE_UNAVAILABLE)  # raises CloseSpider where Scrapy honours it
             return
         state.watcher = compat.every(CLOSING_POLL_SECONDS, lambda: _watch(crawler, state))

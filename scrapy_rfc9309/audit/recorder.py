@@ -23,6 +23,10 @@ logger = logging.getLogger(__name__)
 
 #: version of the record format (the "crawl" record carries it)
 FORMAT = 1
+#: finish reason of a crawl stopped because its audit trail cannot be written
+AUDIT_FAILED = "rfc9309_audit_failed"
+#: finish reason of a crawl whose audit trail cannot be opened
+AUDIT_UNAVAILABLE = "rfc9309_audit_unavailable"
 
 
 class Recorder:
@@ -45,6 +49,8 @@ class Recorder:
         #: origin -> [allowed, denied] since the last "counts" record
         self._counts: dict[str, list[int]] = {}
         self._ticker: Any = None
+        #: the trail failed and the crawl was told to stop
+        self.failed = False
         service.on_ready(self._ready)
         if self.active:
             from scrapy import signals
@@ -68,7 +74,8 @@ class Recorder:
                 "RFC9309_AUDIT: cannot open the audit trail (%s). The crawl stops before its first request.",
                 exc, extra={"spider": spider},
             )  # fmt: skip
-            compat.close_at_open(self.crawler, "rfc9309_audit_unavailable")
+            compat.fail_exit_status(self.crawler)
+            compat.close_at_open(self.crawler, AUDIT_UNAVAILABLE)
             return
         settings = self.settings
         self._put(
@@ -99,23 +106,59 @@ class Recorder:
         writer, self._writer = self._writer, None
         self.active = self.allowed_records = False
         await compat.wait_for(deferToThread(writer.close))
+        if writer.error is not None:
+            self._fail(writer)
+            # also when the last write, at close, failed: the crawl is not provable
+            self.crawler.stats.set_value("finish_reason", AUDIT_FAILED)
+        unwritten = writer.unwritten
         self.service.counts.inc("audit/records", writer.written)
+        if unwritten:
+            self.service.counts.inc("audit/records_unwritten", unwritten)
         self.service.counts.flush()
         self.crawler.stats.set_value("rfc9309/audit/writer_cpu_seconds", round(writer.cpu, 3))
-        logger.info(
-            "RFC 9309 audit trail: %d records written to %s (writer thread: %.2f s CPU)",
-            writer.written, writer.path, writer.cpu,
+        if unwritten or writer.error is not None:
+            logger.error(
+                "RFC 9309 audit trail: %d records written to %s, %d records NOT written (%s)",
+                writer.written, writer.path, unwritten, _why(writer.error),
+            )  # fmt: skip
+        else:
+            logger.info(
+                "RFC 9309 audit trail: %d records written to %s (writer thread: %.2f s CPU)",
+                writer.written, writer.path, writer.cpu,
+            )  # fmt: skip
+
+    def _fail(self, writer: Writer) -> None:
+        """The trail cannot be written: stop the crawl now (once), with a
+        finish reason of its own and a failing exit status."""
+        if self.failed:
+            return
+        from .. import compat
+
+        self.failed = True
+        logger.error(
+            "RFC9309_AUDIT: cannot write the audit trail %s (%s). The crawl stops now (finish reason %s); "
+            "%d records not written so far",
+            writer.path, _why(writer.error), AUDIT_FAILED, writer.unwritten,
         )  # fmt: skip
+        compat.fail_exit_status(self.crawler)
+        compat.close_spider(self.crawler, AUDIT_FAILED)
 
     def _tick(self) -> None:
-        """Every second: the per-origin allowed/denied counts so far, as one record."""
+        """Every second: the per-origin allowed/denied counts so far, as one
+        record; and whether the trail still can be written."""
+        writer = self._writer
+        if writer is not None and writer.error is not None:
+            self._fail(writer)
         if self._counts:
             counts, self._counts = self._counts, {}
             self._put({"type": "counts", "at": iso(time.time()), "origins": counts})
 
     def _put(self, record: Any) -> None:
-        if self._writer is not None:
-            self._writer.put(record)
+        writer = self._writer
+        if writer is not None:
+            writer.put(record)
+            if writer.error is not None and not self.failed:
+                self._fail(writer)
 
     # -- what the service tells ----------------------------------------------------------------
     def _fetched(self, origin: str, result: FetchResult) -> None:
@@ -254,6 +297,12 @@ class Recorder:
                 "access": None, "fetched_at": None, "message": message,
             }
         )  # fmt: skip
+
+
+def _why(error: BaseException | None) -> str:
+    if error is None:
+        return "no error"
+    return f"{type(error).__name__}: {shorten(str(error))}"
 
 
 def _rate(rate: tuple[int, float] | None) -> str | None:

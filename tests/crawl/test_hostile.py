@@ -5,10 +5,13 @@ redirects into the internal network, secrets in URLs, dot segments."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
+
 from .command_runner import scrapy_crawl
-from .servers import robots
+from .servers import Reply, closed_port, robots
 
 
 def records(path: Path) -> list[dict]:
@@ -40,3 +43,49 @@ def test_a_spider_name_cannot_move_the_audit_trail_out_of_its_directory(servers,
     assert trail.name == ".._.._.._escaped.jsonl"
     assert [r["type"] for r in records(trail)][0] == "crawl"
     assert sorted(p.name for p in tmp_path.rglob("*.jsonl")) == [trail.name]
+
+
+# -- a failing audit trail ---------------------------------------------------------------------
+def _stat(stderr: str, name: str) -> str | None:
+    """A stat's value as Scrapy's closing dump prints it (``'name': value,``)."""
+    found = re.search(rf"'{re.escape(name)}': ([^,\n}}]+)", stderr)
+    return found.group(1) if found else None
+
+
+def test_a_trail_on_a_full_disk_stops_the_crawl_with_a_failing_exit_status(servers, tmp_path):
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    pages = [f"/p{i}" for i in range(300)]
+    for path in pages:
+        site.routes[path] = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.05)
+    (tmp_path / "audit").mkdir()
+    (tmp_path / "audit" / "trail.jsonl").symlink_to("/dev/full")  # every write: ENOSPC
+    process = scrapy_crawl(
+        tmp_path, [site.url(p) for p in pages], "-s", "RFC9309_AUDIT=audit/trail.jsonl", "-s", "RFC9309_AUDIT_ALLOWED=True",
+        "-s", "CONCURRENT_REQUESTS=4",
+    )  # fmt: skip
+    log = process.stderr
+    assert process.returncode == 1, log[-3000:]
+    assert _stat(log, "finish_reason") == "'rfc9309_audit_failed'", log[-3000:]
+    assert "Spider closed (rfc9309_audit_failed)" in log
+    unwritten = int(_stat(log, "rfc9309/audit/records_unwritten") or 0)
+    assert unwritten > 0
+    assert re.search(r"ERROR: RFC9309_AUDIT: cannot write the audit trail .*No space left on device", log)
+    assert f"0 records written to audit/trail.jsonl, {unwritten} records NOT written" in log
+    # stopped at once: the first write fails about a second in, long before the 300 pages are done
+    assert site.count("/robots.txt") == 1
+    assert sum(site.count(p) for p in pages) < 200
+
+
+@pytest.mark.parametrize("refusal", ["storage", "trail"])
+def test_a_crawl_refused_at_start_exits_with_a_failing_status(servers, tmp_path, refusal):
+    site = servers("127.0.0.2")
+    if refusal == "storage":
+        setting, reason = f"RFC9309_STORAGE=redis://127.0.0.1:{closed_port('127.0.0.1')}/0", "storage_unavailable"
+    else:
+        (tmp_path / "a-file").write_text("")
+        setting, reason = "RFC9309_AUDIT=a-file/trail.jsonl", "audit_unavailable"
+    process = scrapy_crawl(tmp_path, [site.url("/page")], "-s", setting)
+    assert process.returncode == 1, process.stderr[-3000:]
+    assert _stat(process.stderr, "finish_reason") == f"'rfc9309_{reason}'"
+    assert site.hits == []
