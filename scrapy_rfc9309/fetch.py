@@ -319,6 +319,8 @@ def _location(response: Response) -> str | None:
         return None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         return None  # never follow robots.txt to file:, data:, ftp: ..., nor to no host
+    if "@" in parts.netloc:
+        return None  # credentials chosen by the server: Scrapy cannot send them, and they must not be logged
     return target
 
 

@@ -7,6 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..masking import mask_text, mask_url
 from ..robots import Decision
 from ..robots.text import shorten
 from .decisions import iso, listed, rule_changes
@@ -216,13 +217,15 @@ class Recorder:
             "type": "fetch",
             "at": iso(result.started_at or time.time()),
             "origin": origin,
-            "chain": list(result.chain),
-            "final_url": result.url,
+            "chain": [mask_url(url) for url in result.chain],
+            "final_url": mask_url(result.url),
             "redirects": result.redirects,
             "status": result.status,
             "outcome": result.outcome,
             "access": result.access.value,
-            "error": f"{type(result.error).__name__}: {shorten(str(result.error))}" if result.error else None,
+            "error": f"{type(result.error).__name__}: {shorten(mask_text(str(result.error)))}"
+            if result.error
+            else None,
             "note": result.note or None,
             "bytes": len(result.body),
             "truncated_bytes": result.truncated_bytes,
@@ -246,7 +249,7 @@ class Recorder:
             "governing_sha256": known.sha256,
             "governing_access": entry.access,
             "governing_status": entry.status,
-            "governing_url": entry.url or None,
+            "governing_url": mask_url(entry.url) if entry.url else None,
             "governing_content_type": entry.content_type,
             "fetched_at": iso(entry.fetched_at),
             "expires_at": iso(entry.expires_at),
@@ -277,7 +280,7 @@ class Recorder:
         rule = decision.rule
         self._put(
             {
-                "type": "allowed" if decision.allowed else "denied", "at": iso(time.time()), "url": url,
+                "type": "allowed" if decision.allowed else "denied", "at": iso(time.time()), "url": mask_url(url),
                 "origin": origin, "verdict": decision.verdict.value, "line": rule.line if rule else None,
                 "rule": str(rule) if rule else None, "token": token, "sha256": known.sha256,
                 "access": known.entry.access, "fetched_at": iso(known.entry.fetched_at),
@@ -292,7 +295,7 @@ class Recorder:
         counts[1] += 1
         self._put(
             {
-                "type": "denied", "at": iso(time.time()), "url": url, "origin": origin,
+                "type": "denied", "at": iso(time.time()), "url": mask_url(url), "origin": origin,
                 "verdict": "invalid_user_agent", "line": None, "rule": None, "token": None, "sha256": None,
                 "access": None, "fetched_at": None, "message": message,
             }

@@ -7,6 +7,7 @@ import logging
 import os
 from typing import Any
 
+from ..masking import mask_url
 from ..robots import RobotsTxt
 from .writer import bodies_dir
 
@@ -79,7 +80,7 @@ class Trail:
         last decided it (its decision record, if any), else the origin's last
         result in force.  ``TrailError`` when the trail has none."""
         states = self.states.get(origin, [])
-        decision = self.decisions.get(url)
+        decision = self.decisions.get(mask_url(url))  # recorded masked
         if decision is not None and decision.get("fetched_at") is not None:
             for state in reversed(states):
                 if state.get("fetched_at") == decision["fetched_at"] and state.get("governing_sha256") == decision.get(

@@ -41,6 +41,8 @@ from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from ..masking import mask_text, mask_url
+
 if TYPE_CHECKING:
     import argparse
     from collections.abc import AsyncIterator
@@ -337,11 +339,11 @@ def describe_fetch(url: str, result: FetchResult, config: Rfc9309Settings, unrea
     """``GET URL -> 2 redirects -> FINAL: status 200 (success)`` and what it means."""
     from ..robots.access import Access
 
-    text = f"GET {url}"
+    text = f"GET {mask_url(url)}"
     if result.redirects:
-        text += f" -> {result.redirects} redirect{'s' if result.redirects > 1 else ''} -> {result.url}"
+        text += f" -> {result.redirects} redirect{'s' if result.redirects > 1 else ''} -> {mask_url(result.url)}"
     if result.error is not None:
-        text += f": {type(result.error).__name__}: {result.error}"
+        text += f": {type(result.error).__name__}: {mask_text(str(result.error))}"
     else:
         text += f": status {result.status}"
     text += f" ({result.access.value})"
