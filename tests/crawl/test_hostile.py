@@ -9,8 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
+import pytest_twisted
 
 from .command_runner import scrapy_crawl
+from .harness import check_accounting, crawl
 from .servers import Reply, closed_port, robots
 
 
@@ -89,3 +91,18 @@ def test_a_crawl_refused_at_start_exits_with_a_failing_status(servers, tmp_path,
     assert process.returncode == 1, process.stderr[-3000:]
     assert _stat(process.stderr, "finish_reason") == f"'rfc9309_{reason}'"
     assert site.hits == []
+
+
+# -- dot segments --------------------------------------------------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_a_dot_segment_path_is_denied_when_the_served_path_is_disallowed(servers):
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    sneaky = [site.url("/x/../private"), site.url("/x/%2E%2E/private/a"), site.url("/./private")]
+    fine = site.url("/x/../public")
+    result = await crawl([*sneaky, fine])
+    check_accounting(result)
+    for url in sneaky:
+        assert result.outcome(url).message.startswith("Forbidden by robots.txt: disallowed_explicit (line 2"), url
+    assert result.outcome(fine).status == 200
+    assert [hit.path for hit in site.hits if "private" in hit.path] == []
