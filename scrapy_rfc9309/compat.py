@@ -111,6 +111,19 @@ async def in_steps(steps: Generator[object, None, T], budget: float) -> T:
             deadline = time.perf_counter() + budget
 
 
+async def resolve(host: str) -> str | None:
+    """The IPv4 address the crawl's resolver (Scrapy's ``DNS_RESOLVER``, cached)
+    gives ``host``; None when it gives none (the download then says why)."""
+    from twisted.internet import reactor
+
+    clock: Any = reactor
+    try:
+        address: str = await maybe_deferred_to_future(clock.resolve(host))
+    except Exception:  # DNSLookupError, a timeout: the download will meet it too
+        return None
+    return address
+
+
 def every(seconds: float, func: Callable[[], object]) -> Any:
     """Call ``func`` every ``seconds`` (first call after one period); ``.stop()``."""
     from twisted.internet.task import LoopingCall

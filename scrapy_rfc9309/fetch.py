@@ -50,6 +50,7 @@ from scrapy.http.request import NO_CALLBACK
 from twisted.internet.defer import CancelledError
 
 from . import compat
+from .addresses import AddressPolicy, ip_literal
 from .origins import robots_url
 from .robots.access import Access, classify_error, classify_status, freshness
 
@@ -71,6 +72,9 @@ SLACK_BYTES = 65_536
 COUNT_LIMIT = 64 * 1024 * 1024
 #: meta keys of the page request that choose the network path; copied to the fetch
 PATH_META_KEYS = ("proxy", "bindaddress")
+#: why a public origin's fetch ended as unavailable (scrapy_rfc9309.addresses)
+INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
+INWARD_ORIGIN_NOTE = "its answer came from an internal address, not used for a public origin"
 
 
 class ContentDecodingError(Exception):
@@ -140,6 +144,8 @@ class RobotsFetcher:
         #: robots.txt downloads in flight; the signal handlers are connected only
         #: while there are any, so pages pay no receiver when no fetch runs
         self._in_flight = 0
+        #: internal addresses and private origins (RFC9309_INTERNAL_NETWORKS)
+        self.addresses = AddressPolicy(settings.internal_networks)
 
     async def fetch(self, origin: str, trigger: Request | None = None) -> FetchResult:
         """Fetch ``origin``'s robots.txt, following redirects.  Never raises
@@ -156,8 +162,15 @@ class RobotsFetcher:
         classes: list[str] = []
         limit = self.settings.max_redirects
         status: int | None = None
+        # a public origin's robots.txt is used only from public addresses (scrapy_rfc9309.addresses)
+        guard = (
+            None if self.settings.allow_private_redirects or self.addresses.private_origin(origin) else self.addresses
+        )
         for hop in range(limit + 1):
             chain.append(url)
+            if hop and guard is not None and await self._leads_inward(guard, url):
+                classes[-1] = "3xx_unfollowable"
+                return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
             try:
                 request = self._request(url, trigger)
             except ValueError:
@@ -183,6 +196,13 @@ class RobotsFetcher:
             except Exception as exc:  # not the network: a middleware's bug, a URL filter ...
                 classes.append(f"error/internal/{type(exc).__name__}")
                 return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
+            if guard is not None and _answered_inward(guard, request, response):
+                # nothing of the internal answer is kept: not its status, headers or body
+                if hop:
+                    classes[-1] = "3xx_unfollowable"
+                    return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
+                classes.append("internal_address")
+                return FetchResult(Access.UNAVAILABLE, None, url, classes, note=INWARD_ORIGIN_NOTE)
             access, name = classify_status(response.status)
             status = response.status
             if access is Access.REDIRECT:
@@ -212,6 +232,18 @@ class RobotsFetcher:
         raise AssertionError("unreachable: the loop returns on its last hop")  # pragma: no cover
 
     # -- one hop --------------------------------------------------------------
+    async def _leads_inward(self, guard: AddressPolicy, url: str) -> bool:
+        """Whether a redirect target is internal before any connection: an IP
+        literal at once, a host name by what the crawl's resolver answers (a
+        lookup that fails is left to the download, checked again after it)."""
+        if guard.internal_literal(url):
+            return True
+        host = urlsplit(url).hostname
+        if not host or ip_literal(host) is not None:
+            return False
+        address = await compat.resolve(host)
+        return address is not None and guard.internal(address)
+
     def _request(self, url: str, trigger: Request | None) -> Request:
         meta: dict[str, Any] = {
             FETCH_META_KEY: _Transfer(self, self.settings.max_bytes + SLACK_BYTES),
@@ -305,6 +337,17 @@ def _fresh_for(response: Response) -> float | None:
         _header(response, "Age"),
         now=time.time(),
     )
+
+
+def _answered_inward(guard: AddressPolicy, request: Request, response: Response) -> bool:
+    """Whether the answer came from an internal address: the address the
+    download connected to (``response.ip_address``).  Through a proxy that
+    address is the proxy's, and where the proxy connected is not known: not
+    checked then (a redirect to an IP literal still is, before it is asked)."""
+    address = getattr(response, "ip_address", None)
+    if address is None or request.meta.get("proxy"):
+        return False
+    return guard.internal(address)
 
 
 def _location(response: Response) -> str | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .addresses import parse_networks
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES
 from .robots.text import shorten
@@ -52,6 +53,10 @@ DEFAULTS: dict[str, Any] = {
     # the audit trail (scrapy_rfc9309.audit, docs/audit.md): a JSON Lines file, off by default
     "RFC9309_AUDIT": None,
     "RFC9309_AUDIT_ALLOWED": False,
+    # a public origin's robots.txt may not lead to an internal address (scrapy_rfc9309.addresses)
+    "RFC9309_ALLOW_PRIVATE_REDIRECTS": False,
+    # None: every address that is not globally routable is internal; else a list of networks
+    "RFC9309_INTERNAL_NETWORKS": None,
 }
 
 _ORIGIN_KEYS = ("obey", "user_agent", "unreachable")
@@ -111,6 +116,11 @@ class Rfc9309Settings:
     audit: str | None = None
     #: write a record for every allowed request too
     audit_allowed: bool = False
+    # -- read by the robots.txt fetcher (scrapy_rfc9309.fetch, scrapy_rfc9309.addresses) --
+    #: a public origin's robots.txt may redirect to (or answer from) an internal address
+    allow_private_redirects: bool = False
+    #: the networks that count as internal, or None for every address not globally routable
+    internal_networks: tuple[Any, ...] | None = None
 
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
@@ -166,6 +176,8 @@ class Rfc9309Settings:
             max_crawl_delay=_number(get("RFC9309_MAX_CRAWL_DELAY"), "RFC9309_MAX_CRAWL_DELAY", float),
             audit=audit or None,
             audit_allowed=_bool(get("RFC9309_AUDIT_ALLOWED"), "RFC9309_AUDIT_ALLOWED"),
+            allow_private_redirects=_bool(get("RFC9309_ALLOW_PRIVATE_REDIRECTS"), "RFC9309_ALLOW_PRIVATE_REDIRECTS"),
+            internal_networks=parse_networks(get("RFC9309_INTERNAL_NETWORKS"), "RFC9309_INTERNAL_NETWORKS"),
         )
 
     def __post_init__(self) -> None:
