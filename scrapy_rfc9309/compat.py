@@ -192,17 +192,18 @@ def fail_exit_status(crawler: Crawler) -> None:
     ``spider`` once it ended (``bootstrap_failed |= not crawler.spider``,
     the same from 2.13 to 2.19, Twisted and asyncio runners alike).  So the
     crawler's ``spider`` is cleared once the crawl has ended: at
-    ``engine_stopped`` (after the stats were kept and dumped) when the
-    engine runs, else, for a crawl refused while opening, at ``spider_closed``
-    (the engine never ran, so ``engine_stopped`` is not sent).  A script's
-    ``crawler.spider`` is then None after a failed crawl."""
+    ``engine_stopped`` (after the stats were kept and dumped); and when the
+    engine does not run (a crawl refused while opening, which never sends
+    ``engine_stopped``; or one already stopping), at ``spider_closed`` too.
+    A script's ``crawler.spider`` is then None after a failed crawl."""
     engine = crawler.engine
-    running = engine is not None and engine.running
 
     def clear(*args: Any, **kwargs: Any) -> None:
         crawler.spider = None
 
-    crawler.signals.connect(clear, signal=signals.engine_stopped if running else signals.spider_closed, weak=False)
+    crawler.signals.connect(clear, signal=signals.engine_stopped, weak=False)
+    if engine is None or not engine.running:
+        crawler.signals.connect(clear, signal=signals.spider_closed, weak=False)
 
 
 def engine_closing(crawler: Crawler) -> bool:
