@@ -40,7 +40,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -119,6 +119,8 @@ async def resolve(host: str) -> str | None:
     clock: Any = reactor
     try:
         address: str = await maybe_deferred_to_future(clock.resolve(host))
+    except CancelledError:
+        raise  # the crawl is closing
     except Exception:  # DNSLookupError, a timeout: the download will meet it too
         return None
     return address
