@@ -161,7 +161,7 @@ class Command(ScrapyCommand):
         for target in targets:
             if not target.startswith("/") and not target.lower().startswith(("http://", "https://")):
                 raise UsageError(
-                    f"{target!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
+                    f"{mask_url(target)!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
                 )
         robots = parse(_read(path), max_bytes=config.max_bytes)
         tokens = config.user_agents
@@ -180,7 +180,7 @@ class Command(ScrapyCommand):
             origin = origin_of(url)
             if origin is None:
                 raise UsageError(
-                    f"{url!r} is not an absolute http(s) URL (to check paths, give --file PATH)",
+                    f"{mask_url(url)!r} is not an absolute http(s) URL (to check paths, give --file PATH)",
                     print_help=False,
                 )
             by_origin.setdefault(origin, []).append(url)
@@ -210,7 +210,7 @@ class Command(ScrapyCommand):
         for url in urls:
             origin = origin_of(url)
             if origin is None:
-                raise UsageError(f"{url!r} is not an absolute http(s) URL", print_help=False)
+                raise UsageError(f"{mask_url(url)!r} is not an absolute http(s) URL", print_help=False)
             by_origin.setdefault(origin, []).append(url)
         forced = _agent_tokens(agents) if agents else None
         try:
