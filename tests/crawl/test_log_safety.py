@@ -182,3 +182,16 @@ async def test_a_store_url_with_a_password_is_masked_in_the_start_up_and_error_l
     assert any(r.levelno == logging.ERROR and "RFC9309_STORAGE" in r.getMessage() for r in caplog.records)
     _assert_no_token(logged)
     _assert_no_token(repr(result.stats))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_robots_redirect_with_credentials_is_not_followed_and_not_logged(servers, caplog):
+    site, other = servers("127.0.0.2"), servers("127.0.0.3")
+    site.routes["/robots.txt"] = redirect(f"http://{USER}:{PASSWORD}@127.0.0.3:{other.port}/robots.txt")
+    with caplog.at_level(logging.DEBUG):
+        result, _ = await crawl_within(BOUND, [site.url("/a")], {"LOG_LEVEL": "DEBUG"})
+    check_accounting(result)
+    # Scrapy cannot send them ("invalid hostname"): a redirect that cannot be followed, not an internal error
+    assert_verdict(result.outcome(site.url("/a")), Verdict.ALLOWED_UNAVAILABLE)
+    assert result.stat("fetch/3xx_unfollowable") == 1 and other.hits == []
+    _assert_no_secret(_everything_logged(caplog))
