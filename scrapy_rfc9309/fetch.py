@@ -25,6 +25,12 @@ off:
 * ``download_fail_on_dataloss``: a body cut by the network is unreachable, not
   a shorter file (a lost tail could hold a Disallow).
 
+Redirects stay on the public network: for a public origin, a redirect to an
+internal address (an IP literal, or a name the crawl's resolver puts inside)
+is not asked, and an answer whose connection went to an internal address
+(``response.ip_address``) is not used; the fetch ends unavailable, as for any
+redirect that cannot be followed (:mod:`.addresses`, docs/middleware.md).
+
 Compression: Scrapy's HttpCompressionMiddleware decodes with
 ``download_maxsize`` as the limit and *fails* the response when the decoded
 body is larger.  So a ``response_downloaded`` handler, which runs before any
