@@ -4,6 +4,8 @@ is allowed as sent and with its dot segments removed (RFC 3986 5.2.4)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_rfc9309 import Verdict, parse
 from scrapy_rfc9309.robots.dots import remove_dot_segments
@@ -55,3 +57,35 @@ def test_a_path_is_allowed_only_if_allowed_as_sent_and_resolved(url, allowed, li
         assert (decision.rule.line if decision.rule else None) == line
     if not allowed:
         assert decision.verdict is Verdict.DISALLOWED_EXPLICIT
+
+
+def _rfc3986_5_2_4(path: str) -> str:
+    """The section's own algorithm, step by step, on an input buffer."""
+    given, out = path, ""
+    while given:
+        if given.startswith("../"):
+            given = given[3:]
+        elif given.startswith("./"):
+            given = given[2:]
+        elif given.startswith("/./"):
+            given = given[2:]
+        elif given == "/.":
+            given = "/"
+        elif given.startswith("/../") or given == "/..":
+            given = "/" + given[4:] if given.startswith("/../") else "/"
+            out = out[: max(out.rfind("/"), 0)]
+        elif given in (".", ".."):
+            given = ""
+        else:
+            cut = given.find("/", 1)
+            cut = len(given) if cut < 0 else cut
+            out, given = out + given[:cut], given[cut:]
+    return out
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", ".", "..", "", "c.d", "..x", ".y"]), max_size=8), st.booleans())
+def test_remove_dot_segments_is_rfc_3986_5_2_4(segments, query):
+    path = "/" + "/".join(segments)
+    tail = "?q=/../x" if query else ""
+    assert remove_dot_segments(path + tail) == _rfc3986_5_2_4(path) + tail
