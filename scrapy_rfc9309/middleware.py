@@ -19,6 +19,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from . import compat
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
+from .masking import mask_url
 from .origins import origin_of_request
 from .robots import Verdict
 from .robots.access import Access
@@ -228,7 +229,7 @@ def _announce_settings(crawler: Crawler, settings: Rfc9309Settings) -> None:
 
 
 def _show(request: Request) -> str:
-    return f"<{request.method} {shorten(request.url)}>"  # as Scrapy prints it, URL bounded
+    return f"<{request.method} {shorten(mask_url(request.url))}>"  # as Scrapy prints it, secrets masked, bounded
 
 
 @lru_cache(maxsize=256)

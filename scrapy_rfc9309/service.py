@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from twisted.internet.defer import Deferred, DeferredLock
 
 from . import compat
+from .masking import mask_text, mask_url
 from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
 from .robots.text import shorten
@@ -609,19 +610,19 @@ class RobotsService:
         if result.note:
             logger.warning(
                 "robots.txt of %s: %s (last %s); treating it as unavailable: all allowed",
-                origin, result.note, shorten(result.url),
+                origin, result.note, shorten(mask_url(result.url)),
             )  # fmt: skip
         elif result.internal and log_internal:
             logger.error(
                 "robots.txt of %s could not be fetched because of an error that is not the network's "
                 "(%s: %s); its requests are denied until the next retry. Check your downloader "
                 "middlewares and URL filters: the robots.txt request carries meta 'rfc9309_robots_fetch'",
-                origin, type(result.error).__name__, shorten(str(result.error)),
+                origin, type(result.error).__name__, shorten(mask_text(str(result.error))),
                 exc_info=(type(result.error), result.error, result.error.__traceback__) if result.error else None,
             )  # fmt: skip
         elif result.access is Access.UNREACHABLE and not result.internal:
             cause = f"{type(result.error).__name__}: {result.error}" if result.error else f"status {result.status}"
-            logger.info("robots.txt of %s is unreachable (%s)", origin, shorten(cause))
+            logger.info("robots.txt of %s is unreachable (%s)", origin, shorten(mask_text(cause)))
         else:
             logger.debug(
                 "robots.txt of %s: %s, status %s, %d bytes, %d redirect(s)",

@@ -10,13 +10,16 @@ come for free: Scrapy builds one settings object per crawler, so a spider's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .addresses import parse_networks
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES
+from .robots.text import shorten
 from .useragent import derive_tokens
 
 #: RFC 9309 section 2.4: a cached robots.txt should not be used for more than 24 hours.
@@ -50,6 +53,10 @@ DEFAULTS: dict[str, Any] = {
     # the audit trail (scrapy_rfc9309.audit, docs/audit.md): a JSON Lines file, off by default
     "RFC9309_AUDIT": None,
     "RFC9309_AUDIT_ALLOWED": False,
+    # a public origin's robots.txt may not lead to an internal address (scrapy_rfc9309.addresses)
+    "RFC9309_ALLOW_PRIVATE_REDIRECTS": False,
+    # None: every address that is not globally routable is internal; else a list of networks
+    "RFC9309_INTERNAL_NETWORKS": None,
 }
 
 _ORIGIN_KEYS = ("obey", "user_agent", "unreachable")
@@ -113,6 +120,11 @@ class Rfc9309Settings:
     audit: str | None = None
     #: write a record for every allowed request too
     audit_allowed: bool = False
+    # -- read by the robots.txt fetcher (scrapy_rfc9309.fetch, scrapy_rfc9309.addresses) --
+    #: a public origin's robots.txt may redirect to (or answer from) an internal address
+    allow_private_redirects: bool = False
+    #: the networks that count as internal, or None for every address not globally routable
+    internal_networks: tuple[Any, ...] | None = None
 
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
@@ -168,6 +180,8 @@ class Rfc9309Settings:
             max_crawl_delay=_number(get("RFC9309_MAX_CRAWL_DELAY"), "RFC9309_MAX_CRAWL_DELAY", float),
             audit=audit or None,
             audit_allowed=_bool(get("RFC9309_AUDIT_ALLOWED"), "RFC9309_AUDIT_ALLOWED"),
+            allow_private_redirects=_bool(get("RFC9309_ALLOW_PRIVATE_REDIRECTS"), "RFC9309_ALLOW_PRIVATE_REDIRECTS"),
+            internal_networks=parse_networks(get("RFC9309_INTERNAL_NETWORKS"), "RFC9309_INTERNAL_NETWORKS"),
         )
 
     def __post_init__(self) -> None:
@@ -207,10 +221,30 @@ def _bool(value: Any, name: str) -> bool:
 
 
 def _number(value: Any, name: str, kind: type, positive: bool = False):
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} is not a number") from None
+    """A finite number of ``kind`` (int or float), zero or more (or above zero).
+
+    nan and inf are refused: every comparison with nan is False (a timeout of
+    nan denies every origin, a cache lifetime of nan re-fetches for every
+    request), and inf turns a bound into none.  An int setting refuses a
+    fraction (``2.7`` would silently become 2)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not a number")
+    number: float | int
+    if isinstance(value, int):
+        number = value
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}={value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise ValueError(f"{name}={value!r} is not a finite number")
+    if kind is int:
+        if not float(number).is_integer():
+            raise ValueError(f"{name}={value!r} is not a whole number")
+        number = int(number)
+    else:
+        number = float(number)
     if number < 0 or (positive and number == 0):
         raise ValueError(f"{name}={value!r} must be {'positive' if positive else 'zero or more'}")
     return number
@@ -261,7 +295,10 @@ def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str, from_user_agen
     if isinstance(raw, str):
         import json
 
-        raw = json.loads(raw)  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
+        try:  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"RFC9309_ORIGINS is not valid JSON ({exc}): {shorten(raw)!r}") from None
     if not isinstance(raw, Mapping):
         raise ValueError(f"RFC9309_ORIGINS must be a dict of origin -> overrides, not {type(raw).__name__}")
     resolved: dict[str, OriginPolicy] = {}

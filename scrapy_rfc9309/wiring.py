@@ -34,6 +34,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from . import compat
 from .fetch import RobotsFetcher
 from .interop import RobotParserAdapter
+from .masking import mask_url
 from .origins import origin_of, robots_url
 from .robots.text import shorten
 from .service import Known, RobotsService
@@ -146,7 +147,7 @@ async def governing_robots(crawler: Crawler, url: str) -> RobotsTxt | None:
     when ``RFC9309_ENABLED`` is False."""
     origin = origin_of(url)
     if origin is None:
-        raise ValueError(f"{shorten(url)!r} is not an http(s) URL")
+        raise ValueError(f"{shorten(mask_url(url))!r} is not an http(s) URL")
     if not rfc9309_settings(crawler).enabled:
         raise RuntimeError("scrapy-rfc9309 is not enabled in this crawl (RFC9309_ENABLED is False)")
     if crawler.engine is None or not crawler.engine.running:
@@ -188,6 +189,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
                 exc, extra={"spider": spider},
             )  # fmt: skip
             service.shutdown()  # no robots.txt fetch starts meanwhile
+            compat.fail_exit_status(crawler)  # a cron job sees the failure
             compat.close_at_open(crawler, STORAGE_UNAVAILABLE)  # raises CloseSpider where Scrapy honours it
             return
         state.watcher = compat.every(CLOSING_POLL_SECONDS, lambda: _watch(crawler, state))

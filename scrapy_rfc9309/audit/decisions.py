@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ..masking import mask_url
 from ..robots import Decision, RobotsTxt
 from ..robots.text import shorten
 
@@ -76,7 +77,7 @@ def provenance(known: Known | None, decision: Decision, tokens: tuple[str, ...])
         "rule": str(rule) if rule is not None else None,
         "line": rule.line if rule is not None else None,
         "tokens": list(tokens),
-        "robots_url": entry.url or None,
+        "robots_url": mask_url(entry.url) if entry.url else None,
         "status": entry.status,
         "access": entry.access,
         "fetched_at": iso(entry.fetched_at),

@@ -7,6 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..masking import mask_text, mask_url
 from ..robots import Decision
 from ..robots.text import shorten
 from .decisions import iso, listed, rule_changes
@@ -23,6 +24,10 @@ logger = logging.getLogger(__name__)
 
 #: version of the record format (the "crawl" record carries it)
 FORMAT = 1
+#: finish reason of a crawl stopped because its audit trail cannot be written
+AUDIT_FAILED = "rfc9309_audit_failed"
+#: finish reason of a crawl whose audit trail cannot be opened
+AUDIT_UNAVAILABLE = "rfc9309_audit_unavailable"
 
 
 class Recorder:
@@ -45,6 +50,8 @@ class Recorder:
         #: origin -> [allowed, denied] since the last "counts" record
         self._counts: dict[str, list[int]] = {}
         self._ticker: Any = None
+        #: the trail failed and the crawl was told to stop
+        self.failed = False
         service.on_ready(self._ready)
         if self.active:
             from scrapy import signals
@@ -68,7 +75,8 @@ class Recorder:
                 "RFC9309_AUDIT: cannot open the audit trail (%s). The crawl stops before its first request.",
                 exc, extra={"spider": spider},
             )  # fmt: skip
-            compat.close_at_open(self.crawler, "rfc9309_audit_unavailable")
+            compat.fail_exit_status(self.crawler)
+            compat.close_at_open(self.crawler, AUDIT_UNAVAILABLE)
             return
         settings = self.settings
         self._put(
@@ -99,23 +107,59 @@ class Recorder:
         writer, self._writer = self._writer, None
         self.active = self.allowed_records = False
         await compat.wait_for(deferToThread(writer.close))
+        if writer.error is not None:
+            self._fail(writer)
+            # also when the last write, at close, failed: the crawl is not provable
+            self.crawler.stats.set_value("finish_reason", AUDIT_FAILED)
+        unwritten = writer.unwritten
         self.service.counts.inc("audit/records", writer.written)
+        if unwritten:
+            self.service.counts.inc("audit/records_unwritten", unwritten)
         self.service.counts.flush()
         self.crawler.stats.set_value("rfc9309/audit/writer_cpu_seconds", round(writer.cpu, 3))
-        logger.info(
-            "RFC 9309 audit trail: %d records written to %s (writer thread: %.2f s CPU)",
-            writer.written, writer.path, writer.cpu,
+        if unwritten or writer.error is not None:
+            logger.error(
+                "RFC 9309 audit trail: %d records written to %s, %d records NOT written (%s)",
+                writer.written, writer.path, unwritten, _why(writer.error),
+            )  # fmt: skip
+        else:
+            logger.info(
+                "RFC 9309 audit trail: %d records written to %s (writer thread: %.2f s CPU)",
+                writer.written, writer.path, writer.cpu,
+            )  # fmt: skip
+
+    def _fail(self, writer: Writer) -> None:
+        """The trail cannot be written: stop the crawl now (once), with a
+        finish reason of its own and a failing exit status."""
+        if self.failed:
+            return
+        from .. import compat
+
+        self.failed = True
+        logger.error(
+            "RFC9309_AUDIT: cannot write the audit trail %s (%s). The crawl stops now (finish reason %s); "
+            "%d records not written so far",
+            writer.path, _why(writer.error), AUDIT_FAILED, writer.unwritten,
         )  # fmt: skip
+        compat.fail_exit_status(self.crawler)
+        compat.close_spider(self.crawler, AUDIT_FAILED)
 
     def _tick(self) -> None:
-        """Every second: the per-origin allowed/denied counts so far, as one record."""
+        """Every second: the per-origin allowed/denied counts so far, as one
+        record; and whether the trail still can be written."""
+        writer = self._writer
+        if writer is not None and writer.error is not None:
+            self._fail(writer)
         if self._counts:
             counts, self._counts = self._counts, {}
             self._put({"type": "counts", "at": iso(time.time()), "origins": counts})
 
     def _put(self, record: Any) -> None:
-        if self._writer is not None:
-            self._writer.put(record)
+        writer = self._writer
+        if writer is not None:
+            writer.put(record)
+            if writer.error is not None and not self.failed:
+                self._fail(writer)
 
     # -- what the service tells ----------------------------------------------------------------
     def _fetched(self, origin: str, result: FetchResult) -> None:
@@ -173,13 +217,15 @@ class Recorder:
             "type": "fetch",
             "at": iso(result.started_at or time.time()),
             "origin": origin,
-            "chain": list(result.chain),
-            "final_url": result.url,
+            "chain": [mask_url(url) for url in result.chain],
+            "final_url": mask_url(result.url),
             "redirects": result.redirects,
             "status": result.status,
             "outcome": result.outcome,
             "access": result.access.value,
-            "error": f"{type(result.error).__name__}: {shorten(str(result.error))}" if result.error else None,
+            "error": f"{type(result.error).__name__}: {shorten(mask_text(str(result.error)))}"
+            if result.error
+            else None,
             "note": result.note or None,
             "bytes": len(result.body),
             "truncated_bytes": result.truncated_bytes,
@@ -203,7 +249,7 @@ class Recorder:
             "governing_sha256": known.sha256,
             "governing_access": entry.access,
             "governing_status": entry.status,
-            "governing_url": entry.url or None,
+            "governing_url": mask_url(entry.url) if entry.url else None,
             "governing_content_type": entry.content_type,
             "fetched_at": iso(entry.fetched_at),
             "expires_at": iso(entry.expires_at),
@@ -234,7 +280,7 @@ class Recorder:
         rule = decision.rule
         self._put(
             {
-                "type": "allowed" if decision.allowed else "denied", "at": iso(time.time()), "url": url,
+                "type": "allowed" if decision.allowed else "denied", "at": iso(time.time()), "url": mask_url(url),
                 "origin": origin, "verdict": decision.verdict.value, "line": rule.line if rule else None,
                 "rule": str(rule) if rule else None, "token": token, "sha256": known.sha256,
                 "access": known.entry.access, "fetched_at": iso(known.entry.fetched_at),
@@ -249,11 +295,17 @@ class Recorder:
         counts[1] += 1
         self._put(
             {
-                "type": "denied", "at": iso(time.time()), "url": url, "origin": origin,
+                "type": "denied", "at": iso(time.time()), "url": mask_url(url), "origin": origin,
                 "verdict": "invalid_user_agent", "line": None, "rule": None, "token": None, "sha256": None,
                 "access": None, "fetched_at": None, "message": message,
             }
         )  # fmt: skip
+
+
+def _why(error: BaseException | None) -> str:
+    if error is None:
+        return "no error"
+    return f"{type(error).__name__}: {shorten(str(error))}"
 
 
 def _rate(rate: tuple[int, float] | None) -> str | None:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..masking import mask_url
 from ..robots import RobotsTxt
 from .writer import bodies_dir
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +80,7 @@ class Trail:
         last decided it (its decision record, if any), else the origin's last
         result in force.  ``TrailError`` when the trail has none."""
         states = self.states.get(origin, [])
-        decision = self.decisions.get(url)
+        decision = self.decisions.get(mask_url(url))  # recorded masked
         if decision is not None and decision.get("fetched_at") is not None:
             for state in reversed(states):
                 if state.get("fetched_at") == decision["fetched_at"] and state.get("governing_sha256") == decision.get(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from ..masking import mask_url
 from ..robots import RobotsTxt, Verdict
 
 #: diagnostics listed per file next to verdicts; ``--lint`` lists them all
@@ -78,8 +79,8 @@ def file_lines(robots: RobotsTxt, token: str, max_diagnostics: int = MAX_DIAGNOS
         lines.append(row("group", describe_group(robots, token)))
         lines.append(row("crawl-delay", format_delay(robots.crawl_delay(token))))
         lines.append(row("request-rate", format_rate(robots.request_rate(token))))
-    lines.append(row("sitemaps", robots.sitemaps[0] if robots.sitemaps else "none"))
-    lines.extend(row("", url) for url in robots.sitemaps[1:])
+    lines.append(row("sitemaps", mask_url(robots.sitemaps[0]) if robots.sitemaps else "none"))
+    lines.extend(row("", mask_url(url)) for url in robots.sitemaps[1:])
     diagnostics = robots.diagnostics
     lines.append(row("diagnostics", str(len(diagnostics)) if diagnostics else "none"))
     for diagnostic in diagnostics[:max_diagnostics]:
@@ -92,7 +93,7 @@ def file_lines(robots: RobotsTxt, token: str, max_diagnostics: int = MAX_DIAGNOS
 def verdict_line(target: str, decision: Decision, width: int = 0) -> str:
     """``DENIED   <url>  disallowed_explicit (line 7: Disallow: /private)``."""
     word = "ALLOWED" if decision.allowed else "DENIED"
-    return f"  {word:<8} {target:<{width}}  {decision.reason}"
+    return f"  {word:<8} {mask_url(target):<{width}}  {decision.reason}"
 
 
 def verdict_lines(targets: list[str], decisions: Sequence[Decision]) -> list[str]:

@@ -45,6 +45,8 @@ from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from ..masking import mask_text, mask_url
+
 if TYPE_CHECKING:
     import argparse
     from collections.abc import AsyncIterator
@@ -174,7 +176,7 @@ class Command(ScrapyCommand):
         for target in targets:
             if not target.startswith("/") and not target.lower().startswith(("http://", "https://")):
                 raise UsageError(
-                    f"{target!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
+                    f"{mask_url(target)!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
                 )
         robots = parse(_read(path), max_bytes=config.max_bytes)
         tokens = config.user_agents
@@ -193,7 +195,7 @@ class Command(ScrapyCommand):
             origin = origin_of(url)
             if origin is None:
                 raise UsageError(
-                    f"{url!r} is not an absolute http(s) URL (to check paths, give --file PATH)",
+                    f"{mask_url(url)!r} is not an absolute http(s) URL (to check paths, give --file PATH)",
                     print_help=False,
                 )
             by_origin.setdefault(origin, []).append(url)
@@ -223,7 +225,7 @@ class Command(ScrapyCommand):
         for url in urls:
             origin = origin_of(url)
             if origin is None:
-                raise UsageError(f"{url!r} is not an absolute http(s) URL", print_help=False)
+                raise UsageError(f"{mask_url(url)!r} is not an absolute http(s) URL", print_help=False)
             by_origin.setdefault(origin, []).append(url)
         forced = _agent_tokens(agents) if agents else None
         try:
@@ -376,11 +378,11 @@ def describe_fetch(url: str, result: FetchResult, config: Rfc9309Settings, unrea
     """``GET URL -> 2 redirects -> FINAL: status 200 (success)`` and what it means."""
     from ..robots.access import Access
 
-    text = f"GET {url}"
+    text = f"GET {mask_url(url)}"
     if result.redirects:
-        text += f" -> {result.redirects} redirect{'s' if result.redirects > 1 else ''} -> {result.url}"
+        text += f" -> {result.redirects} redirect{'s' if result.redirects > 1 else ''} -> {mask_url(result.url)}"
     if result.error is not None:
-        text += f": {type(result.error).__name__}: {result.error}"
+        text += f": {type(result.error).__name__}: {mask_text(str(result.error))}"
     else:
         text += f": status {result.status}"
     text += f" ({result.access.value})"

@@ -17,7 +17,7 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any
 
-from . import patterns
+from . import dots, patterns
 from .decode import DEFAULT_PARSE_BYTES
 from .diagnostics import Diagnostic, DiagnosticLog
 from .parser import Group, Parsed, read, reading
@@ -685,6 +685,8 @@ class RobotsTxt:
                     path = self._learn_path(url)
                 if path == "/robots.txt":
                     return ALLOW_ROBOTS_TXT
+                if "/." in path:  # as sent and with dot segments removed: both must allow
+                    return dots.decide_both(matcher.decide, path)
                 return matcher.decide(path)
         return self._check_first(url, user_agent)
 

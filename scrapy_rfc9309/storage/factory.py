@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from ..masking import mask_url
 from .base import RETRY_AFTER, RobotsStorage
 from .memory import MemoryStorage
 
@@ -68,7 +69,9 @@ def _build(settings: Any) -> RobotsStorage:
 
         path = url[len("sqlite://") :]
         if not path:
-            raise ValueError(f"RFC9309_STORAGE={url!r}: give a file, e.g. 'sqlite:///var/cache/robots.sqlite'")
+            raise ValueError(
+                f"RFC9309_STORAGE={mask_url(url)!r}: give a file, e.g. 'sqlite:///var/cache/robots.sqlite'"
+            )
         return SqliteStorage(path)
     if lowered.startswith(REDIS_SCHEMES):
         from .redis import RedisStorage
@@ -79,7 +82,7 @@ def _build(settings: Any) -> RobotsStorage:
         factory = getattr(cls, "from_rfc9309_settings", None)
         return factory(settings) if factory is not None else cls()
     raise ValueError(
-        f"RFC9309_STORAGE={url!r}: use 'memory', 'sqlite:///path/robots.sqlite', "
+        f"RFC9309_STORAGE={mask_url(url)!r}: use 'memory', 'sqlite:///path/robots.sqlite', "
         "'redis://host:port/db', 'redis+cluster://host:port' or the import path of a storage class"
     )
 

@@ -122,3 +122,31 @@ def test_request_origin_matches_url_origin(url):
     from scrapy_rfc9309.origins import origin_of_request
 
     assert origin_of_request(Request(url)) == origin_of(url)
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ({"RFC9309_FETCH_TIMEOUT": float("nan")}, "RFC9309_FETCH_TIMEOUT=nan is not a finite number"),
+        ({"RFC9309_FETCH_TIMEOUT": "inf"}, "RFC9309_FETCH_TIMEOUT='inf' is not a finite number"),
+        ({"RFC9309_CACHE_SECONDS": "nan"}, "RFC9309_CACHE_SECONDS='nan' is not a finite number"),
+        ({"RFC9309_MAX_CRAWL_DELAY": float("nan")}, "RFC9309_MAX_CRAWL_DELAY=nan is not a finite number"),
+        ({"RFC9309_UNREACHABLE_WAIT": float("-inf")}, "RFC9309_UNREACHABLE_WAIT=-inf is not a finite number"),
+        ({"RFC9309_MAX_BYTES": float("inf")}, "RFC9309_MAX_BYTES=inf is not a finite number"),
+        ({"RFC9309_MAX_REDIRECTS": 2.7}, "RFC9309_MAX_REDIRECTS=2.7 is not a whole number"),
+        ({"RFC9309_MAX_REDIRECTS": "2.7"}, "RFC9309_MAX_REDIRECTS='2.7' is not a whole number"),
+        ({"RFC9309_CACHE_MAX_ORIGINS": 100.5}, "RFC9309_CACHE_MAX_ORIGINS=100.5 is not a whole number"),
+        ({"RFC9309_ORIGINS": "not json"}, "RFC9309_ORIGINS is not valid JSON"),
+    ],
+)
+def test_non_finite_and_fractional_numbers_and_bad_json_name_the_setting(bad, says):
+    with pytest.raises(ValueError) as raised:
+        Rfc9309Settings.from_settings({"USER_AGENT": "ExampleBot", **bad})
+    assert str(raised.value).startswith(says), raised.value
+    assert "\n" not in str(raised.value)
+
+
+def test_whole_numbers_written_as_floats_or_strings_are_accepted():
+    s = Rfc9309Settings.from_settings({"RFC9309_MAX_REDIRECTS": 3.0, "RFC9309_MAX_BYTES": "600000"})
+    assert (s.max_redirects, s.max_bytes) == (3, 600_000)
+    assert isinstance(s.max_redirects, int)
