@@ -368,19 +368,27 @@ def _matches(path: str, compiled: tuple[int, Any, str, int, int]) -> bool:
 
 def usage_of(robots: RobotsTxt, url: str, user_agent: str, cache: dict[str, Any]) -> Usage:
     """:meth:`.RobotsTxt.usage`: the robots.txt preferences for ``url``.
-    ``cache`` is the file's own (token -> matcher); ``ValueError`` for an
+    ``cache`` is the file's own (token -> matcher, None when its groups hold
+    no usage rule: most files, answered at once); ``ValueError`` for an
     invalid token, as ``check``."""
-    decision = robots.check(url, user_agent)  # validates the token
-    if not decision.allowed:
-        return UNKNOWN  # a disallowed resource has no preferences
-    matcher = cache.get(user_agent)
-    if matcher is None:
-        groups = robots.groups_for(user_agent)
-        matcher = UsageMatcher(groups) if any(g.usage for g in groups) else None
-        cache[user_agent] = matcher
+    matcher = cache.get(user_agent, cache)
     if matcher is None:
         return UNKNOWN
-    return matcher.usage(patterns.path_of(url))
+    if matcher is cache:
+        groups = robots.groups_for(user_agent)  # validates the token
+        matcher = cache[user_agent] = UsageMatcher(groups) if any(g.usage for g in groups) else None
+        if matcher is None:
+            return UNKNOWN
+    if not robots.check(url, user_agent).allowed:
+        return UNKNOWN  # a disallowed resource has no preferences
+    return cast(UsageMatcher, matcher).usage(patterns.path_of(url))
+
+
+def usage_for(robots: RobotsTxt, url: str, tokens: Sequence[str]) -> Usage:
+    """The preferences for ``url`` of every one of ``tokens``, combined."""
+    if len(tokens) == 1:
+        return robots.usage(url, tokens[0])
+    return combine([robots.usage(url, token) for token in tokens])
 
 
 def rules_of(groups: Iterable[Group]) -> list[UsageRule]:
