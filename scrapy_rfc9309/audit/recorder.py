@@ -77,6 +77,8 @@ class Recorder:
                 "type": "crawl", "format": FORMAT, "at": iso(started), "spider": getattr(spider, "name", None),
                 "tokens": list(settings.user_agents), "unreachable": settings.unreachable,
                 "max_bytes": settings.max_bytes, "bodies": BODIES_DIR, "allowed_records": settings.audit_allowed,
+                "usage": list(settings.usage), "usage_header": settings.usage_header,
+                "usage_unknown": "deny" if settings.usage_unknown_denies else "allow",
             }
         )  # fmt: skip
         logger.info("RFC 9309 audit trail: %s (bodies in %s)", self.path, bodies_dir(self.path))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest_twisted
 
+from .command_runner import scrapy_robots
 from .harness import Req, Result, check_accounting, crawl
 from .servers import Reply, robots
 
@@ -136,6 +137,46 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     allowed = {r["url"]: r for r in recs if r["type"] == "allowed"}
     assert allowed[rules.url("/ai-ok/test")]["usage"]["train-ai"]["value"] is True
     assert "usage" not in allowed[header.url("/h-yes")]  # robots.txt states nothing there
+
+    # -- replayed with scrapy robots --audit: the crawl's purposes, the file then in force
+    process = scrapy_robots(
+        "--audit", str(audit), rules.url("/test"), rules.url("/ai-ok/test"), header.url("/h-no"), cwd=tmp_path
+    )
+    assert process.returncode == 1, process.stderr
+    out = process.stdout
+    assert f"DENIED   {rules.url('/test')}" in out
+    assert "usage: train-ai disallowed by robots.txt line 3: Content-Usage: train-ai=n" in out
+    assert f"ALLOWED  {rules.url('/ai-ok/test')}" in out
+    assert f"{rules.url('/test')}: the crawl denied it at " in out
+    assert "train-ai disallowed by header: Content-Usage: train-ai=n" in out  # /h-no, dropped
+    assert f"{header.url('/h-no')}: the crawl dropped it at " in out
+
+
+@pytest_twisted.ensureDeferred
+async def test_command_usage_online_and_file(servers, tmp_path):
+    s = setup(servers)
+    rules, signal = s["rules"], s["signal"]
+    process = scrapy_robots(
+        rules.url("/test"), rules.url("/ai-ok/x"), signal.url("/y"), "--usage", "train-ai", cwd=tmp_path
+    )
+    assert process.returncode == 1, process.stderr
+    out = process.stdout
+    assert "usage: train-ai disallowed by robots.txt line 3: Content-Usage: train-ai=n" in out
+    assert "usage: train-ai disallowed by robots.txt line 2: Content-Signal: search=yes, ai-train=no" in out
+    assert f"{rules.url('/ai-ok/x')}: train-ai=y, search=?, ai-input=?" in out
+    # without --usage: the preferences are printed, nothing is denied by them
+    process = scrapy_robots(rules.url("/test"), cwd=tmp_path)
+    assert process.returncode == 0 and "train-ai: robots.txt line 3: Content-Usage: train-ai=n" in process.stdout
+    # --file, from stdin, with paths
+    process = scrapy_robots("--file", "-", "/p/x", "/q", "--usage", "ai-train", cwd=tmp_path, stdin=CONFLICT)
+    assert process.returncode == 1
+    assert (
+        "DENIED   /p/x  usage: train-ai disallowed by robots.txt line 3: Content-Usage: /p/ train-ai=n"
+        in process.stdout
+    )
+    assert "ALLOWED  /q" in process.stdout
+    process = scrapy_robots("--lint", "-", cwd=tmp_path, stdin="User-agent: *\nContent-Usage: /a TRAIN-AI=n\n")
+    assert process.returncode == 1 and "<stdin>:2: usage_unparsable" in process.stdout
 
 
 @pytest_twisted.ensureDeferred
