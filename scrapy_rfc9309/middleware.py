@@ -200,9 +200,11 @@ class RobotsTxtMiddleware:
         stated = prov.get("usage")  # robots.txt's, given at request time
         if stated is not None:
             usage = Usage.from_dict(stated).combine(usage)
+        origin = origin_of_request(request)
         if header:
             prov["usage"] = usage.to_dict()
-        origin = origin_of_request(request)
+            if self.recorder.allowed_records:
+                self.recorder.response_usage(request.url, origin or "", prov["usage"])
         purposes = self._purposes(request, origin) if origin is not None else ()
         denied = usage.denies(purposes, unknown_denies) if purposes else None
         if denied is None:

@@ -248,6 +248,11 @@ class Recorder:
             record["usage"] = usage.to_dict()
         self._put(record)
 
+    def response_usage(self, url: str, origin: str, usage: dict[str, Any]) -> None:
+        """An allowed response came with a ``Content-Usage`` header: its combined
+        preferences (robots.txt and header), when allowed records are on."""
+        self._put({"type": "response_usage", "at": iso(time.time()), "url": url, "origin": origin, "usage": usage})
+
     def usage_decided(
         self,
         url: str,

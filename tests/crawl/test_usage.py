@@ -137,6 +137,13 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     allowed = {r["url"]: r for r in recs if r["type"] == "allowed"}
     assert allowed[rules.url("/ai-ok/test")]["usage"]["train-ai"]["value"] is True
     assert "usage" not in allowed[header.url("/h-yes")]  # robots.txt states nothing there
+    # the header's preferences, with robots.txt's, once the response arrived
+    received = {r["url"]: r["usage"] for r in recs if r["type"] == "response_usage"}
+    assert received[header.url("/h-yes")]["train-ai"]["sources"] == [
+        {"origin": "header", "line": 0, "text": "Content-Usage: train-ai=y"}
+    ]
+    assert received[both.url("/search-no")]["search"]["value"] is False
+    assert received[both.url("/search-no")]["train-ai"]["sources"][0]["line"] == 2
 
     # -- replayed with scrapy robots --audit: the crawl's purposes, the file then in force
     process = scrapy_robots(
