@@ -52,15 +52,8 @@ DISALLOW, ALLOW, USER_AGENT, SITEMAP, CRAWL_DELAY, REQUEST_RATE = range(6)
 # AI usage preferences, read by .usage (``kind - CONTENT_USAGE`` is its form)
 CONTENT_USAGE, CONTENT_SIGNAL = 6, 7
 _NAMES = (
-    "Disallow",
-    "Allow",
-    "User-agent",
-    "Sitemap",
-    "Crawl-delay",
-    "Request-rate",
-    "Content-Usage",
-    "Content-Signal",
-)
+    "Disallow", "Allow", "User-agent", "Sitemap", "Crawl-delay", "Request-rate", "Content-Usage", "Content-Signal",
+)  # fmt: skip
 
 _KEYS = {
     "disallow": DISALLOW,
