@@ -143,7 +143,7 @@ class RobotsTxtMiddleware:
         if decision.allowed:
             self._counts.inc(_ALLOWED[decision.verdict])
             request.meta[META_KEY] = provenance(known, decision, tokens, usage)
-            if usage:
+            if usage or META_USAGE in request.meta:  # (a bad meta value is refused at once)
                 purposes = self._purposes(request, origin)
                 denied = usage.denies(purposes) if purposes else None
                 if denied is not None:

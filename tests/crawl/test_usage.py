@@ -217,6 +217,7 @@ async def test_mark_and_overrides(servers):
             Req(rules.url("/test?again"), meta={"rfc9309_usage": []}),  # per request: off
             Req(rules.url("/ai-ok/a"), meta={"rfc9309_usage": ["search"]}),
             Req(rules.url("/ai-ok/b"), meta={"rfc9309_usage": ["no-such-purpose"]}),
+            Req(header.url("/plain"), meta={"rfc9309_usage": "train-ai;"}),  # robots.txt states nothing
             s["signal"].url("/x"),
             header.url("/h-no"),
         ],
@@ -235,7 +236,13 @@ async def test_mark_and_overrides(servers):
         "sources": [{"origin": "header", "line": 0, "text": "Content-Usage: train-ai=n"}],
     }
     assert result.stat("usage/marked/train-ai") == 1
-    assert result.stat("usage/denied/invalid_purpose") == 1
+    o = outcome(result, header, "/plain")
+    assert o.message == (
+        "Forbidden by usage preferences: invalid rfc9309_usage (rfc9309_usage: 'train-ai;' is not a usage "
+        "category; known: ai-input, ai-train, search, train-ai)"
+    )
+    assert "/plain" not in {h.path for h in header.hits}  # refused before the download
+    assert result.stat("usage/denied/invalid_purpose") == 2
 
 
 @pytest_twisted.ensureDeferred
