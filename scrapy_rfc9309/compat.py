@@ -258,6 +258,18 @@ def request_method(method: Callable[..., Any]) -> Any:
     return process_request
 
 
+def response_method(method: Callable[..., Any]) -> Any:
+    """:func:`request_method` for ``process_response(self, request, response)``."""
+    if not _PASSES_SPIDER:
+        return method
+
+    @functools.wraps(method)
+    def process_response(self: Any, request: Request, response: Any, spider: Any = None) -> Any:  # pragma: no cover
+        return method(self, request, response)
+
+    return process_response
+
+
 async def send_async(crawler: Crawler, signal: object, **kwargs: Any) -> None:
     """Send a signal whose handlers may be coroutines."""
     manager = crawler.signals

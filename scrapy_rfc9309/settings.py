@@ -57,9 +57,17 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_ALLOW_PRIVATE_REDIRECTS": False,
     # None: every address that is not globally routable is internal; else a list of networks
     "RFC9309_INTERNAL_NETWORKS": None,
+    # AI usage preferences (docs/usage_preferences.md): the crawl's declared purposes
+    # (none: preferences are only reported), a Content-Usage header that disallows one
+    # ("drop" or "mark"), and whether an unknown preference counts as a "no"
+    "RFC9309_USAGE": (),
+    "RFC9309_USAGE_HEADER": "drop",
+    "RFC9309_USAGE_UNKNOWN": "allow",
 }
 
-_ORIGIN_KEYS = ("obey", "user_agent", "unreachable")
+_ORIGIN_KEYS = ("obey", "user_agent", "unreachable", "usage")
+USAGE_HEADER_CHOICES = ("drop", "mark")
+USAGE_UNKNOWN_CHOICES = ("allow", "deny")
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,8 @@ class OriginPolicy:
     #: per-origin ``user_agent``): a request's own ``User-Agent`` header comes first,
     #: Scrapy's order
     from_user_agent: bool = False
+    #: the declared purposes (usage categories, e.g. ``("train-ai",)``); none: nothing enforced
+    usage: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.user_agents:
@@ -125,6 +135,13 @@ class Rfc9309Settings:
     allow_private_redirects: bool = False
     #: the networks that count as internal, or None for every address not globally routable
     internal_networks: tuple[Any, ...] | None = None
+    # -- AI usage preferences (scrapy_rfc9309.robots.usage) --
+    #: the crawl's declared purposes (usage categories); per origin in OriginPolicy.usage
+    usage: tuple[str, ...] = ()
+    #: "drop" or "mark" a response whose Content-Usage header disallows a declared purpose
+    usage_header: str = "drop"
+    #: an unknown preference for a declared purpose counts as disallowed
+    usage_unknown_denies: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
@@ -146,7 +163,8 @@ class Rfc9309Settings:
         source = "ROBOTSTXT_USER_AGENT" if ua_setting else "USER_AGENT"
         tokens = derive_tokens(_listish(ua_setting or get("USER_AGENT")))
         token = tokens[0]
-        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable, source == "USER_AGENT")
+        usage = usage_purposes(get("RFC9309_USAGE"), "RFC9309_USAGE")
+        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable, source == "USER_AGENT", usage)
         audit = get("RFC9309_AUDIT")
         if audit is not None and not isinstance(audit, str):
             raise ValueError(f"RFC9309_AUDIT={audit!r} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl'")
@@ -182,6 +200,10 @@ class Rfc9309Settings:
             audit_allowed=_bool(get("RFC9309_AUDIT_ALLOWED"), "RFC9309_AUDIT_ALLOWED"),
             allow_private_redirects=_bool(get("RFC9309_ALLOW_PRIVATE_REDIRECTS"), "RFC9309_ALLOW_PRIVATE_REDIRECTS"),
             internal_networks=parse_networks(get("RFC9309_INTERNAL_NETWORKS"), "RFC9309_INTERNAL_NETWORKS"),
+            usage=usage,
+            usage_header=_choice(get("RFC9309_USAGE_HEADER"), "RFC9309_USAGE_HEADER", USAGE_HEADER_CHOICES),
+            usage_unknown_denies=_choice(get("RFC9309_USAGE_UNKNOWN"), "RFC9309_USAGE_UNKNOWN", USAGE_UNKNOWN_CHOICES)
+            == "deny",
         )
 
     def __post_init__(self) -> None:
@@ -189,7 +211,9 @@ class Rfc9309Settings:
             object.__setattr__(self, "user_agents", (self.user_agent,))
         # built once: for_origin runs for every request
         from_user_agent = self.user_agent_source == "USER_AGENT"
-        policy = OriginPolicy(True, self.user_agent, self.unreachable, self.user_agents, from_user_agent)
+        policy = OriginPolicy(
+            True, self.user_agent, self.unreachable, self.user_agents, from_user_agent=from_user_agent, usage=self.usage
+        )
         object.__setattr__(self, "_default_policy", policy)
 
     def for_origin(self, origin: str) -> OriginPolicy:
@@ -250,6 +274,36 @@ def _number(value: Any, name: str, kind: type, positive: bool = False):
     return number
 
 
+def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in choices:
+        raise ValueError(f"{name}={value!r}: choose one of {', '.join(choices)}")
+    return value.strip().lower()
+
+
+def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
+    """Declared purposes (``["train-ai"]``, ``"train-ai,search"``, a JSON list
+    from the command line) as usage categories; ``ValueError`` naming the
+    setting for an unknown one."""
+    from .robots.usage import PURPOSES
+
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        value = _listish(value)
+        if isinstance(value, str):
+            value = [part for part in (p.strip() for p in value.split(",")) if part]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise ValueError(f"{name}={value!r} must be a list of usage categories such as ['train-ai']")
+    purposes: list[str] = []
+    for item in value:
+        label = PURPOSES.get(str(item).strip().lower()) if isinstance(item, str) else None
+        if label is None:
+            raise ValueError(f"{name}: {item!r} is not a usage category; known: {', '.join(sorted(PURPOSES))}")
+        if label not in purposes:
+            purposes.append(label)
+    return tuple(purposes)
+
+
 def _policy(value: Any, name: str) -> str:
     if not isinstance(value, str) or value.lower() not in UNREACHABLE_POLICIES:
         raise ValueError(f"{name}={value!r}: choose one of {', '.join(UNREACHABLE_POLICIES)}")
@@ -291,7 +345,9 @@ def _listish(value: Any) -> Any:
     return value
 
 
-def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str, from_user_agent: bool) -> dict[str, OriginPolicy]:
+def _origins(
+    raw: Any, tokens: tuple[str, ...], unreachable: str, from_user_agent: bool, usage: tuple[str, ...] = ()
+) -> dict[str, OriginPolicy]:
     if isinstance(raw, str):
         import json
 
@@ -321,7 +377,15 @@ def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str, from_user_agen
             raise ValueError(f"RFC9309_ORIGINS[{key!r}]['user_agent']: {exc}") from None
         policy = overrides.get("unreachable")
         origin_unreachable = _policy(policy, f"RFC9309_ORIGINS[{key!r}]['unreachable']") if policy else unreachable
+        origin_usage = (
+            usage_purposes(overrides["usage"], f"RFC9309_ORIGINS[{key!r}]['usage']") if "usage" in overrides else usage
+        )
         resolved[origin] = OriginPolicy(
-            obey, origin_tokens[0], origin_unreachable, origin_tokens, from_user_agent and not user_agent
+            obey,
+            origin_tokens[0],
+            origin_unreachable,
+            origin_tokens,
+            from_user_agent=from_user_agent and not user_agent,
+            usage=origin_usage,
         )
     return resolved

@@ -58,6 +58,8 @@ def start_messages() -> list[str]:
     """One scrapy-redis start message (JSON) per page of the demo."""
     messages = []
     for origin in plan():
+        if origin.spider not in (None, SPIDER):
+            continue  # the one-process demo's own origins
         for path in origin.pages:
             meta: dict[str, Any] = {"demo_origin": origin.name, "demo_path": path}
             if ONE_HOST:
@@ -120,7 +122,7 @@ async def cluster_table(config: Rfc9309Settings) -> str:
         rows.setdefault(seen["origin"], []).append(PageRow(seen["path"], seen["outcome"], seen["reason"]))
         counts = by_worker.setdefault(seen["worker"], {})
         counts[seen["origin"]] = counts.get(seen["origin"], 0) + 1
-    return demo_table(site, config, robots, floors, rows, cluster_lines(site, floors, by_worker))
+    return demo_table(site, config, robots, floors, rows, cluster_lines(site, floors, by_worker), spider=SPIDER)
 
 
 def cluster_lines(

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from ..fetch import FetchResult
+    from ..robots.usage import Source, Usage
     from ..service import Known, RobotsService
     from ..settings import Rfc9309Settings
 
@@ -84,6 +85,8 @@ class Recorder:
                 "type": "crawl", "format": FORMAT, "at": iso(started), "spider": getattr(spider, "name", None),
                 "tokens": list(settings.user_agents), "unreachable": settings.unreachable,
                 "max_bytes": settings.max_bytes, "bodies": BODIES_DIR, "allowed_records": settings.audit_allowed,
+                "usage": list(settings.usage), "usage_header": settings.usage_header,
+                "usage_unknown": "deny" if settings.usage_unknown_denies else "allow",
             }
         )  # fmt: skip
         logger.info("RFC 9309 audit trail: %s (bodies in %s)", self.path, bodies_dir(self.path))
@@ -268,9 +271,12 @@ class Recorder:
             self._put((sha256, body))
 
     # -- what the middleware tells ---------------------------------------------------------------
-    def decided(self, url: str, origin: str, known: Known, decision: Decision, token: str) -> None:
+    def decided(
+        self, url: str, origin: str, known: Known, decision: Decision, token: str, usage: Usage | None = None
+    ) -> None:
         """A request was decided on ``known``: a record when denied (or when
-        allowed records are on), and the per-origin count either way."""
+        allowed records are on, with the usage preferences robots.txt states
+        when it states any), and the per-origin count either way."""
         counts = self._counts.get(origin)
         if counts is None:
             counts = self._counts[origin] = [0, 0]
@@ -278,12 +284,44 @@ class Recorder:
         if decision.allowed and not self.allowed_records:
             return
         rule = decision.rule
+        record: dict[str, Any] = {
+            "type": "allowed" if decision.allowed else "denied", "at": iso(time.time()), "url": mask_url(url),
+            "origin": origin, "verdict": decision.verdict.value, "line": rule.line if rule else None,
+            "rule": str(rule) if rule else None, "token": token, "sha256": known.sha256,
+            "access": known.entry.access, "fetched_at": iso(known.entry.fetched_at),
+        }  # fmt: skip
+        if usage:
+            record["usage"] = usage.to_dict()
+        self._put(record)
+
+    def response_usage(self, url: str, origin: str, usage: dict[str, Any]) -> None:
+        """An allowed response came with a ``Content-Usage`` header: its combined
+        preferences (robots.txt and header), when allowed records are on."""
+        self._put(
+            {"type": "response_usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "usage": usage}
+        )
+
+    def usage_decided(
+        self,
+        url: str,
+        origin: str,
+        known: Known | None,
+        token: str | None,
+        action: str,
+        stage: str,
+        label: str,
+        sources: tuple[Source, ...],
+    ) -> None:
+        """A declared purpose was disallowed: the request ``denied`` (robots.txt),
+        or its response ``dropped`` or ``marked`` (its header; or ``unknown``
+        with RFC9309_USAGE_UNKNOWN = "deny").  Always recorded."""
         self._put(
             {
-                "type": "allowed" if decision.allowed else "denied", "at": iso(time.time()), "url": mask_url(url),
-                "origin": origin, "verdict": decision.verdict.value, "line": rule.line if rule else None,
-                "rule": str(rule) if rule else None, "token": token, "sha256": known.sha256,
-                "access": known.entry.access, "fetched_at": iso(known.entry.fetched_at),
+                "type": "usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "action": action,
+                "stage": stage, "category": label, "sources": [s.to_dict() for s in sources], "token": token,
+                "sha256": known.sha256 if known is not None else None,
+                "access": known.entry.access if known is not None else None,
+                "fetched_at": iso(known.entry.fetched_at) if known is not None else None,
             }
         )  # fmt: skip
 

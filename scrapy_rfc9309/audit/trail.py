@@ -32,6 +32,8 @@ class Trail:
         self.crawls: list[dict[str, Any]] = []
         self.states: dict[str, list[dict[str, Any]]] = {}
         self.decisions: dict[str, dict[str, Any]] = {}
+        #: url -> its last "usage" record (a declared purpose disallowed)
+        self.usage_decisions: dict[str, dict[str, Any]] = {}
         self.fetches: dict[str, list[dict[str, Any]]] = {}
         self.allowed: dict[str, int] = {}
         self.denied: dict[str, int] = {}
@@ -66,10 +68,17 @@ class Trail:
         elif kind in ("allowed", "denied"):
             self.decisions[record["url"]] = record
             self.decision_records += 1
+        elif kind == "usage":
+            self.usage_decisions[record["url"]] = record
         elif kind == "counts":
             for name, (allowed, denied) in record["origins"].items():
                 self.allowed[name] = self.allowed.get(name, 0) + allowed
                 self.denied[name] = self.denied.get(name, 0) + denied
+
+    @property
+    def usage(self) -> tuple[str, ...]:
+        """The purposes the (last) crawl declared (RFC9309_USAGE)."""
+        return tuple(self.crawls[-1].get("usage") or ()) if self.crawls else ()
 
     @property
     def max_bytes(self) -> int:

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from ..masking import mask_url
 from ..robots import RobotsTxt, Verdict
+from ..robots.usage import Usage
 
 #: diagnostics listed per file next to verdicts; ``--lint`` lists them all
 MAX_DIAGNOSTICS = 20
@@ -100,6 +101,25 @@ def verdict_lines(targets: list[str], decisions: Sequence[Decision]) -> list[str
     """One :func:`verdict_line` per target, reasons aligned."""
     width = max((len(target) for target in targets), default=0)
     return [verdict_line(target, decision, width) for target, decision in zip(targets, decisions)]
+
+
+def usage_lines(targets: list[str], usages: Sequence[Usage | None], purposes: Sequence[str]) -> list[str]:
+    """For each target whose robots.txt preferences say anything (or every
+    target, when ``purposes`` are declared): ``usage: train-ai=n, search=?,
+    ai-input=?`` and the line behind each stated category."""
+    lines: list[str] = []
+    for target, usage in zip(targets, usages):
+        if usage is None or (not usage and not purposes):
+            continue
+        lines.append(row("usage", f"{target}: {usage.describe()}"))
+        for label in usage:
+            for source in usage.sources[label]:
+                lines.append(row("", f"{label}: {source}"))
+    if purposes and lines:
+        lines.append(
+            row("", f"declared purposes: {', '.join(purposes)} (a Content-Usage header counts only in a crawl)")
+        )
+    return lines
 
 
 def exit_status(decisions: Iterable[Decision]) -> int:

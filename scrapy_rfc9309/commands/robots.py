@@ -2,7 +2,7 @@
 
 ::
 
-    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME]
+    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME] [--usage PURPOSE ...]
     scrapy robots --lint PATH
     scrapy robots --audit FILE URL [URL ...]
     scrapy robots --audit FILE --summary
@@ -27,6 +27,13 @@ token, its ``RFC9309_ORIGINS``, its store.
 
 ``--agent`` may be given several times: a URL is allowed only when every
 token allows it (as with a list in ``ROBOTSTXT_USER_AGENT``).
+
+``--usage PURPOSE`` (``train-ai``, ``search``, ``ai-input``; repeatable) declares
+the crawl's purposes as ``RFC9309_USAGE`` does: a URL whose robots.txt usage
+preferences (``Content-Usage``, ``Content-Signal``) disallow one is DENIED,
+with the deciding line.  The preferences of every URL are printed whenever
+the file states any.  With ``--audit`` the purposes the crawl declared are
+used unless ``--usage`` is given.
 
 Exit status: 0 when every URL is allowed, 1 when any is denied (``--lint``:
 when the file has diagnostics), 2 on a usage error (no URL, a bad token, an
@@ -53,6 +60,7 @@ if TYPE_CHECKING:
 
     from ..fetch import FetchResult
     from ..robots import RobotsTxt
+    from ..robots.usage import Usage
     from ..settings import Rfc9309Settings
 
     #: what the service's inspect() gives: the fetch, and the policy it means
@@ -111,6 +119,13 @@ class Command(ScrapyCommand):
             help="check against this robots.txt ('-' for stdin) instead of fetching; URLs may then be paths",
         )
         parser.add_argument(
+            "--usage",
+            metavar="PURPOSE",
+            action="append",
+            help="a declared purpose (train-ai, search, ai-input), as RFC9309_USAGE: a URL whose robots.txt "
+            "usage preferences disallow it is denied; repeat it for several",
+        )
+        parser.add_argument(
             "--lint", metavar="PATH", help="print the diagnostics of this robots.txt ('-' for stdin) and exit"
         )
         parser.add_argument(
@@ -147,13 +162,13 @@ class Command(ScrapyCommand):
                 raise UsageError("--audit FILE takes no --file", print_help=False)
             if opts.summary == bool(args):
                 raise UsageError("--audit FILE takes URLs or --summary (one of them)", print_help=False)
-            self.exitcode = self._replay(opts.audit, args, opts.summary, opts.agent)
+            self.exitcode = self._replay(opts.audit, args, opts.summary, opts.agent, opts.usage)
             return
         if opts.summary:
             raise UsageError("--summary goes with --audit FILE", print_help=False)
         if not args:
             raise UsageError("give at least one URL (or --lint PATH)", print_help=False)
-        config = self._config(opts.agent)
+        config = self._config(opts.agent, opts.usage)
         if opts.file is not None:
             self.exitcode = self._check_file(opts.file, args, config)
         else:
@@ -171,7 +186,7 @@ class Command(ScrapyCommand):
 
     def _check_file(self, path: str, targets: list[str], config: Rfc9309Settings) -> int:
         from ..robots import parse
-        from .report import exit_status, verdict_lines
+        from .report import exit_status, usage_lines, verdict_lines
 
         for target in targets:
             if not target.startswith("/") and not target.lower().startswith(("http://", "https://")):
@@ -180,9 +195,10 @@ class Command(ScrapyCommand):
                 )
         robots = parse(_read(path), max_bytes=config.max_bytes)
         tokens = config.user_agents
-        decisions = [_decide(robots, target, tokens) for target in targets]
+        decisions = [_decide(robots, target, tokens, config.usage) for target in targets]
         lines = [f"robots.txt from {_label(path)}", *_file_lines(robots, tokens)]
         lines.extend(verdict_lines(targets, decisions))
+        lines.extend(usage_lines(targets, [d.usage for d in decisions], config.usage))
         _print(lines)
         return exit_status(decisions)
 
@@ -215,11 +231,13 @@ class Command(ScrapyCommand):
         _print(lines)
         return exit_status(decisions)
 
-    def _replay(self, path: str, urls: list[str], summary: bool, agents: list[str] | None) -> int:
+    def _replay(
+        self, path: str, urls: list[str], summary: bool, agents: list[str] | None, usage: list[str] | None = None
+    ) -> int:
         """``--audit FILE``: answer from the robots.txt in force during the crawl."""
         from ..audit import Trail, TrailError
         from ..origins import origin_of
-        from .report import exit_status, row, verdict_lines
+        from .report import exit_status, row, usage_lines, verdict_lines
 
         by_origin: dict[str, list[str]] = {}
         for url in urls:
@@ -235,6 +253,7 @@ class Command(ScrapyCommand):
         if summary:
             _print(_summary_lines(trail))
             return 0
+        purposes = _purposes(usage) if usage else trail.usage
         lines: list[str] = []
         decisions: list[_Decided] = []
         try:
@@ -252,11 +271,19 @@ class Command(ScrapyCommand):
                     lines.append(origin)
                     lines.append(row("robots.txt", _describe_state(state, path)))
                     lines.extend(_file_lines(robots, tokens))
-                    block = [_decide(robots, url, tokens) for url in block_urls]
+                    block = [_decide(robots, url, tokens, purposes) for url in block_urls]
                     lines.extend(verdict_lines(block_urls, block))
+                    lines.extend(usage_lines(block_urls, [d.usage for d in block], purposes))
                     for url, decided in zip(block_urls, recorded):
                         if decided is not None:
                             lines.append(row("", f"{url}: the crawl {decided['type']} it at {decided['at']}"))
+                        used = trail.usage_decisions.get(url)
+                        if used is not None:
+                            by = "; ".join(_source_text(s) for s in used.get("sources") or ()) or "no statement"
+                            lines.append(
+                                row("", f"{url}: the crawl {used['action']} it at {used['at']}: "
+                                f"{used['category']} disallowed by {by}")
+                            )  # fmt: skip
                     decisions.extend(block)
         except TrailError as exc:
             print(f"scrapy robots: {exc}", file=sys.stderr)
@@ -265,11 +292,14 @@ class Command(ScrapyCommand):
         return exit_status(decisions)
 
     # -- helpers -----------------------------------------------------------------
-    def _config(self, agents: list[str] | None) -> Rfc9309Settings:
-        """The project's RFC9309_* settings, with ``--agent`` (once or more) as the token(s)."""
+    def _config(self, agents: list[str] | None, usage: list[str] | None = None) -> Rfc9309Settings:
+        """The project's RFC9309_* settings, with ``--agent`` (once or more) as
+        the token(s) and ``--usage`` as the declared purposes."""
         from ..settings import Rfc9309Settings
 
         settings = self._settings()
+        if usage:
+            settings.set("RFC9309_USAGE", list(_purposes(usage)), priority="cmdline")
         if agents:
             tokens = _agent_tokens(agents)
             settings.set("ROBOTSTXT_USER_AGENT", list(tokens) if len(tokens) > 1 else tokens[0], priority="cmdline")
@@ -356,7 +386,7 @@ def _origin_block(
     """The lines and decisions of one origin."""
     from ..origins import robots_url
     from ..robots import RobotsTxt, Verdict
-    from .report import row, verdict_lines
+    from .report import row, usage_lines, verdict_lines
 
     policy = config.for_origin(origin)
     tokens = config.user_agents if agent_given else policy.user_agents
@@ -369,8 +399,10 @@ def _origin_block(
         result, robots = inspected
         lines.append(row("robots.txt", describe_fetch(robots_url(origin), result, config, policy.unreachable)))
     lines.extend(_file_lines(robots, tokens))
-    decisions = [_decide(robots, target, tokens) for target in targets]
+    purposes = policy.usage
+    decisions = [_decide(robots, target, tokens, purposes) for target in targets]
     lines.extend(verdict_lines(targets, decisions))
+    lines.extend(usage_lines(targets, [d.usage for d in decisions], purposes))
     return lines, decisions
 
 
@@ -434,21 +466,49 @@ def _summary_lines(trail: Any) -> list[str]:
 
 class _Decided:
     """A decision over several tokens, as the report prints it (the reason
-    names the token that denied, when there are several)."""
+    names the token that denied, when there are several), with the URL's
+    robots.txt usage preferences."""
 
-    __slots__ = ("allowed", "reason")
+    __slots__ = ("allowed", "reason", "usage")
 
-    def __init__(self, allowed: bool, reason: str) -> None:
+    def __init__(self, allowed: bool, reason: str, usage: Usage | None = None) -> None:
         self.allowed = allowed
         self.reason = reason
+        self.usage = usage
 
 
-def _decide(robots: RobotsTxt, target: str, tokens: tuple[str, ...]) -> _Decided:
+def _decide(robots: RobotsTxt, target: str, tokens: tuple[str, ...], purposes: tuple[str, ...] = ()) -> _Decided:
+    """The access decision, then, for an allowed URL, its usage preferences:
+    DENIED when they disallow one of ``purposes`` (as the middleware does)."""
     from ..audit import decide_all, denial_reason
+    from ..robots.usage import usage_for
 
     decision, token = decide_all(robots, target, tokens)
-    reason = decision.reason if decision.allowed else denial_reason(decision, token, tokens)
-    return _Decided(decision.allowed, reason)
+    if not decision.allowed:
+        return _Decided(False, denial_reason(decision, token, tokens))
+    usage = usage_for(robots, target, tokens)
+    denied = usage.denies(purposes) if purposes else None
+    if denied is not None:
+        label, sources = denied
+        return _Decided(False, f"usage: {label} disallowed by {'; '.join(map(str, sources))}", usage)
+    return _Decided(True, decision.reason, usage)
+
+
+def _purposes(values: list[str]) -> tuple[str, ...]:
+    from ..settings import usage_purposes
+
+    try:
+        return usage_purposes([p for value in values for p in value.split(",") if p.strip()], "--usage")
+    except ValueError as exc:
+        raise UsageError(str(exc), print_help=False) from None
+
+
+def _source_text(source: Any) -> str:
+    if not isinstance(source, dict):
+        return str(source)
+    if source.get("origin") == "robots.txt":
+        return f"robots.txt line {source.get('line')}: {source.get('text')}"
+    return f"{source.get('origin')}: {source.get('text')}"
 
 
 def _file_lines(robots: RobotsTxt, tokens: tuple[str, ...]) -> list[str]:

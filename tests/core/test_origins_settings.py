@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from scrapy_rfc9309.origins import origin_of, robots_url
@@ -150,3 +152,32 @@ def test_whole_numbers_written_as_floats_or_strings_are_accepted():
     s = Rfc9309Settings.from_settings({"RFC9309_MAX_REDIRECTS": 3.0, "RFC9309_MAX_BYTES": "600000"})
     assert (s.max_redirects, s.max_bytes) == (3, 600_000)
     assert isinstance(s.max_redirects, int)
+
+
+def test_usage_settings_are_read_once_and_validated():
+    s = Rfc9309Settings.from_settings({})
+    assert (s.usage, s.usage_header, s.usage_unknown_denies) == ((), "drop", False)
+    s = Rfc9309Settings.from_settings(
+        {
+            "RFC9309_USAGE": ["ai-train", "search", "train-ai"],
+            "RFC9309_USAGE_HEADER": "Mark",
+            "RFC9309_USAGE_UNKNOWN": "deny",
+            "RFC9309_ORIGINS": {"https://a.example": {"usage": []}, "https://b.example": {"obey": True}},
+        }
+    )
+    assert (s.usage, s.usage_header, s.usage_unknown_denies) == (("train-ai", "search"), "mark", True)
+    assert s.for_origin("https://a.example:443").usage == ()
+    assert s.for_origin("https://b.example:443").usage == ("train-ai", "search")
+    assert s.for_origin("https://c.example:443").usage == ("train-ai", "search")
+    # from the command line: a JSON list or commas
+    assert Rfc9309Settings.from_settings({"RFC9309_USAGE": '["train-ai"]'}).usage == ("train-ai",)
+    assert Rfc9309Settings.from_settings({"RFC9309_USAGE": "train-ai, ai-input"}).usage == ("train-ai", "ai-input")
+    for bad, name in (
+        ({"RFC9309_USAGE": ["training"]}, "RFC9309_USAGE"),
+        ({"RFC9309_USAGE": 3}, "RFC9309_USAGE"),
+        ({"RFC9309_USAGE_HEADER": "keep"}, "RFC9309_USAGE_HEADER"),
+        ({"RFC9309_USAGE_UNKNOWN": True}, "RFC9309_USAGE_UNKNOWN"),
+        ({"RFC9309_ORIGINS": {"https://a.example": {"usage": ["x"]}}}, "['usage']"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(name)):
+            Rfc9309Settings.from_settings(bad)
