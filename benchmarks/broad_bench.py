@@ -21,9 +21,17 @@ Per crawl: the crawling process's CPU time (user + system, from its first
 request to its last), the wall time, and the median over origins of the time
 from an origin's first request leaving the scheduler (a downloader
 middleware ahead of every other) to its first page reaching the spider.
-Redis's own CPU (``INFO cpu``) is shown beside, not added.
+Redis's own CPU (``INFO cpu``) is shown beside, not added.  The crawling
+process's CPU over its whole life (start-up, store open and close included) is
+shown too, alone and with Redis's CPU added: the windows another measurement
+may have used.
 
 ``python benchmarks/broad_bench.py --rounds 3 --origins 2000 --pages 3``
+
+The setup of the independent measurement of issue 23 (smaller files, a 404
+now and then, fewer origins):
+
+``python benchmarks/broad_bench.py --rounds 7 --origins 600 --robots-lines 30 --not-found-share 0.1``
 """
 
 from __future__ import annotations
@@ -137,21 +145,54 @@ def redis_available() -> bool:
 
 
 # -- measuring ------------------------------------------------------------------------------
+def shortened(body: bytes, lines: int | None) -> tuple[bytes, str]:
+    """The first ``lines`` lines of ``body`` (all of it for None), and what they are."""
+    if lines is None:
+        return body, ""
+    kept = b"\n".join(body.splitlines()[:lines]) + b"\n"
+    text = kept.decode("utf-8", "replace").lower()
+    rules = sum(1 for line in text.splitlines() if line.startswith(("allow", "disallow")))
+    return kept, f"its first {lines} lines: {len(kept):,} bytes, {rules} rules"
+
+
+def not_found_every(share: float) -> int:
+    """Every how many origins one answers robots.txt with a 404 (0: none)."""
+    if share <= 0:
+        return 0
+    if share > 1:
+        raise ValueError("--not-found-share is a share of the origins, at most 1")
+    return max(1, round(1 / share))
+
+
 def measure(
-    rounds: int, origins: int, pages: int, latency: float, configs: tuple[str, ...], baseline: Path | None = None
+    rounds: int,
+    origins: int,
+    pages: int,
+    latency: float,
+    configs: tuple[str, ...],
+    baseline: Path | None = None,
+    robots_lines: int | None = None,
+    not_found_share: float = 0.0,
 ) -> dict[str, Any]:
     """Every configuration ``rounds`` times; with ``baseline`` (another checkout
     holding these benchmark files), its plugin configurations too, as
-    ``<config>@base``, in the same rounds."""
+    ``<config>@base``, in the same rounds.  ``robots_lines``: serve only the
+    first lines of the file; ``not_found_share``: that share of the origins
+    answers robots.txt with a 404 (every 10th for 0.1)."""
     if baseline is not None:
         configs = configs + tuple(f"{c}@base" for c in configs if c not in ("none", "builtin"))
     body, described = robots_body(default_corpus())
+    body, cut = shortened(body, robots_lines)
+    if cut:
+        described = f"{described.split(':')[0]}, {cut}"
+    every = not_found_every(not_found_share)
+    missing = origins // every if every else 0
     denied = check_expectations(body, pages)
     if "redis" in configs and not redis_available():
         print("broad benchmark: no redis-server or redis package: the Redis store is left out", file=sys.stderr)
         configs = tuple(c for c in configs if not c.startswith("redis"))
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
-    with tempfile.TemporaryDirectory(prefix="broad-bench-") as tmp, web(0, body, 0.0, origins, latency) as ports:
+    with tempfile.TemporaryDirectory(prefix="broad-bench-") as tmp, web(0, body, 0.0, origins, latency, every) as ports:
         urls = broad_urls(ports["hosts"], pages)
         store = Redis(Path(tmp), cpus()[1]) if any(c.startswith("redis") for c in configs) else None
         try:
@@ -181,7 +222,11 @@ def measure(
                     before = (store.cpu(), store.commands()) if store is not None and store_kind == "redis" else None
                     root = baseline if config.endswith("@base") and baseline is not None else ROOT
                     result = run_worker(worker, root)
-                    numbers = {**result["passes"][0], "first_page": result["first_page"]["median"]}
+                    numbers = {
+                        **result["passes"][0],
+                        "first_page": result["first_page"]["median"],
+                        "total_cpu": result["total_cpu"],
+                    }
                     if before is not None:
                         assert store is not None
                         numbers["redis_cpu"] = store.cpu() - before[0]
@@ -198,6 +243,7 @@ def measure(
         "denied": denied,
         "latency": latency,
         "rounds": rounds,
+        "not_found": missing,
     }
 
 
@@ -206,43 +252,52 @@ def table(m: dict[str, Any]) -> list[str]:
     origins, pages, latency = m["origins"], m["pages"], m["latency"]
     loads = [r["load"] for series in runs.values() for r in series]
     builtin = runs.get("builtin")
+    missing = m.get("not_found", 0)
+    serves = f"serving the same robots.txt ({m['robots']}), which disallows {m['denied']} of its {pages} pages"
+    if missing:
+        serves += f"; {missing:,} of the origins (every {origins // missing}th) answer robots.txt with a 404 instead"
     out = [
         f"### Broad crawl: {origins:,} loopback origins x {pages} pages, {latency * 1000:.0f} ms per response "
         f"(median of {m['rounds']} rounds)\n",
-        f"Every origin is a host of its own (127.0.1.1 ...) serving the same robots.txt ({m['robots']}), "
-        f"which disallows {m['denied']} of its {pages} pages. CONCURRENT_REQUESTS = {CONCURRENCY}, "
+        f"Every origin is a host of its own (127.0.1.1 ...) {serves}. CONCURRENT_REQUESTS = {CONCURRENCY}, "
         f"{PER_DOMAIN} per domain, each crawl in a fresh process, configurations taking turns. CPU: the "
         "crawling process's user + system time, first request to last; vs built-in: the median of the "
         "per-round ratios, [lowest - highest]. First page: the median over origins of the time from its first "
         "request leaving the scheduler to its first page reaching the spider; median [range] over the rounds. "
+        "Process: the same for the crawling process's whole life (start-up, store open and close included); "
+        "+ Redis: with the Redis server's CPU during the crawl added. "
         f"1-minute load average during the runs: {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores.\n",
         "| robots.txt handling | CPU s | CPU vs built-in | wall s | first page, ms | robots.txt fetches "
-        "| downloaded / dropped | Redis server: CPU s, commands per origin |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| downloaded / dropped | Redis server: CPU s, commands per origin | wall vs built-in "
+        "| CPU vs built-in, process | same + Redis |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for config, series in runs.items():
 
         def med(key: str, series: list[dict[str, Any]] = series) -> float:
             return statistics.median(r[key] for r in series)
 
-        if builtin:
-            ratios = [r["cpu"] / b["cpu"] for r, b in zip(series, builtin)]
-            versus = f"{statistics.median(ratios):.2f} [{min(ratios):.2f} - {max(ratios):.2f}]"
-        else:
-            versus = "-"
+        def versus(key: str, extra: str = "", series: list[dict[str, Any]] = series) -> str:
+            if not builtin:
+                return "-"
+            ratios = [(r[key] + r.get(extra, 0.0)) / b[key] for r, b in zip(series, builtin)]
+            return f"{statistics.median(ratios):.2f} [{min(ratios):.2f} - {max(ratios):.2f}]"
+
         firsts = [r["first_page"] * 1000 for r in series]
         redis = "-"
         if "redis_cpu" in series[0]:
             redis = f"{med('redis_cpu'):.2f} s, {med('redis_commands') / origins:.1f}"
         label = LABELS[config.split("@")[0]] + (", baseline" if config.endswith("@base") else "")
         out.append(
-            f"| {label} | {med('cpu'):.2f} | {versus} | {med('wall'):.2f} | "
+            f"| {label} | {med('cpu'):.2f} | {versus('cpu')} | {med('wall'):.2f} | "
             f"{statistics.median(firsts):.0f} [{min(firsts):.0f} - {max(firsts):.0f}] | "
-            f"{med('robots_fetches'):,.0f} | {med('downloaded'):,.0f} / {med('dropped'):,.0f} | {redis} |"
+            f"{med('robots_fetches'):,.0f} | {med('downloaded'):,.0f} / {med('dropped'):,.0f} | {redis} | "
+            f"{versus('wall')} | {versus('total_cpu')} | "
+            f"{versus('total_cpu', 'redis_cpu') if 'redis_cpu' in series[0] else '-'} |"
         )
     out.append("\nEach round, CPU s / first page ms:")
     for config, series in runs.items():
-        rounds = ", ".join(f"{r['cpu']:.1f} / {r['first_page'] * 1000:.0f}" for r in series)
+        rounds = ", ".join(f"{r['cpu']:.1f} / {r['first_page'] * 1000:.0f} (load {r['load']:.1f})" for r in series)
         out.append(f"- {config}: {rounds}")
     errors = sum(r["errors"] for series in runs.values() for r in series)
     if errors:
@@ -278,8 +333,10 @@ def run(
     latency: float = 0.05,
     configs: tuple[str, ...] = CONFIGS,
     baseline: Path | None = None,
+    robots_lines: int | None = None,
+    not_found_share: float = 0.0,
 ) -> list[str]:
-    return table(measure(rounds, origins, pages, latency, configs, baseline))
+    return table(measure(rounds, origins, pages, latency, configs, baseline, robots_lines, not_found_share))
 
 
 def main() -> None:
@@ -297,9 +354,17 @@ def main() -> None:
         help="another checkout (e.g. from git archive, with these benchmarks/ files copied in): "
         "its plugin runs too, in the same rounds",
     )
+    ap.add_argument("--robots-lines", type=int, help="serve only the first N lines of the robots.txt file")
+    ap.add_argument(
+        "--not-found-share", type=float, default=0.0, help="this share of the origins answers robots.txt with a 404"
+    )
     args = ap.parse_args()
     configs = tuple(c for c in CONFIGS + EXTRA_CONFIGS if (c in args.only if args.only else c in CONFIGS))
-    print("\n".join(run(args.rounds, args.origins, args.pages, args.latency, configs, args.baseline)))
+    lines = run(
+        args.rounds, args.origins, args.pages, args.latency, configs, args.baseline, args.robots_lines,
+        args.not_found_share,
+    )  # fmt: skip
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -145,17 +145,20 @@ def pin(cpu: int | None) -> None:
 
 
 @contextlib.contextmanager
-def web(origins: int, body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0) -> Iterator[dict[str, Any]]:
+def web(
+    origins: int, body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0, not_found_every: int = 0
+) -> Iterator[dict[str, Any]]:
     """The server process and its ports; stopped (stdin closed) at the end.
     ``hosts`` origins on loopback addresses of their own answer every request
-    after ``latency`` seconds (the broad benchmark)."""
+    after ``latency`` seconds (the broad benchmark), every ``not_found_every``-th
+    of them robots.txt with a 404."""
     with tempfile.TemporaryDirectory(prefix="crawl-bench-") as tmp:
         robots = Path(tmp) / "robots.txt"
         robots.write_bytes(body)
         command = [sys.executable, str(HERE / "crawl_server.py"), "--origins", str(origins)]
         command += ["--robots", str(robots), "--slow-delay", str(slow_delay)]
         if hosts:
-            command += ["--hosts", str(hosts), "--latency", str(latency)]
+            command += ["--hosts", str(hosts), "--latency", str(latency), "--not-found-every", str(not_found_every)]
         cpu = cpus()[1]
         if cpu is not None:
             command += ["--cpu", str(cpu)]

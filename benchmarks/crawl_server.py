@@ -17,7 +17,8 @@ hour at most.
 origins on N loopback addresses (127.0.1.1, 127.0.1.2 ...: one host each, so
 one Scrapy download slot each), every response of which, robots.txt and
 pages alike, is sent ``S`` seconds after its request; their ``host:port`` are
-listed under ``"hosts"``.
+listed under ``"hosts"``.  With ``--not-found-every K``, every Kth of them
+(the 10th, 20th ... for K = 10) answers robots.txt with a 404.
 
 It is a bare asyncio protocol with pre-built headers, not http.server: the
 benchmark measures the crawler, so the server must cost as little CPU as it
@@ -67,6 +68,7 @@ class Web(asyncio.Protocol):
     previous answer)."""
 
     def __init__(self, robots: bytes, delay: float, counters: Counters, control: bool, latency: float = 0.0) -> None:
+        #: the whole robots.txt response (a 200 with the file, or a 404)
         self.robots = robots
         self.delay = delay
         #: seconds before every response (robots.txt and pages)
@@ -124,14 +126,20 @@ def host_address(i: int) -> str:
     return f"127.0.{1 + i // 254}.{1 + i % 254}"
 
 
-async def serve(origins: int, robots_body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0) -> None:
+async def serve(
+    origins: int, robots_body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0, not_found_every: int = 0
+) -> None:
     loop = asyncio.get_running_loop()
     counters = Counters()
     robots = _response("200 OK", b"text/plain", robots_body)
+    missing = _response("404 Not Found", b"text/html", b"<html><body>Not Found</body></html>")
 
-    async def listen(delay: float, control: bool = False, host: str = "127.0.0.1", latency: float = 0.0) -> int:
+    async def listen(
+        delay: float, control: bool = False, host: str = "127.0.0.1", latency: float = 0.0, found: bool = True
+    ) -> int:
+        answer = robots if found else missing
         server = await loop.create_server(
-            lambda: Web(robots, delay, counters, control, latency), host, 0, backlog=1024, reuse_address=True
+            lambda: Web(answer, delay, counters, control, latency), host, 0, backlog=1024, reuse_address=True
         )
         return server.sockets[0].getsockname()[1]
 
@@ -140,7 +148,8 @@ async def serve(origins: int, robots_body: bytes, slow_delay: float, hosts: int 
     broad = []
     for i in range(hosts):
         address = host_address(i)
-        broad.append(f"{address}:{await listen(0.0, host=address, latency=latency)}")
+        found = not (not_found_every and i % not_found_every == not_found_every - 1)
+        broad.append(f"{address}:{await listen(0.0, host=address, latency=latency, found=found)}")
     control = await listen(0.0, control=True)
     print(json.dumps({"fast": fast, "slow": slow, "hosts": broad, "control": control}), flush=True)
 
@@ -162,12 +171,24 @@ def main() -> None:
     ap.add_argument("--slow-delay", type=float, default=0.2, help="seconds the slow ports take to answer robots.txt")
     ap.add_argument("--hosts", type=int, default=0, help="origins on as many loopback addresses (broad crawl)")
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before each response of those origins")
+    ap.add_argument(
+        "--not-found-every", type=int, default=0, help="every Nth of those hosts answers robots.txt with a 404"
+    )
     ap.add_argument("--cpu", type=int, default=None, help="run on this CPU only (the crawler gets another)")
     args = ap.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     try:
-        asyncio.run(serve(args.origins, args.robots.read_bytes(), args.slow_delay, args.hosts, args.latency))
+        asyncio.run(
+            serve(
+                args.origins,
+                args.robots.read_bytes(),
+                args.slow_delay,
+                args.hosts,
+                args.latency,
+                args.not_found_every,
+            )  # fmt: skip
+        )
     except (asyncio.TimeoutError, KeyboardInterrupt):
         pass
 

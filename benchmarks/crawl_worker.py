@@ -96,6 +96,9 @@ PER_REQUEST_SIGNALS = (
     "response_received",
     "request_left_downloader",
 )
+#: the clock of ``profile``: "wall" (cProfile's own, the default) or "thread" (the
+#: reactor thread's CPU time, for a machine that other work keeps busy)
+PROFILE_CLOCK = ["wall"]
 #: hook name -> CPU seconds of each call, cleared when the last pass starts
 TIMINGS: dict[str, list[float]] = {}
 
@@ -219,7 +222,9 @@ class BenchSpider(scrapy.Spider):
                 for cell in TIMINGS.values():
                     cell.clear()
                 if self.profile_path:
-                    self.profiler = cProfile.Profile()
+                    # CPU time of the reactor thread: a preemption by another process is not counted
+                    clock = time.thread_time if PROFILE_CLOCK[0] == "thread" else time.perf_counter
+                    self.profiler = cProfile.Profile(clock)
                     self.profiler.enable()
             self.wall0, self.cpu0 = time.perf_counter(), _cpu()
             for url in urls:
@@ -291,16 +296,43 @@ def time_audit() -> None:
         setattr(Recorder, name, timed)
 
 
+class GcTimer:
+    """CPU seconds (this thread's) and counts of the garbage collector's runs, by generation."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.seconds = [0.0, 0.0, 0.0]
+        self.runs = [0, 0, 0]
+        self._began = 0.0
+        gc.callbacks.append(self._event)
+
+    def _event(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.thread_time()
+        else:
+            generation = info["generation"]
+            self.seconds[generation] += time.thread_time() - self._began
+            self.runs[generation] += 1
+
+    def result(self) -> dict[str, Any]:
+        import gc
+
+        return {"seconds": self.seconds, "runs": self.runs, "tracked": len(gc.get_objects())}
+
+
 def work(config: dict[str, Any]) -> dict[str, Any]:
     """Run one crawl as ``config`` says: ``mode`` (a key of MODES), ``passes``
     (one URL list per pass), ``control`` (the server's control port),
     ``user_agent``, and optionally ``concurrency``, ``profile`` (a path:
-    cProfile the last pass) and ``instrument`` (time the plugin's hooks in the
+    cProfile the last pass; ``profile_clock`` "thread" to count CPU time) and ``instrument`` (time the plugin's hooks in the
     last pass).
     Returns ``{"passes": [numbers of each pass], "hooks": {name: [seconds of
     each call]}, "receivers": {signal: count}}``."""
     if config.get("instrument"):
         instrument()
+    PROFILE_CLOCK[0] = config.get("profile_clock", "wall")
+    gc_timer = GcTimer() if config.get("gc") else None
     settings = dict(COMMON_SETTINGS)
     settings.update(MODES[config["mode"]])
     settings["USER_AGENT"] = config["user_agent"]
@@ -324,6 +356,8 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     process.start()
     # the whole process's CPU, start-up and close included (the audit trail's last flush is at close)
     out["total_cpu"] = _cpu()
+    if gc_timer is not None:
+        out["gc"] = gc_timer.result()
     if config.get("audit"):
         with open(config["audit"], encoding="utf-8") as handle:
             out["audit_records"] = sum(1 for _ in handle)
