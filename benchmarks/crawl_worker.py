@@ -296,6 +296,80 @@ def time_audit() -> None:
         setattr(Recorder, name, timed)
 
 
+#: CPU seconds (reactor thread) spent in the store's steps, when timed (``time_store``)
+STORE_CPU: dict[str, float] = {}
+
+
+def _stepped(coro: Any, cell: str) -> Any:
+    """Run coroutine ``coro`` step by step, adding each step's CPU time (this
+    thread's) to ``STORE_CPU[cell]``: the time it ran, not the time it waited."""
+    import types
+
+    @types.coroutine
+    def driver() -> Any:
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            began = time.thread_time()
+            try:
+                yielded = coro.send(value) if error is None else coro.throw(error)
+            except StopIteration as done:
+                STORE_CPU[cell] = STORE_CPU.get(cell, 0.0) + time.thread_time() - began
+                return done.value
+            except BaseException:
+                STORE_CPU[cell] = STORE_CPU.get(cell, 0.0) + time.thread_time() - began
+                raise
+            STORE_CPU[cell] = STORE_CPU.get(cell, 0.0) + time.thread_time() - began
+            try:
+                value, error = (yield yielded), None
+            except BaseException as exc:  # thrown in (cancelled): pass it on
+                value, error = None, exc
+
+    return driver()
+
+
+def time_store() -> None:
+    """Time the store's steps as the service calls them (the fallback wrapper's
+    ``lookup`` and ``store``), and the Redis store's pipelines and lease renewals,
+    which run as tasks of their own."""
+    import importlib
+    import inspect
+
+    targets = [
+        ("scrapy_rfc9309.storage.fallback", "FallbackStorage", "lookup"),
+        ("scrapy_rfc9309.storage.fallback", "FallbackStorage", "store"),
+        ("scrapy_rfc9309.storage.pipelining", "Pipeliner", "_deliver"),
+        ("scrapy_rfc9309.storage.redis", "RedisStorage", "_renew_leases"),
+        ("scrapy_rfc9309.storage.sqlite", "SqliteStorage", "_apply"),  # in its worker thread
+    ]
+    for module_name, owner_name, name in targets:
+        try:
+            owner = getattr(importlib.import_module(module_name), owner_name)
+        except (ImportError, AttributeError):
+            continue
+        original = getattr(owner, name, None)
+        if original is None:
+            continue
+
+        cell = f"{owner_name}.{name}"
+        if not inspect.iscoroutinefunction(original):
+
+            def timed_sync(*args: Any, __original: Any = original, __cell: str = cell, **kwargs: Any) -> Any:
+                began = time.thread_time()
+                try:
+                    return __original(*args, **kwargs)
+                finally:
+                    STORE_CPU[__cell] = STORE_CPU.get(__cell, 0.0) + time.thread_time() - began
+
+            setattr(owner, name, timed_sync)
+            continue
+
+        def timed(*args: Any, __original: Any = original, __cell: str = cell, **kwargs: Any) -> Any:
+            return _stepped(__original(*args, **kwargs), __cell)
+
+        setattr(owner, name, timed)
+
+
 class GcTimer:
     """CPU seconds (this thread's) and counts of the garbage collector's runs, by generation."""
 
@@ -333,6 +407,8 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
         instrument()
     PROFILE_CLOCK[0] = config.get("profile_clock", "wall")
     gc_timer = GcTimer() if config.get("gc") else None
+    if config.get("time_store"):
+        time_store()
     settings = dict(COMMON_SETTINGS)
     settings.update(MODES[config["mode"]])
     settings["USER_AGENT"] = config["user_agent"]
@@ -358,6 +434,8 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     out["total_cpu"] = _cpu()
     if gc_timer is not None:
         out["gc"] = gc_timer.result()
+    if config.get("time_store"):
+        out["store_cpu"] = STORE_CPU
     if config.get("audit"):
         with open(config["audit"], encoding="utf-8") as handle:
             out["audit_records"] = sum(1 for _ in handle)

@@ -63,6 +63,7 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from .base import STALE_MAX_SECONDS, Lease, RobotsEntry, RobotsStorage, StorageUnavailable, display_url
+from .pipelining import Pipeliner
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,10 @@ SOCKET_TIMEOUT = 5.0
 MAX_CONNECTIONS = 32
 #: URL schemes of a Redis Cluster (any node of it); the scheme without ``+cluster`` is the node's
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+#: seconds a store of a fetched result (off every request's way) may wait to share a
+#: pipeline with others: it trades that delay in releasing the fetch lease for CPU
+#: (docs/benchmarks_crawl.md, "Why two broad-crawl measurements disagreed")
+STORE_DELAY = 0.1
 #: version of the hash layout; an entry of another version is ignored
 ENTRY_VERSION = b"1"
 
@@ -175,6 +180,8 @@ class RedisStorage(RobotsStorage):
         #: on a cluster, the commands in flight (redis-py's cluster client refuses a command
         #: past its connections to a node instead of waiting for one)
         self._in_flight: asyncio.Semaphore | None = None
+        #: look-ups and stores, sent together (one server: pipelines; a cluster: each on its own)
+        self._pipeliner = Pipeliner(self._send_calls)
 
     # -- life ------------------------------------------------------------------
     async def open(self) -> None:
@@ -250,6 +257,7 @@ class RedisStorage(RobotsStorage):
         )
 
     async def close(self) -> None:
+        await self._pipeliner.drain()  # stores still waiting for their pipeline are written first
         if self._renewal is not None:
             self._renewal.cancel()
             self._renewal = None
@@ -309,10 +317,7 @@ class RedisStorage(RobotsStorage):
         key, lock = self._key("robots", origin), self._key("lock", origin)
         token = secrets.token_hex(16).encode("ascii")
         ttl = int(self.lock_seconds * 1000)
-        self._redis()
-        state, values = await self._guard(
-            self._scripts["lookup"](keys=[key, lock], args=[repr(now), token, ttl, ENTRY_VERSION])
-        )
+        state, values = await self._batched("lookup", [key, lock], [repr(now), token, ttl, ENTRY_VERSION])
         entry = self._decode(origin, values)
         if state == 1:
             if entry is not None:
@@ -334,7 +339,8 @@ class RedisStorage(RobotsStorage):
         args: list[Any] = [token, "1" if replace else "0", keep, int(floor * 1_000_000)]
         if keep:
             args += self._fields(entry)
-        await self._run_keys("store", keys, args)
+        # a store with a floor is on the way of the origin's first page: it does not wait
+        await self._batched("store", keys, args, 0.0 if floor else STORE_DELAY)
         if lease is not None and not token:
             await lease.release()
 
@@ -388,6 +394,28 @@ class RedisStorage(RobotsStorage):
             if isinstance(answer, Exception):  # NOSCRIPT (a server restarted since), or the call's own error
                 name, keys, args = calls[i]
                 answers[i] = await self._run_keys(name, keys, args)
+        return answers
+
+    async def _batched(self, name: str, keys: list[str], args: list[Any], delay: float = 0.0) -> Any:
+        """Run a script with the next pipeline (:mod:`.pipelining`), at most ``delay`` s from now."""
+        self._redis()
+        if self.cluster:  # redis-py's cluster pipelines refuse scripts: each on its own, at once
+            return await self._run_keys(name, keys, args)
+        return await self._pipeliner.call((name, keys, args), delay)
+
+    async def _send_calls(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+        """One pipeline of script calls; each call's answer, or the StorageUnavailable of that call."""
+        pipe = self._redis().pipeline(transaction=False)
+        for name, keys, args in calls:
+            pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
+        answers: list[Any] = list(await self._guard(pipe.execute(raise_on_error=False)))
+        for i, answer in enumerate(answers):
+            if isinstance(answer, Exception):  # NOSCRIPT (a server restarted since), or the call's own error
+                name, keys, args = calls[i]
+                try:
+                    answers[i] = await self._run_keys(name, keys, args)
+                except StorageUnavailable as exc:
+                    answers[i] = exc
         return answers
 
     # -- Crawl-delay across workers ----------------------------------------------------------

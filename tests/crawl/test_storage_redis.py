@@ -264,6 +264,30 @@ async def test_a_burst_of_new_origins_waits_for_connections_instead_of_failing(r
     await in_task(scenario())
 
 
+@pytest_twisted.ensureDeferred
+async def test_lookups_of_one_turn_share_one_round_trip(redis_server):
+    """200 new origins looked up at once (a broad crawl's start): one pipeline
+    on one connection, not a connection and a round trip each; every origin
+    still gets its own answer (no entry, the lease)."""
+
+    async def scenario() -> None:
+        store = RedisStorage(redis_server.url, prefix="pipe:")
+        await store.open()
+        try:
+            stats = redis_server.client().info("stats")
+            now = time.time()
+            looked = await asyncio.gather(*(store.lookup(f"http://site{i}:80", now) for i in range(200)))
+            assert all(entry is None and lease is not None for entry, lease in looked)
+            after = redis_server.client().info("stats")
+            opened = after["total_connections_received"] - stats["total_connections_received"]
+            assert opened <= 1, opened  # the test's own client's; the store's was opened at open
+            assert len({lease.key for _, lease in looked}) == 200
+        finally:
+            await store.close()
+
+    await in_task(scenario())
+
+
 # -- crawls ----------------------------------------------------------------------------------
 def starter(servers, action) -> Req:
     """A first request, to another origin, whose page runs ``action()`` (in
@@ -383,7 +407,7 @@ async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, ca
     seen_in_redis: list[list[bytes]] = []
 
     def kill(hit: Hit) -> Reply:
-        seen_in_redis.append(sorted(redis_server.client().keys("k:robots:*")))
+        seen_in_redis.append(sorted(redis_server.client().keys("k:*")))
         redis_server.kill()
         return Reply(200, "<html>killed</html>", {"Content-Type": "text/html"})
 
@@ -402,7 +426,12 @@ async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, ca
         result = await crawl(plan, {**redis_settings(redis_server, "k:"), "EXTENSIONS": CRAWL_DELAY})
 
     assert not redis_server.running
-    assert seen_in_redis == [[key_of("k:", "robots", one.origin).encode()]]  # Redis was in use until then
+    # Redis was in use until then: the first origin's entry, or its lease while the entry
+    # waits (at most STORE_DELAY) to share a pipeline
+    assert len(seen_in_redis) == 1
+    assert {key_of("k:", "robots", one.origin).encode(), key_of("k:", "lock", one.origin).encode()} & set(
+        seen_in_redis[0]
+    ), seen_in_redis
     assert result.stats["finish_reason"] == "finished"
     check_accounting(result)  # every request ended once, as a response or an IgnoreRequest
     assert len(result.outcomes) == 9

@@ -1,0 +1,121 @@
+"""Calls to a store's server gathered into one round trip (a pipeline).
+
+A broad crawl meets a new origin every few milliseconds, and each costs a
+shared store two calls (a look-up, then the store of the fetched result).
+Sent one by one through redis.asyncio, a call costs the crawling process
+about 110 to 140 us of CPU (taking a pooled connection, the command's own
+machinery, its reply); sent 16 to a pipeline, about 30 us each
+(docs/benchmarks_crawl.md, "Why two broad-crawl measurements disagreed").
+So calls are queued here and sent together:
+
+* a call that someone waits for (a look-up on the way of a first page, a
+  store that notes a Crawl-delay start) goes with the next turn of the event
+  loop: every such call made in the same turn shares one pipeline, and it
+  waits for nothing else;
+* a call off every request's way (storing a fetched result, which also gives
+  the fetch lease back) may wait up to ``delay`` seconds for others, and goes
+  sooner with the next call that cannot wait.
+
+Each caller gets its own call's answer or error; a pipeline that fails as a
+whole fails each of its calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+#: one call: whatever the store's ``send`` understands (for Redis: script name, keys, arguments)
+Call = Any
+#: sends calls together; returns one answer per call, an exception standing for a failed call,
+#: or raises when the whole round trip failed
+Send = Callable[[list[Call]], Awaitable[list[Any]]]
+
+#: a pipeline holds at most this many calls; more are sent at once, in another
+MAX_CALLS = 256
+
+
+class Pipeliner:
+    """Queues calls and sends them together with ``send`` (see the module docstring)."""
+
+    def __init__(self, send: Send, max_calls: int = MAX_CALLS) -> None:
+        self._send = send
+        self._max_calls = max_calls
+        self._queue: list[tuple[Call, asyncio.Future[Any]]] = []
+        #: the pending flush: a timer (only calls that may wait are queued) or a call_soon handle
+        self._flush_at: asyncio.Handle | asyncio.TimerHandle | None = None
+        #: the loop time of the pending flush (0 for the next turn)
+        self._deadline = 0.0
+        self._sending: set[asyncio.Task[None]] = set()
+
+    async def call(self, call: Call, delay: float = 0.0) -> Any:
+        """Send ``call`` with the next pipeline, at most ``delay`` seconds from now
+        (0: with the next turn of the loop); its answer."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queue.append((call, future))
+        if len(self._queue) >= self._max_calls:
+            self.flush()
+        elif delay <= 0:
+            if self._flush_at is None or self._deadline:
+                if self._flush_at is not None:
+                    self._flush_at.cancel()
+                self._flush_at, self._deadline = loop.call_soon(self.flush), 0.0
+        else:
+            deadline = loop.time() + delay
+            if self._flush_at is None or deadline < self._deadline:
+                if self._flush_at is not None:
+                    self._flush_at.cancel()
+                self._flush_at, self._deadline = loop.call_at(deadline, self.flush), deadline
+        return await future
+
+    def flush(self) -> None:
+        """Send what is queued, now."""
+        if self._flush_at is not None:
+            self._flush_at.cancel()
+            self._flush_at = None
+        batch, self._queue = self._queue, []
+        batch = [(call, future) for call, future in batch if not future.done()]  # callers cancelled meanwhile
+        if not batch:
+            return
+        task = asyncio.ensure_future(self._deliver(batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def drain(self) -> None:
+        """Send what is queued and wait until every pipeline under way has answered."""
+        self.flush()
+        while self._sending:
+            await asyncio.gather(*self._sending, return_exceptions=True)
+
+    async def _deliver(self, batch: list[tuple[Call, asyncio.Future[Any]]]) -> None:
+        try:
+            answers = await self._send([call for call, _ in batch])
+        except asyncio.CancelledError:
+            for _, future in batch:
+                future.cancel()
+            raise
+        except Exception as exc:  # the round trip failed: every call of it did
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(_copy(exc))
+            return
+        for (_, future), answer in zip(batch, answers):
+            if future.done():
+                continue
+            if isinstance(answer, BaseException):
+                future.set_exception(answer)
+            else:
+                future.set_result(answer)
+
+
+def _copy(exc: Exception) -> Exception:
+    """An exception of the same kind and message for one caller (raising one instance
+    in several coroutines would tangle their tracebacks)."""
+    try:
+        copy = type(exc)(*exc.args)
+    except Exception:  # an exception class with another signature
+        return exc
+    copy.__cause__ = exc
+    return copy
