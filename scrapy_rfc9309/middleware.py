@@ -30,7 +30,7 @@ from .service import STATS, Known, NotResolved
 from .settings import usage_purposes
 from .slots import seconds_until_free
 from .useragent import derive_tokens
-from .wiring import held_requests, rfc9309_settings, robots_service
+from .lifecycle import held_requests, rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -50,7 +50,7 @@ from scrapy.exceptions import NotConfigured
 
 from .origins import origin_of_request
 from .slots import SlotFloors
-from .wiring import rfc9309_settings, robots_service
+from .lifecycle import rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -1,4 +1,6 @@
-"""One robots service per crawl, and its ties to the crawl's life.
+"""The per-crawl registry: one robots service per crawl, and its lifecycle.
+
+(This module was ``wiring.py``.)
 
 ``robots_service(crawler)`` is the one documented way to reach the service:
 the middleware, the Crawl-delay extension, ``scrapy robots`` and the sitemaps
