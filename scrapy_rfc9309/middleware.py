@@ -19,6 +19,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from . import compat
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
+from .lifecycle import held_requests, rfc9309_settings, robots_service
 from .masking import mask_url
 from .origins import origin_of_request
 from .robots import Verdict
@@ -30,7 +31,6 @@ from .service import STATS, Known, NotResolved
 from .settings import usage_purposes
 from .slots import seconds_until_free
 from .useragent import derive_tokens
-from .lifecycle import held_requests, rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
