@@ -20,12 +20,12 @@ from . import compat
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
 from .origins import origin_of_request
-from .robots import Verdict
+from .robots import Decision, Verdict
 from .robots.access import Access
 from .robots.text import shorten
 from .robots.verdicts import ALLOW_NOT_OBEYED
 from .service import STATS, Known, NotResolved
-from .slots import seconds_until_free
+from .slots import SpiderClosing, seconds_until_free
 from .useragent import derive_tokens
 from .wiring import held_requests, rfc9309_settings, robots_service
 
@@ -102,42 +102,65 @@ class RobotsTxtMiddleware:
         known = self.service.fresh(origin)
         if known is not None:
             counts.inc("cache/hits")
-            floor = self._pace_floor(known, tokens, self._decide(request, origin, known, tokens))
-            if not floor:
+            if not self.service.paces:  # the hot path: no wait of any kind
+                self._decide(request, origin, known, tokens)
                 return None
+            decision, token = self._check(request, origin, known, tokens)
         else:
             counts.inc("cache/misses")
             # waits are held as a busy site's requests are (see slots.HeldRequests)
-            async with self.held.holding(request, self._closing):
-                try:
-                    known = await self.service.resolve(origin, request)
-                except NotResolved:
-                    self._drop_closing(request)
-                except Exception:
-                    counts.inc("requests/errors")
-                    raise
-                floor = self._pace_floor(known, tokens, self._decide(request, origin, known, tokens))
+            try:
+                async with self.held.holding(request, self._closing) as hold:
+                    try:
+                        known = await self.service.resolve(origin, request)
+                    except NotResolved:
+                        self._drop_closing(request)
+                    except Exception:
+                        counts.inc("requests/errors")
+                        raise
+                    decision, token = self._check(request, origin, known, tokens)
+                    await hold.room()  # a place in the downloader, before the request counts as allowed
+            except SpiderClosing:
+                self._drop_closing(request)
+        floor = self._pace_floor(known, tokens, decision.verdict)
         if floor:
             await self._pace(request, origin, floor)
+        self._allow(request, origin, known, tokens, decision, token)
         return None
 
     def _decide(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Verdict:
         """Count an allowed request and give it its provenance
-        (``meta["rfc9309"]``); raise ``IgnoreRequest`` for a denied one.  With
-        several tokens every one must allow; a denial names the token."""
+        (``meta["rfc9309"]``); raise ``IgnoreRequest`` for a denied one."""
+        decision, token = self._check(request, origin, known, tokens)
+        return self._allow(request, origin, known, tokens, decision, token)
+
+    def _check(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> tuple[Decision, str]:
+        """The decision and the token it names; a denied request is counted,
+        recorded and raises ``IgnoreRequest``.  With several tokens every one
+        must allow; a denial names the token."""
         if len(tokens) == 1:
             token = tokens[0]
             decision = known.robots.check(request.url, token)
         else:
             decision, token = decide_all(known.robots, request.url, tokens)
+        if decision.allowed:
+            return decision, token
         if self.recorder.active:
             self.recorder.decided(request.url, origin, known, decision, token)
-        if decision.allowed:
-            self._counts.inc(_ALLOWED[decision.verdict])
-            request.meta[META_KEY] = provenance(known, decision, tokens)
-            return decision.verdict
         self._counts.inc(_DENIED[decision.verdict])
         self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
+
+    def _allow(
+        self, request: Request, origin: str, known: Known, tokens: tuple[str, ...], decision: Decision, token: str
+    ) -> Verdict:
+        """Count an allowed request as it goes on to the downloader, record it
+        and give it its provenance; a request dropped before (the spider
+        closed while it waited) is counted as dropped instead."""
+        if self.recorder.active:
+            self.recorder.decided(request.url, origin, known, decision, token)
+        self._counts.inc(_ALLOWED[decision.verdict])
+        request.meta[META_KEY] = provenance(known, decision, tokens)
+        return decision.verdict
 
     def _request_tokens(self, request: Request, origin: str) -> tuple[str, ...]:
         """The tokens of the ``robotstxt_user_agent`` meta key (a string or a list);
@@ -168,7 +191,7 @@ class RobotsTxtMiddleware:
 
         try:
             await self.service.wait_turn(origin, floor, lambda: seconds_until_free(self.crawler, request), hold)
-        except NotResolved:
+        except (NotResolved, SpiderClosing):
             self._drop_closing(request)
 
     def _closing(self) -> bool:  # the engine asked directly: the service's watcher polls

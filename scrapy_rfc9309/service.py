@@ -307,6 +307,8 @@ class RobotsService:
         waited = False
         try:
             while True:
+                if self._check_closing():  # a turn is never taken once the spider is closing
+                    raise NotResolved(origin)
                 local = local_wait()
                 if local > 0:
                     await hold(partial(self._sleep, local, origin))
