@@ -300,7 +300,17 @@ class RobotsService:
         if lock is None:
             lock = self._turns[origin] = DeferredLock()
         if lock.locked:
-            await hold(lambda: compat.wait_for(lock.acquire()))
+            acquiring = lock.acquire()
+            try:
+                await hold(lambda: compat.wait_for(acquiring))
+            except BaseException:
+                # the hold ended without the turn (the spider is closing): the lock goes
+                # to the next waiter, which ends the same way, never stays taken
+                if acquiring.called:
+                    lock.release()
+                else:
+                    acquiring.cancel()
+                raise
         else:
             lock.acquire()
         began = time.monotonic()

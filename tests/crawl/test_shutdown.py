@@ -14,18 +14,35 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import pytest_twisted
 
 from .faults import crawl_within
 from .harness import Req, check_accounting
+from .redisd import RedisServer, require_redis
 from .servers import Reply
 
 CONCURRENT = 4
 DELAYED = 40
 
 
+@pytest.mark.parametrize("store", ["memory", "redis"])
 @pytest_twisted.ensureDeferred
-async def test_closing_drops_the_requests_waiting_for_a_place(servers):
+async def test_closing_drops_the_requests_waiting_for_a_place(servers, tmp_path, store):
+    """Memory store: the requests wait for a downloader place (the slot keeps
+    the floor).  Redis: they also wait for their cluster-wide turn."""
+    redis = None
+    if store == "redis":
+        require_redis()
+        redis = RedisServer(tmp_path / "redis")
+    try:
+        await _close_mid_crawl(servers, {"RFC9309_STORAGE": redis.url} if redis else {})
+    finally:
+        if redis is not None:
+            redis.stop()
+
+
+async def _close_mid_crawl(servers, store: dict) -> None:
     site = servers("127.0.0.2")
     # slow enough that every request reaches the middleware while it is fetched
     site.routes["/robots.txt"] = Reply(
@@ -37,6 +54,7 @@ async def test_closing_drops_the_requests_waiting_for_a_place(servers):
         "DOWNLOADER_MIDDLEWARES": {},
         "CONCURRENT_REQUESTS": CONCURRENT,
         "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENT,
+        **store,
     }
 
     def two_pages(outcomes) -> bool:
