@@ -63,6 +63,7 @@ async def _close_mid_crawl(servers, store: dict) -> None:
     result, took = await crawl_within(20, plan, settings, spider_attrs={"close_when": two_pages})
     ended = time.monotonic()
     closed_at = result.spider_cls.closed_at
+    assert "finish_reason" in result.stats, "the crawl did not end within 20 s of its start"
     assert result.stats["finish_reason"] == "probe_done"
 
     after = [hit for hit in site.page_hits() if hit.at > closed_at]
