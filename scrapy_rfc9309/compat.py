@@ -12,7 +12,9 @@ differs:
                                           ``engine.download``, deferred signals,
                                           ``Downloader._get_slot(request, spider)``,
                                           component dicts keyed by import path,
-                                          downloads start at once
+                                          downloads start at once,
+                                          ``CONCURRENT_REQUESTS = 0`` is no
+                                          "no bound" (:func:`widen_concurrency`)
 before 2.15                               Twisted's network errors unwrapped
                                           (:func:`network_error_name`)
 before 2.16                               ``Slot.lastseen`` on ``time.time``
