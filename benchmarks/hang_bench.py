@@ -36,8 +36,12 @@ ROOT = HERE.parent
 HEALTHY_HOST = "127.0.0.2"
 
 
+#: ``--same-host``: the hanging origins are ports of the healthy origin's host (one download slot)
+SAME_HOST = False
+
+
 def hanging_host(index: int) -> str:
-    return f"127.0.1.{index + 1}"
+    return HEALTHY_HOST if SAME_HOST else f"127.0.1.{index + 1}"
 
 
 class Web:
@@ -157,7 +161,8 @@ def crawl(hanging: int, timeout: float, pages: int, latency: float) -> dict[str,
 
 def run_one(hanging: int, timeout: float, pages: int, latency: float) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", str(hanging), str(timeout), str(pages), str(latency)],
+        [sys.executable, __file__, "--worker", str(hanging), str(timeout), str(pages), str(latency)]
+        + (["--same-host"] if SAME_HOST else []),
         capture_output=True, text=True, timeout=timeout + 120, cwd=ROOT,
     )  # fmt: skip
     if out.returncode != 0:
@@ -172,8 +177,11 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--same-host", action="store_true", help="hanging origins on the healthy host's other ports")
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global SAME_HOST
+    SAME_HOST = args.same_host
     if args.worker:
         sys.path.insert(0, str(ROOT))
         hanging, timeout, pages, latency = args.worker
