@@ -76,6 +76,8 @@ async def test_hanging_robots_txt_servers_do_not_stall_a_healthy_site(servers, h
         assert outcome.error == "IgnoreRequest" and "spider closed" in outcome.message, outcome
     assert result.stat("requests/dropped/spider_closing") == hanging
     assert took < closed_at - first + 6, took  # the hanging fetches did not hold the close
+    # every hanging fetch, cancelled by the close, gave its widening of the bound back
+    assert result.crawler.engine.downloader.total_concurrency == 16
     check_accounting(result)
 
 
