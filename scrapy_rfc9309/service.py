@@ -193,7 +193,7 @@ class RobotsService:
         self._ready: list[ReadyListener] = []
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
-        #: early fetches in flight are capped (they count against CONCURRENT_REQUESTS)
+        #: early fetches in flight are capped (each takes a place of the robots.txt lane)
         self.prefetch_cap = 16
 
     # -- listeners ---------------------------------------------------------------------
