@@ -117,3 +117,47 @@ async def test_the_lane_has_its_own_bound(servers):
     assert result.stat("fetch_lane/waited") == 2
     assert all(o.message.startswith("Forbidden by robots.txt: unknown_unreachable") for o in result.outcomes)
     check_accounting(result)
+
+
+def _most_pages_at_once(sites) -> int:
+    """The most page requests any of ``sites`` were serving at one moment, from
+    each page's arrival and answer times (server side)."""
+    events: list[tuple[float, int]] = []
+    for site in sites:
+        for hit in site.page_hits():
+            events.append((hit.at, 1))
+        for path, times in site.answered.items():
+            if path != "/robots.txt":
+                events.extend((at, -1) for at in times)
+    most = now = 0
+    for _, change in sorted(events):
+        now += change
+        most = max(most, now)
+    return most
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_download_that_ends_frees_no_extra_page_place(servers):
+    """robots.txt files that answer while the pages fill ``CONCURRENT_REQUESTS``:
+    the lane's widening is given back as each download ends, so no page
+    starts in the place it frees (a guard: on the asyncio reactor the fetch's
+    own ``finally`` already runs before the engine looks again; the
+    ``request_left_downloader`` handler makes the order not matter)."""
+    slow = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.3)
+    site, pages = healthy_site(servers, 30, slow)
+    others = []
+    for i in range(10):
+        other = servers(f"127.0.2.{i + 1}")
+        other.routes["/robots.txt"] = Reply(
+            200, "User-agent: *\nAllow: /\n", {"Content-Type": "text/plain"}, delay=0.25
+        )
+        other.routes["/a"] = other.routes["/b"] = slow
+        others.append(other)
+    plan = list(pages)
+    for i, other in enumerate(others):  # a new origin every three healthy pages
+        plan.insert(3 * i + 2, Req(other.url("/a"), then=[Req(other.url("/b"))]))
+    settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
+    result, _ = await crawl_within(30, plan, settings)
+    assert all(o.status == 200 for o in result.outcomes), result.outcomes
+    assert _most_pages_at_once([site, *others]) <= 4
+    check_accounting(result)
