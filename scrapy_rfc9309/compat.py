@@ -12,7 +12,9 @@ differs:
                                           ``engine.download``, deferred signals,
                                           ``Downloader._get_slot(request, spider)``,
                                           component dicts keyed by import path,
-                                          downloads start at once
+                                          downloads start at once,
+                                          ``CONCURRENT_REQUESTS = 0`` is no
+                                          "no bound" (:func:`widen_concurrency`)
 before 2.15                               Twisted's network errors unwrapped
                                           (:func:`network_error_name`)
 before 2.16                               ``Slot.lastseen`` on ``time.time``
@@ -389,3 +391,34 @@ def offsite_filter(crawler: Crawler) -> Callable[[Request], bool] | None:
         return spider is not None and not offsite.should_follow(request, spider)
 
     return will_drop
+
+
+# =====================================================================================
+# The robots.txt lane and the shutdown of held requests (issue 23, points 1 and 8).
+# Kept in one block of its own: every private or undocumented Scrapy name these use
+# is here, one small function each.
+# =====================================================================================
+def widen_concurrency(crawler: Crawler, by: int) -> bool:
+    """Move the downloader's ``CONCURRENT_REQUESTS`` bound by ``by`` places.
+
+    A robots.txt download goes through the engine (so every downloader
+    middleware, the signals and the "Crawled" log line apply, as to any
+    download) and so joins ``Downloader.active``, the set that
+    ``Downloader.needs_backout()`` compares with ``Downloader.total_concurrency``
+    (2.13: ``len(active) >= total_concurrency``; 2.14+: ``0 < total_concurrency
+    <= len(active)``, 0 meaning no bound).  Widening the bound by one for each
+    robots.txt download in that set keeps the pages' bound where the user put
+    it: the download takes no page place.
+
+    Returns False, changing nothing, when the downloader has no such bound (0
+    on 2.14+, or a custom ``DOWNLOADER`` without the attribute): the download
+    then counts as any request does, as before this lane existed."""
+    engine = crawler.engine
+    downloader = getattr(engine, "downloader", None)
+    bound = getattr(downloader, "total_concurrency", None)
+    if not isinstance(bound, int) or isinstance(bound, bool):
+        return False
+    if bound <= 0 and SCRAPY_VERSION >= (2, 14):
+        return False  # no bound to keep
+    downloader.total_concurrency = bound + by  # type: ignore[union-attr]
+    return True

@@ -206,7 +206,7 @@ class RobotsService:
         self._ready: list[ReadyListener] = []
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
-        #: early fetches in flight are capped (they count against CONCURRENT_REQUESTS)
+        #: early fetches in flight are capped (each takes a place of the robots.txt lane)
         self.prefetch_cap = 16
 
     # -- listeners ---------------------------------------------------------------------
@@ -313,13 +313,25 @@ class RobotsService:
         if lock is None:
             lock = self._turns[origin] = DeferredLock()
         if lock.locked:
-            await hold(lambda: compat.wait_for(lock.acquire()))
+            acquiring = lock.acquire()
+            try:
+                await hold(lambda: compat.wait_for(acquiring))
+            except BaseException:
+                # the hold ended without the turn (the spider is closing): the lock goes
+                # to the next waiter, which ends the same way, never stays taken
+                if acquiring.called:
+                    lock.release()
+                else:
+                    acquiring.cancel()
+                raise
         else:
             lock.acquire()
         began = time.monotonic()
         waited = False
         try:
             while True:
+                if self._check_closing():  # a turn is never taken once the spider is closing
+                    raise NotResolved(origin)
                 local = local_wait()
                 if local > 0:
                     await hold(partial(self._sleep, local, origin))

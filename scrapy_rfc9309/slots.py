@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["HeldRequests", "SlotFloors", "keep_slot_concurrency", "seconds_until_free"]
+__all__ = ["HeldRequests", "SlotFloors", "SpiderClosing", "keep_slot_concurrency", "seconds_until_free"]
 
 #: seconds between two sweeps of the floors of slots Scrapy has discarded
 SWEEP_SECONDS = 60.0
@@ -345,7 +345,14 @@ class HeldRequests:
             self.limit = max(RELIEF_MIN, RELIEF_PER_CONCURRENT * concurrent)
 
     @asynccontextmanager
-    async def holding(self, request: Request, closing: Callable[[], bool]) -> AsyncIterator[None]:
+    async def holding(self, request: Request, closing: Callable[[], bool]) -> AsyncIterator[_Hold]:
+        """Hold ``request`` while the body waits; on a normal exit wait for a
+        downloader place (when the request gave its own back).  The body may
+        take that place itself, ``await hold.room()``, e.g. before counting the
+        request as allowed.  Once the spider is closing, the room never comes:
+        :class:`SpiderClosing` is raised instead, and the request must be
+        dropped, not handed to the downloader (Scrapy would not have taken it
+        from the scheduler; it would download only what is in its downloader)."""
         engine = self._crawler.engine
         assert engine is not None, "requests are held only while the crawl runs"
         downloader = engine.downloader
@@ -358,20 +365,15 @@ class HeldRequests:
             compat.wake_engine(self._crawler)  # the place it gave back may be used now
         slot.active.add(request)
         self.count += 1
+        hold = _Hold(self, downloader, relieve, closing)
         try:
-            yield
+            yield hold
+            await hold.room()
         except BaseException:
             self._release(downloader, slot, request, relieve)
             _drop_if_unused(downloader, key, slot)  # a denied site leaves no slot behind
             raise
         else:
-            if relieve:
-                while downloader.needs_backout() and not closing():
-                    if not self._room:  # listen only while someone waits: no receiver per request otherwise
-                        self._crawler.signals.connect(self.wake, signal=signals.request_left_downloader)
-                    waiter: Deferred = Deferred()
-                    self._room.append(waiter)
-                    await compat.wait_for(waiter)
             self._release(downloader, slot, request, relieve)
 
     def _release(self, downloader: Any, slot: Any, request: Request, relieved: bool) -> None:
@@ -380,6 +382,13 @@ class HeldRequests:
         if relieved:
             downloader.active.add(request)
             self.relieved -= 1
+
+    async def _wait_for_room(self) -> None:
+        if not self._room:  # listen only while someone waits: no receiver per request otherwise
+            self._crawler.signals.connect(self.wake, signal=signals.request_left_downloader)
+        waiter: Deferred = Deferred()
+        self._room.append(waiter)
+        await compat.wait_for(waiter)
 
     def wake(self, *args: Any, **kwargs: Any) -> None:
         """Let the released requests look for room again (a request left the
@@ -390,3 +399,32 @@ class HeldRequests:
         for waiter in waiters:
             if not waiter.called:
                 waiter.callback(None)
+
+
+class SpiderClosing(Exception):
+    """The spider began to close while a request was held: drop it."""
+
+
+class _Hold:
+    """One held request's way back to the downloader (see :meth:`HeldRequests.holding`)."""
+
+    __slots__ = ("_held", "_downloader", "_relieved", "_closing", "_placed")
+
+    def __init__(self, held: HeldRequests, downloader: Any, relieved: bool, closing: Callable[[], bool]) -> None:
+        self._held = held
+        self._downloader = downloader
+        self._relieved = relieved
+        self._closing = closing
+        self._placed = False
+
+    async def room(self) -> None:
+        """Wait until the downloader has a place for the request, if it gave its
+        own back; :class:`SpiderClosing` once the spider is closing."""
+        if self._placed:
+            return
+        if self._relieved:
+            while self._downloader.needs_backout() and not self._closing():
+                await self._held._wait_for_room()
+        if self._closing():
+            raise SpiderClosing
+        self._placed = True

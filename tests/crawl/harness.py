@@ -83,6 +83,8 @@ class Result:
     parsed: list[tuple[float, dict[str, Any]]]
     sent: int
     crawler: Any = None
+    #: the spider class the crawl ran (its ``closed_at`` when ``close_when`` closed it)
+    spider_cls: Any = None
 
     def outcome(self, url: str) -> Outcome:
         found = [o for o in self.outcomes if o.url == url]
@@ -102,6 +104,11 @@ class Result:
 
 class ProbeSpider(scrapy.Spider):
     name = "probe"
+    #: ``close_when(outcomes)``: once it returns True (checked after each outcome)
+    #: the spider is closed, reason ``probe_done`` (set through ``spider_attrs``)
+    close_when: Any = None
+    #: time.monotonic() when close_when asked for the close
+    closed_at: float | None = None
 
     def __init__(self, *args: Any, plan: list[Req], outcomes: list[Outcome], counter: list[int], **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -137,6 +144,7 @@ class ProbeSpider(scrapy.Spider):
         self.outcomes.append(
             Outcome(spec.url, status=response.status, at=time.monotonic(), provenance=response.meta.get("rfc9309"))
         )
+        self._maybe_close()
         async for request in self._follow(spec):
             yield request
 
@@ -144,8 +152,20 @@ class ProbeSpider(scrapy.Spider):
         spec: Req = failure.request.meta["probe"]
         exc = failure.value
         self.outcomes.append(Outcome(spec.url, error=type(exc).__name__, message=str(exc), at=time.monotonic()))
+        self._maybe_close()
         async for request in self._follow(spec):
             yield request
+
+    def _maybe_close(self) -> None:
+        if self.close_when is None or self.closed_at is not None or not type(self).close_when(self.outcomes):
+            return
+        type(self).closed_at = time.monotonic()
+        engine = self.crawler.engine
+        # not awaited: the close waits for this callback's own request to end
+        if hasattr(engine, "close_spider_async"):  # 2.14+
+            compat.spawn(engine.close_spider_async(reason="probe_done"))
+        else:  # pragma: no cover - 2.13
+            engine.close_spider(self, reason="probe_done")
 
 
 async def crawl(
@@ -181,7 +201,7 @@ async def crawl(
     if compat.ROBOTS_PARSED is not None:  # Scrapy 2.18+
         crawler.signals.connect(on_parsed, signal=compat.ROBOTS_PARSED)
     await run(runner, crawler, plan=specs, outcomes=outcomes, counter=counter)
-    return Result(outcomes, dict(crawler.stats.get_stats()), ready, parsed, counter[0], crawler)
+    return Result(outcomes, dict(crawler.stats.get_stats()), ready, parsed, counter[0], crawler, spider_cls)
 
 
 async def run(runner: Any, crawler: Any, **kwargs: Any) -> None:

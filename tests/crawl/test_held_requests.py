@@ -233,6 +233,8 @@ async def test_an_error_that_is_not_the_networks_is_an_error_and_still_denies(se
     assert len(errors) == 1 and errors[0].exc_info is not None and errors[0].exc_info[0].__name__ == error
     assert not [r for r in caplog.records if "is unreachable" in r.getMessage()]
     assert site.paths() == []
+    # the robots.txt lane gave back its widening although the hop never reached the network
+    assert result.crawler.engine.downloader.total_concurrency == 16
     check_accounting(result)
 
 
