@@ -52,6 +52,8 @@ META_USAGE = "rfc9309_usage"
 _ALLOWED = {v: f"requests/allowed/{v.value}" for v in Verdict}
 _DENIED = {v: f"requests/denied/{v.value}" for v in Verdict}
 DROPPED_CLOSING = "requests/dropped/spider_closing"
+#: allowed by robots.txt, not downloaded: its usage preferences disallow a declared purpose
+DENIED_USAGE = "requests/denied/usage_preferences"
 #: Scrapy's own stat for every request robots.txt drops, counted beside ours
 FORBIDDEN = "robotstxt/forbidden"
 
@@ -216,6 +218,7 @@ class RobotsTxtMiddleware:
         """robots.txt disallows ``label``, a declared purpose: not downloaded."""
         where = "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
         self._counts.inc(f"usage/denied/{label}")
+        self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
         if self.recorder.active:
             self.recorder.usage_decided(request.url, origin, known, token, "denied", "robots.txt", label, sources)
         self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {where}")
@@ -325,7 +328,9 @@ class RobotsTxtMiddleware:
         get = self.crawler.stats.get_value
         origins = {a.value: get(STATS + f"origins/{a.value}", 0) for a in Access if a is not Access.REDIRECT}
         allowed = sum(get(STATS + key, 0) for key in _ALLOWED.values())
-        denied = sum(get(STATS + key, 0) for key in [*_DENIED.values(), "requests/denied/invalid_user_agent"])
+        denied = sum(
+            get(STATS + key, 0) for key in [*_DENIED.values(), "requests/denied/invalid_user_agent", DENIED_USAGE]
+        )
         dropped = get(STATS + DROPPED_CLOSING, 0)
         logger.info(
             "RFC 9309 robots.txt: origins with a file: %d, unavailable (allow all): %d, unreachable: %d; "

@@ -314,7 +314,13 @@ class Recorder:
     ) -> None:
         """A declared purpose was disallowed: the request ``denied`` (robots.txt),
         or its response ``dropped`` or ``marked`` (its header; or ``unknown``
-        with RFC9309_USAGE_UNKNOWN = "deny").  Always recorded."""
+        with RFC9309_USAGE_UNKNOWN = "deny").  Always recorded; a denied
+        request counts as denied in its origin's counts."""
+        if action == "denied":
+            counts = self._counts.get(origin)
+            if counts is None:
+                counts = self._counts[origin] = [0, 0]
+            counts[1] += 1
         self._put(
             {
                 "type": "usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "action": action,

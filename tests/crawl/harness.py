@@ -230,7 +230,10 @@ def check_accounting(result: Result) -> None:
     assert rfc.get("fetch/count", 0) == access, rfc
     # a robots.txt denial is an IgnoreRequest naming its verdict, nothing else is
     forbidden = [o for o in result.outcomes if o.message.startswith("Forbidden by robots.txt: ")]
-    assert len(forbidden) == denied, (forbidden, rfc)
+    # and a usage denial one naming the category and line (docs/usage_preferences.md)
+    by_usage = [o for o in result.outcomes if o.message.startswith("Forbidden by usage preferences: ")]
+    assert len(by_usage) == rfc.get("requests/denied/usage_preferences", 0), (by_usage, rfc)
+    assert len(forbidden) == denied - len(by_usage), (forbidden, rfc)
 
 
 def _terminal(key: str) -> bool:
