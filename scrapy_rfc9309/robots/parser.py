@@ -36,6 +36,7 @@ from typing import Any
 
 from .decode import DEFAULT_PARSE_BYTES, decode_body
 from .diagnostics import DiagnosticLog
+from .steps import finish
 
 #: lines (or chunks of a line and the plain Disallow lines after it) read in
 #: one step of :func:`reading`: about 1.5 ms on the slowest kind of line
@@ -166,11 +167,9 @@ def read(
     content_type: str | bytes | None = None,
     max_bytes: int = DEFAULT_PARSE_BYTES,
 ) -> Parsed:
-    """Read ``body`` into groups, sitemaps and diagnostics.  Never raises."""
-    diags = DiagnosticLog()
-    state = _start()
-    _read_chunks(_chunks(body, content_type, max_bytes, diags), diags, state)
-    return _parsed(state, diags)
+    """Read ``body`` into groups, sitemaps and diagnostics.  Never raises.
+    (:func:`reading`, run to its end.)"""
+    return finish(reading(body, content_type, max_bytes))
 
 
 def reading(
@@ -183,12 +182,8 @@ def reading(
     diags = DiagnosticLog()
     state = _start()
     chunks = iter(_chunks(body, content_type, max_bytes, diags))
-    while True:
+    while _read_chunks(islice(chunks, STEP_LINES), diags, state):
         yield
-        piece = list(islice(chunks, STEP_LINES))
-        if not piece:
-            break
-        _read_chunks(piece, diags, state)
     return _parsed(state, diags)
 
 
@@ -220,9 +215,10 @@ def _start() -> list[Any]:
     return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0]
 
 
-def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> None:
+def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> bool:
     """Read numbered ``chunks`` of lines and runs of plain Disallow lines,
-    from and into ``state`` (so a file can be read a piece at a time).
+    from and into ``state`` (so a file can be read a piece at a time);
+    whether there was any.
 
     A chunk is a line, then, after a "\\r", the values of the run of plain
     Disallow lines that follows it (without their key), "\\r"-separated.
@@ -242,6 +238,7 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
     patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped = state
     fast_keys = _FAST_KEYS
     agent_cache = _AGENT_CACHE
+    base = 0  # (chunks are numbered from 1)
     for base, chunk in chunks:
         if run:
             first = base + skipped  # the line after the line read last
@@ -321,6 +318,7 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
             if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
                 group.request_rate = rate
     state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped
+    return base > 0
 
 
 def _parsed(state: list[Any], diags: DiagnosticLog) -> Parsed:
