@@ -99,6 +99,18 @@ def agents_file() -> bytes:
     return ("".join(f"User-agent: bot{i}\n" for i in range(30_000)) + "Disallow: /x\n").encode()[:512_000]
 
 
+def long_literals_file() -> bytes:
+    """1,000 wildcard rules whose literals are 480 random characters each: filing
+    them in the literal index is the costliest step of a preparation."""
+    import random
+
+    def literal(seed: int) -> str:
+        rnd = random.Random(seed)
+        return "".join(rnd.choice(string.ascii_lowercase + string.digits) for _ in range(480))
+
+    return ("User-agent: *\n" + "".join(f"Disallow: /a*{literal(i)}\n" for i in range(1_000))).encode()[:512_000]
+
+
 def _letters(n: int) -> str:
     """``n`` written with the letters a-j (product tokens have no digits)."""
     return "".join(chr(ord("a") + int(d)) for d in str(n))
@@ -125,6 +137,7 @@ def crawl_shapes() -> dict[str, tuple[bytes, list[str]]]:
             [f"/{c}/x1-1/a.php" for c in LETTERS] + [f"/{c}/{LONG}.php" for c in LETTERS],
         ),
         "500 KiB of plain prefix rules": (prefix_file(), ["/p1/x", "/p39999/x", "/p1/" + LONG, "/q"]),
+        "1,000 wildcard rules of 480-character literals": (long_literals_file(), ["/a", "/a" + LONG, "/b" + LONG]),
         "a line of 1 MB": (long_line(), ["/" + "x" * 100, "/" + LONG]),
         "500 KiB of 30,000 User-agent lines": (agents_file(), ["/x", "/" + LONG]),
     }

@@ -39,7 +39,8 @@ from .diagnostics import DiagnosticLog
 from .steps import finish
 
 #: lines (or chunks of a line and the plain Disallow lines after it) read in
-#: one step of :func:`reading`: about 1.5 ms on the slowest kind of line
+#: one step of :func:`reading`: a step's length against the number of steps
+#: (measured in docs/benchmarks_parser.md)
 STEP_LINES = 512
 #: Google's reference parser keeps at most this many bytes of a line.
 MAX_LINE_BYTES = 16_663

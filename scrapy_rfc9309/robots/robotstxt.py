@@ -44,19 +44,25 @@ _PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
 _RUN = 6  # a run of wildcard rules, see _folding()
 _MANY = 7  # a run with many distinct literals, looked up in the matcher's _LiteralIndex
 _ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
-_RUN_MIN = 4
-_STEP_RULES = 128  # rules compiled in one step of a stepped build (RobotsTxt.preparing)
-_STEP_CHARS = 4096  # or characters of their patterns, whichever comes first
-_STEP_ITEMS = 1024  # compiled rules sorted or folded in one step
-_RUN_MAX = 1024  # rules in one run (see _folding)
-_SHARE_GENERIC = 256  # more generic rules than this: their run triples are shared by all buckets
-_MANY_LITERALS = 512  # distinct literals in a run from which it is a _MANY run: below, looking for
-#: each literal in the path costs less than the path's substrings (see _LiteralIndex)
-_KEY_CHARS = 4  # the longest key of a literal (see _LiteralIndex)
 _NOTHING: dict[Any, Any] = {}  # (never written)
-_MAX_BUCKETS = 512  # compiled buckets kept per matcher
-#: RobotsTxt.prepare compiles the buckets of at least this many rules; a
-#: smaller one compiles on its first check in about 0.1 ms
+# Tuning: what each constant trades, and its measurements, are in docs/benchmarks_parser.md.
+#: characters of patterns compiled or filed in one step: a step's length against the number of steps
+_STEP_CHARS = 4096
+#: compiled rules sorted, placed or folded in one step, and the most rules in one run
+_STEP_ITEMS = 1024
+#: more generic rules than this: their run triples are made once for every bucket (a faster
+#: preparation of many buckets against a slower first check of a small file)
+_SHARE_GENERIC = 256
+#: distinct literals from which a run's are looked up by key: one pass over the path's
+#: substrings against one ``in`` per literal
+_MANY_LITERALS = 512
+#: the longest key of a literal (see _LiteralIndex): fewer literals per key against more
+#: substrings of the path to look up
+_KEY_CHARS = 4
+#: compiled buckets kept per matcher: a bound on memory (characters are many, paths use few)
+_MAX_BUCKETS = 512
+#: RobotsTxt.prepare compiles the buckets of at least this many rules (a smaller one compiles on
+#: its first check): the time and memory of a preparation against the cost of a first check
 PREPARE_LEAST = 64
 _path_of = patterns.path_of
 _wild_match = patterns.wild_match
@@ -193,8 +199,7 @@ class _Matcher:
 
     def _compiling(self, numbers: list[int], out: list[tuple[Any, ...]]) -> Generator[None, None, None]:
         """Add the items of the rules ``numbers`` to ``out``, in steps of
-        ``_STEP_RULES`` rules or ``_STEP_CHARS`` characters of patterns,
-        whichever comes first (a duplicate rule adds nothing)."""
+        about ``_STEP_CHARS`` characters of patterns (a duplicate rule adds nothing)."""
         seen: set[str] = set()
         texts = self._texts
         start, end = 0, len(numbers)
@@ -202,7 +207,7 @@ class _Matcher:
             if start:
                 yield
             stop, chars = start, 0
-            while stop < end and stop - start < _STEP_RULES and chars < _STEP_CHARS:
+            while stop < end and chars < _STEP_CHARS:
                 chars += len(texts[numbers[stop]])
                 stop += 1
             self._compile(numbers[start:stop], out, seen)
@@ -416,7 +421,7 @@ def _folding(entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex) -
     """Fold runs of wildcard rules (real files have them by the hundred, such
     as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
     path holds none of their literals; in steps of ``_STEP_ITEMS`` rules.  A
-    run holds at most ``_RUN_MAX`` rules (consecutive runs answer as one
+    run holds at most ``_STEP_ITEMS`` rules (consecutive runs answer as one
     would).  ``shared`` holds ready ``(literal, lead, rule)`` triples of the
     rules that are in every bucket."""
     out: list[Any] = []
@@ -428,7 +433,7 @@ def _folding(entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex) -
             wild = _needle(entry)
             if wild:
                 run.append(entry)
-            if run and (not wild or len(run) == _RUN_MAX):
+            if run and (not wild or len(run) == _STEP_ITEMS):
                 many = _flush(run, shared, out)
                 if many:
                     yield from index.adding(many)
@@ -445,7 +450,7 @@ def _flush(run: list[Any], shared: dict[Any, Any], out: list[Any]) -> tuple[str,
     one; the literals of a run with many of them, to file in the matcher's
     :class:`_LiteralIndex` (else none)."""
     many: tuple[str, ...] = ()
-    if len(run) >= _RUN_MIN:
+    if len(run) > 1:
         if shared:  # the generic rules' triples, made once for every bucket
             rules = tuple([shared.get(rule) or (_needle(rule), _lead(rule), rule) for rule in run])
             needles: Sequence[str] = [rule[0] for rule in rules]
@@ -470,8 +475,8 @@ class _LiteralIndex:
     short key: its rarest substring of :data:`_KEY_CHARS` characters (of its
     own length when shorter) among the literals filed in the same step.
 
-    Asking ``literal in path`` of each literal costs (literals x path): with
-    10,000 distinct literals and a 2 KB path, about 70 ms for one check.  A
+    Asking ``literal in path`` of each literal costs (literals x path): tens
+    of milliseconds for one check of a 2 KB path against 10,000 literals.  A
     literal can only be in the path if its key is, so the path's own
     substrings of each key length are looked up instead (a few times the
     path's length, once per check), and only the literals filed under them
@@ -680,7 +685,7 @@ class RobotsTxt:
 
     def preparing(self, user_agent: str, least: int = PREPARE_LEAST) -> Generator[None, None, None]:
         """:meth:`prepare` in steps: each ``next()`` does a bounded piece of
-        the work (a few hundred rules; well under 10 ms on a 500 KiB file).
+        the work (a few milliseconds at most, whatever the file).
 
         For a large file the whole takes tens of milliseconds, so a caller
         with an event loop gives the loop a turn between steps, and the first

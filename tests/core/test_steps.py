@@ -132,11 +132,10 @@ def tiny_steps(monkeypatch: pytest.MonkeyPatch):
 
     def apply() -> None:
         monkeypatch.setattr(parser, "STEP_LINES", 3)
-        monkeypatch.setattr(robotstxt, "_STEP_RULES", 2)
         monkeypatch.setattr(robotstxt, "_STEP_CHARS", 7)
         monkeypatch.setattr(robotstxt, "_STEP_ITEMS", 9)
-        monkeypatch.setattr(robotstxt, "_RUN_MAX", 4)
         monkeypatch.setattr(robotstxt, "_SHARE_GENERIC", 1)
+        monkeypatch.setattr(robotstxt, "_MANY_LITERALS", 3)  # the literal index too
 
     return apply
 
