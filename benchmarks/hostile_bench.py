@@ -346,12 +346,12 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
         await policy_of(stored)
 
     def longest_check(robots: object, urls: list[str]) -> float:
-        """The longest check among ``urls``."""
+        """The longest check among ``urls``, in process time (as the holds)."""
         worst = 0.0
         for url in urls:
-            start = time.perf_counter()
+            start = time.process_time()
             robots.check(origin + url, TOKEN)  # type: ignore[attr-defined]
-            worst = max(worst, time.perf_counter() - start)
+            worst = max(worst, time.process_time() - start)
         return worst
 
     try:
