@@ -183,9 +183,13 @@ def reading(
     diags = DiagnosticLog()
     state = _start()
     chunks = iter(_chunks(body, content_type, max_bytes, diags))
-    while _read_chunks(islice(chunks, STEP_LINES), diags, state):
+    last = 0
+    while True:
+        end = _read_chunks(islice(chunks, STEP_LINES), diags, state)
+        if end - last < STEP_LINES:  # fewer chunks than a step's (numbers only grow): the end
+            return _parsed(state, diags)
+        last = end
         yield
-    return _parsed(state, diags)
 
 
 def _chunks(
@@ -216,10 +220,10 @@ def _start() -> list[Any]:
     return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0]
 
 
-def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> bool:
+def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> int:
     """Read numbered ``chunks`` of lines and runs of plain Disallow lines,
-    from and into ``state`` (so a file can be read a piece at a time);
-    whether there was any.
+    from and into ``state`` (so a file can be read a piece at a time); the
+    number of the last chunk read (0 for none).
 
     A chunk is a line, then, after a "\\r", the values of the run of plain
     Disallow lines that follows it (without their key), "\\r"-separated.
@@ -319,7 +323,7 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
             if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
                 group.request_rate = rate
     state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped
-    return base > 0
+    return base
 
 
 def _parsed(state: list[Any], diags: DiagnosticLog) -> Parsed:
