@@ -10,7 +10,9 @@ the worst, the median and the best):
   parses a large body and compiles it for the crawler in short steps with
   the reactor getting a turn between them; the SQLite and Redis stores; then
   the checks on the reactor thread), in a fresh process running Scrapy's
-  asyncio reactor.  There a ``LoopingCall`` ticks every millisecond and
+  asyncio reactor; beside each shape, what Scrapy's built-in middleware does
+  with the same body on the reactor (decode, ``Protego.parse``, the first
+  ``can_fetch``), for comparison.  There a ``LoopingCall`` ticks every millisecond and
   records the longest time between two ticks in which the process ran (the
   gap, or the process's CPU time in it when that is shorter,
   ``time.process_time``): the longest time anything held the reactor while
@@ -287,7 +289,7 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
     #: the budget while the process ran less than half of it (not running: see _Ticks)
     descheduled: dict[str, list[tuple[float, float]]] = {}
 
-    async def held(work: Callable[[], object]) -> float:
+    async def held(work: Callable[[], object], ours: bool = True) -> float:
         """The longest hold of the reactor while ``await work()`` runs: the
         time between two ticks in which the process ran (after a full
         collection: each window starts from the same heap)."""
@@ -296,7 +298,8 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
         ticks.reset()
         await work()  # type: ignore[misc]
         await compat.sleep(0.003)  # the tick that ends the last gap
-        gc_pauses.append(ticks.gc_worst)
+        if ours:
+            gc_pauses.append(ticks.gc_worst)
         return ticks.worst_cpu
 
     def entry(body: bytes) -> RobotsEntry:
@@ -309,15 +312,16 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
     def add(name: str, value: float) -> None:
         rows.setdefault(name, []).append(value)
 
-    async def hold(name: str, work: Callable[[], object]) -> None:
-        """A row of :func:`held`; a round in which a full collection ran is
-        reported apart (a collection of the whole heap, which any allocation
-        of the process may start, is not robots.txt work)."""
-        gap = await held(work)
+    async def hold(name: str, work: Callable[[], object], ours: bool = True) -> None:
+        """A row of :func:`held`; a round of ours in which a full collection
+        ran is reported apart (a collection of the whole heap, which any
+        allocation of the process may start, is not robots.txt work).  The
+        built-in's rows keep theirs: its own allocations start them."""
+        gap = await held(work, ours)
         wall, used = ticks.worst_gap
         if wall > BUDGET and used < wall / 2:
             descheduled.setdefault(name, []).append((wall, used))
-        if ticks.gc_worst:
+        if ticks.gc_worst and ours:
             left_out.setdefault(name, []).append((gap, ticks.gc_worst))
             rows.setdefault(name, [])
         else:
@@ -341,6 +345,18 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
         work = deferToThread(lambda: service.policy_of(e, policy.unreachable).prepare(TOKEN))
         result.append(await compat.wait_for(work))
 
+    try:
+        from protego import Protego
+    except ImportError:  # pragma: no cover - Scrapy requires it
+        Protego = None  # noqa: N806
+
+    async def _builtin(e: RobotsEntry, url: str) -> None:
+        """What Scrapy's RobotsTxtMiddleware does on the reactor with a body:
+        decode, Protego.parse, then the first can_fetch."""
+        Protego.parse(e.body.decode("utf-8", "ignore")).can_fetch(origin + url, TOKEN)
+
+    builtin = _builtin if Protego is not None else None
+
     async def from_store(store: object) -> None:
         stored = await store.get(origin)  # type: ignore[attr-defined]
         await policy_of(stored)
@@ -362,6 +378,12 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
                 robots = result.pop()
                 add(f"{name}: first checks (the longest)", longest_check(robots, urls))
                 add(f"{name}: later checks (the longest)", longest_check(robots, urls))
+                if builtin is not None:
+                    await hold(
+                        f"{name}: Scrapy's built-in, for comparison (full collections included)",
+                        lambda e=e, u=urls[0]: builtin(e, u),
+                        ours=False,
+                    )
             await hold(f"{FILE}, read from SQLite: decode + parse + compile", lambda: from_store(sqlite))
             result.pop()
             if redis_store is not None:
