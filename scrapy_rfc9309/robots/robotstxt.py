@@ -154,7 +154,11 @@ class _Matcher:
                 shared.update(_triples(generic[start : start + _STEP_ITEMS]))
             self._shared = shared
             yield
-        self.buckets[""] = yield from _bucketing(list(map(_entry, generic)), self._shared, self._literals)
+        self.buckets[""] = (
+            (yield from _bucketing(list(map(_entry, generic)), self._shared, self._literals))
+            if generic
+            else ((), [], [])
+        )
 
     def _sort_rules(self) -> None:
         # Rule numbers sorted by pattern as written: the rules of bucket "a"
@@ -273,7 +277,8 @@ class _Matcher:
         items += self._moved.get(char, ())
         if items:
             items += self._generic
-            items = yield from _sorting(items)
+            if len(items) > 1:
+                items = yield from _sorting(items)
             bucket = yield from _bucketing(list(map(_entry, items)), self._shared, self._literals)
         else:
             bucket = self.buckets[""]
