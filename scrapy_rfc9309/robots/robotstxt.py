@@ -43,6 +43,7 @@ _PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
 )
 _RUN = 6  # a run of wildcard rules, see _folding()
 _MANY = 7  # a run with many distinct literals, looked up in the matcher's _LiteralIndex
+_PREFIXES = 8  # a run of plain prefix rules, see _folding()
 _ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
 _NOTHING: dict[Any, Any] = {}  # (never written)
 # Tuning: what each constant trades, and its measurements, are in docs/benchmarks_parser.md.
@@ -300,9 +301,6 @@ class _Matcher:
             if kind == _SUB:
                 if path.startswith(a) and path.find(b, n) >= 0:
                     break
-            elif kind == _PREFIX:
-                if path.startswith(a):
-                    break
             elif kind == _RUN:
                 # a: the literal each rule needs, b: the rules; most paths hold none
                 for needle in a:
@@ -312,6 +310,14 @@ class _Matcher:
                 else:
                     continue
                 if i is not None:
+                    break
+            elif kind == _PREFIX:
+                if path.startswith(a):
+                    break
+            elif kind == _PREFIXES:
+                # a: the run's prefixes, b: their rule numbers; one C-speed test for all
+                if path.startswith(a):
+                    i = b[_first_prefix(path, a)]
                     break
             elif kind == _MANY:
                 if present is None:
@@ -338,6 +344,11 @@ class _Matcher:
         if mark & 1:
             return Decision(True, _ALLOWED, Rule(True, self._texts[i], mark >> 1))
         return Decision(False, _DISALLOWED, Rule(False, self._texts[i], mark >> 1))
+
+
+def _first_prefix(path: str, prefixes: tuple[str, ...]) -> int:
+    """The index of the first of ``prefixes`` that ``path`` starts with (one does)."""
+    return next(k for k, prefix in enumerate(prefixes) if path.startswith(prefix))
 
 
 def _first_in_run(path: str, rules: tuple[tuple[str, str, tuple[Any, Any, Any, Any, int]], ...]) -> int | None:
@@ -400,8 +411,9 @@ def _bucketing(
         part = entries[start : start + _STEP_ITEMS]
         plain += [a for kind, a, _, _, _ in part if kind == _PREFIX]
         others += [e for e in part if e[0] != _PREFIX]
-    if others:  # (else there is nothing to fold)
+    if others:
         others = yield from _folding(others, shared, index)
+    if others or len(plain) > 1:  # (else there is nothing to fold)
         entries = yield from _folding(entries, shared, index)
     return tuple(plain), others, entries
 
@@ -425,29 +437,46 @@ def _triples(items: list[tuple[Any, ...]]) -> dict[Any, Any]:
 def _folding(entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex) -> Generator[None, None, list[Any]]:
     """Fold runs of wildcard rules (real files have them by the hundred, such
     as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
-    path holds none of their literals; in steps of ``_STEP_ITEMS`` rules.  A
-    run holds at most ``_STEP_ITEMS`` rules (consecutive runs answer as one
-    would).  ``shared`` holds ready ``(literal, lead, rule)`` triples of the
-    rules that are in every bucket."""
+    path holds none of their literals, and runs of plain prefix rules into
+    one entry tested with one ``str.startswith(tuple)``; in steps of
+    ``_STEP_ITEMS`` rules.  A run holds at most ``_STEP_ITEMS`` rules
+    (consecutive runs answer as one would).  ``shared`` holds ready
+    ``(literal, lead, rule)`` triples of the rules that are in every bucket."""
     out: list[Any] = []
-    run: list[Any] = []
+    run: list[Any] = []  # wildcard rules
+    plain: list[Any] = []  # plain prefix rules
     for start in range(0, len(entries), _STEP_ITEMS):
         if start:
             yield
         for entry in entries[start : start + _STEP_ITEMS]:
             wild = _needle(entry)
-            if wild:
-                run.append(entry)
+            prefix = not wild and entry[0] == _PREFIX
+            if plain and (not prefix or len(plain) == _STEP_ITEMS):
+                _flush_prefixes(plain, out)
             if run and (not wild or len(run) == _STEP_ITEMS):
                 many = _flush(run, shared, out)
                 if many:
                     yield from index.adding(many)
-            if not wild:
+            if wild:
+                run.append(entry)
+            elif prefix:
+                plain.append(entry)
+            else:
                 out.append(entry)
+    _flush_prefixes(plain, out)
     many = _flush(run, shared, out)
     if many:
         yield from index.adding(many)
     return out
+
+
+def _flush_prefixes(plain: list[Any], out: list[Any]) -> None:
+    """Add the waiting plain prefix rules to ``out``: as one run entry, or one."""
+    if len(plain) > 1:
+        out.append((_PREFIXES, tuple([e[1] for e in plain]), tuple([e[4] for e in plain]), 0, None))
+    else:
+        out.extend(plain)
+    plain.clear()
 
 
 def _flush(run: list[Any], shared: dict[Any, Any], out: list[Any]) -> tuple[str, ...]:
