@@ -101,16 +101,13 @@ async def in_steps(steps: Generator[object, None, T], budget: float) -> T:
     :mod:`scrapy_rfc9309.robots.steps`) on the reactor thread, giving the
     reactor a turn (network I/O, timers, other callbacks) whenever ``budget``
     seconds of steps have run; what the generator returns."""
-    deadline = time.perf_counter() + budget
+    from .robots.steps import Paused, run
+
     while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            value: T = done.value
+        value = run(steps, budget)
+        if not isinstance(value, Paused):
             return value
-        if time.perf_counter() >= deadline:
-            await sleep(0)
-            deadline = time.perf_counter() + budget
+        await sleep(0)
 
 
 async def resolve(host: str) -> str | None:
