@@ -120,28 +120,19 @@ class RobotsStorage(ABC):
     async def put(self, origin: str, entry: RobotsEntry) -> None:
         """Store (or replace) the entry of ``origin``."""
 
-    async def delete(self, origin: str) -> None:  # noqa: B027 - optional
-        """Forget ``origin``."""
-
     # -- for stores shared by several processes ---------------------------------
     async def claim(self, origin: str) -> Lease | None:
         """Become the one process that fetches ``origin``'s robots.txt: a
         :class:`Lease`, or None while another process holds it."""
         return Lease()
 
-    async def reserve(self, origin: str, floor: float) -> float:
-        """Reserve the next start time on ``origin`` for one request, at least
-        ``floor`` seconds after the previous reservation of any process, and
-        return the seconds to wait for it (0: go now)."""
-        return 0.0
-
     async def take_turn(self, origin: str, floor: float) -> float:
         """Start a request on ``origin`` *now* if the previous start of any
-        process (reserved, taken or noted) is at least ``floor`` seconds ago:
-        record it and return 0.  Else record nothing and return the seconds
-        until the origin is free.  Unlike :meth:`reserve`, a turn is never
-        held for a start that may come late: the caller takes it only once the
-        request can start at once, and asks again after the wait otherwise."""
+        process (taken or noted) is at least ``floor`` seconds ago: record it
+        and return 0.  Else record nothing and return the seconds until the
+        origin is free.  A turn is never held for a start that may come late:
+        the caller takes it only once the request can start at once, and asks
+        again after the wait otherwise."""
         return 0.0
 
     async def note_start(self, origin: str, floor: float) -> None:  # noqa: B027 - optional

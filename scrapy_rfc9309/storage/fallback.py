@@ -89,14 +89,6 @@ class FallbackStorage(RobotsStorage):
             return
         await self.fallback.put(origin, entry)
 
-    async def delete(self, origin: str) -> None:
-        await self.fallback.delete(origin)
-        if not self.down:
-            try:
-                await self.primary.delete(origin)
-            except StorageUnavailable as exc:
-                self._failed(exc)
-
     async def claim(self, origin: str) -> Lease | None:
         lease = await self._ask(lambda: self.primary.claim(origin))
         if not isinstance(lease, _Down):

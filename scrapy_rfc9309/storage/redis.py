@@ -18,9 +18,8 @@ Three kinds of keys, all under a prefix (``RFC9309_REDIS_PREFIX``, default
   one atomic step, either takes the turn (``now >= last + floor``: records
   ``now`` and returns 0) or returns the wait and records nothing
   (:meth:`take_turn`), so however many workers ask, their starts are at least
-  ``floor`` apart; :meth:`reserve` books the next start ``max(now, last +
-  floor)`` ahead instead.  Redis's own clock is used, so the workers' clocks
-  need not agree.
+  ``floor`` apart.  Redis's own clock is used, so the workers' clocks need
+  not agree.
 
 A resolution costs at most two round trips, one Lua script each
 (``EVALSHA``; the scripts are loaded once per connection when the server does
@@ -63,18 +62,17 @@ MAX_CONNECTIONS = 32
 #: version of the hash layout; an entry of another version is ignored
 ENTRY_VERSION = b"1"
 
-_RESERVE = """
+#: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait) or 'note'
+_PACE = """
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local gap = tonumber(ARGV[1])
 local last = tonumber(redis.call('GET', KEYS[1]) or '0')
-local start = now
-if last + gap > now then start = last + gap end
-if ARGV[2] == 'take' and start > now then return start - now end
-if ARGV[2] == 'note' then start = math.max(now, last) end
+if ARGV[2] == 'take' and last + gap > now then return last + gap - now end
+local start = math.max(now, last)
 redis.call('SET', KEYS[1], string.format('%.0f', start), 'PX', math.floor((start - now + gap) / 1000) + 1000)
-return start - now
+return 0
 """
 #: fields of the entry hash, in the order :data:`_LOOKUP` returns them
 FIELDS = ("v", "access", "status", "body", "content_type", "fetched_at", "expires_at", "url")
@@ -128,7 +126,7 @@ def _import_redis() -> Any:
 
 
 class RedisStorage(RobotsStorage):
-    """Entries, fetch leases and Crawl-delay reservations in one Redis database."""
+    """Entries, fetch leases and Crawl-delay turns in one Redis database."""
 
     shared = True
 
@@ -181,7 +179,7 @@ class RedisStorage(RobotsStorage):
             raise StorageUnavailable(f"{self.url}: {exc}") from exc
         self._client = self._aioredis.Redis(connection_pool=self._pool)
         for name, source in (
-            ("reserve", _RESERVE),
+            ("pace", _PACE),
             ("renew", _RENEW),
             ("release", _RELEASE),
             ("lookup", _LOOKUP),
@@ -284,9 +282,6 @@ class RedisStorage(RobotsStorage):
         if lease is not None and not token:
             await lease.release()
 
-    async def delete(self, origin: str) -> None:
-        await self._guard(self._redis().delete(self._key("robots", origin)))
-
     # -- the fetch lease -----------------------------------------------------------------
     async def claim(self, origin: str) -> Lease | None:
         key = self._key("lock", origin)
@@ -323,16 +318,12 @@ class RedisStorage(RobotsStorage):
                     )
 
     # -- Crawl-delay across workers ----------------------------------------------------------
-    async def reserve(self, origin: str, floor: float) -> float:
-        micros = await self._run_script("reserve", self._key("pace", origin), int(floor * 1_000_000), "reserve")
-        return max(0, int(micros)) / 1_000_000
-
     async def take_turn(self, origin: str, floor: float) -> float:
-        micros = await self._run_script("reserve", self._key("pace", origin), int(floor * 1_000_000), "take")
+        micros = await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "take")
         return max(0, int(micros)) / 1_000_000
 
     async def note_start(self, origin: str, floor: float) -> None:
-        await self._run_script("reserve", self._key("pace", origin), int(floor * 1_000_000), "note")
+        await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "note")
 
     # -- helpers -------------------------------------------------------------------------
     def _key(self, kind: str, origin: str) -> str:

@@ -94,8 +94,8 @@ class SqliteStorage(RobotsStorage):
         self._index: set[str] | None = None
         #: the file's ``PRAGMA data_version`` as last seen: it changes when another connection writes
         self._data_version: int | None = None
-        #: writes waiting for their batch (None: a delete), and what their callers await
-        self._writes: dict[str, RobotsEntry | None] = {}
+        #: writes waiting for their batch, and what their callers await
+        self._writes: dict[str, RobotsEntry] = {}
         self._batch: asyncio.Future[None] | None = None
         self._flush_timer: asyncio.TimerHandle | None = None
         self._flushing: set[asyncio.Future[None]] = set()
@@ -126,17 +126,11 @@ class SqliteStorage(RobotsStorage):
     async def put(self, origin: str, entry: RobotsEntry) -> None:
         await self._write(origin, entry)
 
-    async def delete(self, origin: str) -> None:
-        await self._write(origin, None)
-
     # -- batched writes --------------------------------------------------------------------
-    async def _write(self, origin: str, entry: RobotsEntry | None) -> None:
-        """Write (or delete, ``entry`` None) with the batch; return once written."""
+    async def _write(self, origin: str, entry: RobotsEntry) -> None:
+        """Write with the batch; return once written."""
         if self._index is not None:
-            if entry is None:
-                self._index.discard(origin)
-            else:
-                self._index.add(origin)
+            self._index.add(origin)
         loop = self._loop()
         if loop is None:
             self._apply({origin: entry})
@@ -274,14 +268,12 @@ class SqliteStorage(RobotsStorage):
         access, status, body, content_type, fetched_at, expires_at, url = row
         return RobotsEntry(access, status, bytes(body), content_type, fetched_at, expires_at, url)
 
-    def _apply(self, writes: dict[str, RobotsEntry | None]) -> None:
-        """Write a batch (None: delete) in one transaction."""
+    def _apply(self, writes: dict[str, RobotsEntry]) -> None:
+        """Write a batch in one transaction."""
         rows = [
             (origin, e.access, e.status, e.body, e.content_type, e.fetched_at, e.expires_at, e.url)
             for origin, e in writes.items()
-            if e is not None
         ]
-        gone = [(origin,) for origin, e in writes.items() if e is None]
         conn = self._connection()
         try:
             conn.execute("BEGIN")
@@ -289,8 +281,6 @@ class SqliteStorage(RobotsStorage):
                 conn.executemany(
                     f"INSERT OR REPLACE INTO robots (origin, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows
                 )
-            if gone:
-                conn.executemany("DELETE FROM robots WHERE origin = ?", gone)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if conn.in_transaction:

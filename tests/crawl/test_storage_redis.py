@@ -3,7 +3,7 @@
 * three worker *processes* crawl one origin through one Redis: one robots.txt
   fetch in all, and the server sees the workers' requests, taken together, at
   least the Crawl-delay apart;
-* the store's own guarantees: the fetch lease, atomic time-slot reservations,
+* the store's own guarantees: the fetch lease, atomic Crawl-delay turns,
   retention and the key prefix;
 * faults: Redis unreachable at start-up stops the crawl with a clear error;
   Redis killed mid-crawl loses no request; a lease holder that died is waited
@@ -130,7 +130,7 @@ def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server
 
 # -- the store itself ------------------------------------------------------------------------
 @pytest_twisted.ensureDeferred
-async def test_reservations_are_atomic_and_spaced_across_clients(redis_server):
+async def test_turns_are_atomic_across_clients(redis_server):
     async def scenario() -> None:
         one = RedisStorage(redis_server.url, prefix="r:")
         two = RedisStorage(redis_server.url, prefix="r:")
@@ -138,20 +138,14 @@ async def test_reservations_are_atomic_and_spaced_across_clients(redis_server):
         await two.open()
         try:
             origin = "http://example.com:80"
-            gap = 0.25
-            began = time.monotonic()
-            waits = await asyncio.gather(*[(one if i % 2 else two).reserve(origin, gap) for i in range(12)])
-            burst = time.monotonic() - began + 0.005
-            # one start per slot, `gap` apart, whichever client asked.  Each wait
-            # is counted from its own call, and the calls came within `burst`:
-            waits.sort()
-            assert waits[0] <= burst, waits
-            steps = [b - a for a, b in zip(waits, waits[1:])]
-            assert all(gap - burst <= step <= gap + 1e-6 for step in steps), (steps, burst)
-            assert waits[-1] >= 11 * gap - burst, waits
-            # a robots.txt fetch noted on an idle origin pushes the next start a floor away
-            await one.note_start("http://other.example:80", 0.5)
-            assert 0.45 < await two.reserve("http://other.example:80", 0.5) <= 0.5
+            gap = 0.5
+            # twelve asks at once from two clients: one turn taken, the others told to wait
+            waits = await asyncio.gather(*[(one if i % 2 else two).take_turn(origin, gap) for i in range(12)])
+            assert sorted(waits)[0] == 0 and sum(1 for w in waits if w == 0) == 1, waits
+            assert all(0 < w <= gap for w in waits if w), waits
+            # a robots.txt fetch noted on an idle origin makes the next turn wait a floor
+            await one.note_start("http://other.example:80", gap)
+            assert 0.4 < await two.take_turn("http://other.example:80", gap) <= gap
         finally:
             await one.close()
             await two.close()
@@ -215,13 +209,15 @@ async def test_entries_round_trip_with_retention_and_prefix(redis_server):
             old = RobotsEntry("success", 200, b"", None, now - 31 * 86_400, now - 30 * 86_400, "")
             await store.put("http://c:80", old)
             assert await store.get("http://c:80") is None
-            await store.reserve("http://a:80", 1.0)
-            await store.delete("http://b:80")
-            assert await store.get("http://b:80") is None
+            await store.take_turn("http://a:80", 1.0)
 
             client = redis_server.client()
             keys = sorted(k.decode() for k in client.keys("*"))
-            assert keys == ["myproject:robots:pace:http://a:80", "myproject:robots:robots:http://a:80"]
+            assert keys == [
+                "myproject:robots:pace:http://a:80",
+                "myproject:robots:robots:http://a:80",
+                "myproject:robots:robots:http://b:80",
+            ]
             # kept while the copy may stand in for an unreachable file: 30 days after the fetch
             ttl = client.pttl("myproject:robots:robots:http://a:80") / 1000
             assert 29.9 * 86_400 < ttl <= 30 * 86_400 + 1
