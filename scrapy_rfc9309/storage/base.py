@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: RFC 9309 section 2.3.1.4: a stored copy may stand in for an unreachable
@@ -52,6 +53,12 @@ class StorageUnavailable(Exception):
     into a start-up error, or, mid-crawl, into a fallback to memory."""
 
 
+class StorageBusy(StorageUnavailable):
+    """The store is there, but another process holds it (a SQLite file under
+    another process's lock).  At start-up the crawl does not stop for it: it
+    starts on the in-process fallback and tries the store again later."""
+
+
 @dataclass(frozen=True)
 class RobotsEntry:
     """One origin's robots.txt result, as a backend keeps it."""
@@ -68,6 +75,9 @@ class RobotsEntry:
     expires_at: float = 0.0
     #: the URL the body finally came from (after redirects)
     url: str = ""
+    #: a stored copy standing in for an unreachable robots.txt (RFC 9309 section
+    #: 2.3.1.4): when the unreachable fetch was made (None: not a stand-in)
+    checked_at: float | None = None
 
     def is_fresh(self, now: float | None = None) -> bool:
         return (time.time() if now is None else now) < self.expires_at
@@ -105,6 +115,9 @@ class RobotsStorage(ABC):
     shared: bool = False
     #: seconds to go on without the store after it failed, before trying it again
     retry_after: float = RETRY_AFTER
+    #: called with a stats key (under ``rfc9309/``) for each thing the store counts,
+    #: e.g. ``storage/invalid_entries``; the crawl's :class:`~.fallback.FallbackStorage` sets it
+    count: Callable[[str], None] = staticmethod(lambda key: None)
 
     async def open(self) -> None:  # noqa: B027 - optional hook
         """Connect, create tables... (nothing for the memory backend)."""

@@ -28,7 +28,7 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
-from scrapy_rfc9309.storage import RobotsEntry
+from scrapy_rfc9309.storage import RobotsEntry, entries
 from scrapy_rfc9309.storage.redis import RedisStorage
 
 from .harness import Req, check_accounting, crawl
@@ -213,7 +213,9 @@ async def test_entries_round_trip_with_retention_and_prefix(redis_server):
 
             client = redis_server.client()
             keys = sorted(k.decode() for k in client.keys("*"))
+            body = entries.digest_of(entry.body).hex()
             assert keys == [
+                f"myproject:robots:body:{body}",
                 "myproject:robots:pace:http://a:80",
                 "myproject:robots:robots:http://a:80",
                 "myproject:robots:robots:http://b:80",
@@ -459,10 +461,11 @@ async def test_a_resolution_costs_two_round_trips_and_a_stored_entry_one(redis_s
     # what the client sent: one script call per step, no other command per origin
     assert first_cost["evalsha"] == 2 * ORIGINS, first_cost
     assert second_cost["evalsha"] == ORIGINS, second_cost
-    per_origin = {"evalsha", "hmget", "set", "hset", "pexpire", "get", "del"}
+    per_origin = {"evalsha", "set", "pttl", "get", "del"}
     for cost in (first_cost, second_cost):
         assert set(cost) <= per_origin | PER_CONNECTION, cost
-    # inside the scripts: read, claim; write and its expiry, compare and free the lease
-    assert first_cost == {**first_cost, "hmget": ORIGINS, "set": ORIGINS, "hset": ORIGINS, "pexpire": ORIGINS}
-    assert first_cost.get("del", 0) == ORIGINS and first_cost.get("get", 0) == ORIGINS  # the lease's key
-    assert second_cost.get("hmget") == ORIGINS and "hset" not in second_cost and "set" not in second_cost
+    # inside the scripts: read the entry, claim; write the entry, the body's expiry and the
+    # body (one key for the eight origins' identical file, written by each), compare and free the lease
+    assert first_cost == {**first_cost, "set": 3 * ORIGINS, "pttl": ORIGINS, "get": 2 * ORIGINS, "del": ORIGINS}
+    # a fresh entry: read it and its body
+    assert second_cost.get("get") == 2 * ORIGINS and "set" not in second_cost and "del" not in second_cost

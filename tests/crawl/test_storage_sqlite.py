@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 import pytest_twisted
+
+from scrapy_rfc9309.storage import entries
 
 from .harness import Req, check_accounting, crawl
 from .servers import Reply, robots
@@ -28,16 +32,26 @@ def sqlite_url(path: Path) -> str:
 
 
 def rows(db: Path) -> dict[str, dict]:
+    """Every entry the file holds, decoded, by origin."""
     with sqlite3.connect(db) as conn:
-        conn.row_factory = sqlite3.Row
-        return {row["origin"]: dict(row) for row in conn.execute("SELECT * FROM robots")}
+        found = conn.execute(
+            "SELECT e.origin, e.entry, b.body FROM entries e LEFT JOIN bodies b ON b.digest = e.digest"
+        ).fetchall()
+    return {origin: asdict(entries.decode(origin, data, body, time.time())) for origin, data, body in found}
 
 
 def age(db: Path, seconds: float) -> None:
     """Make every stored entry ``seconds`` older."""
     conn = sqlite3.connect(db)
     with conn:
-        conn.execute("UPDATE robots SET fetched_at = fetched_at - ?, expires_at = expires_at - ?", (seconds, seconds))
+        for origin, data in conn.execute("SELECT origin, entry FROM entries").fetchall():
+            head = entries._HEAD
+            version, access, status, fetched_at, expires_at, flags = head.unpack_from(data)
+            older = head.pack(version, access, status, fetched_at - seconds, expires_at - seconds, flags)
+            conn.execute(
+                "UPDATE entries SET entry = ?, keep_until = keep_until - ? WHERE origin = ?",
+                (older + data[head.size :], seconds, origin),
+            )
     conn.close()
 
 
