@@ -297,8 +297,8 @@ class SqliteStorage(RobotsStorage):
                 self._conn = self._connect()
             except _Corrupt as again:  # pragma: no cover - a fresh file is never corrupt
                 raise StorageUnavailable(f"{self.url}: {again}") from again
-        self._tidy()
         self._conn.execute(f"PRAGMA busy_timeout = {int(WRITE_BUSY_SECONDS * 1000)}")
+        self._tidy()
         self._ready = True
         if not self.threaded or self._loop_less():
             return None
