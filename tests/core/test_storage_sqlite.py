@@ -268,3 +268,26 @@ def test_a_failed_batch_reaches_every_caller_as_storage_unavailable(tmp_path):
         await store.close()
 
     in_loop(go)
+
+
+def test_the_index_is_only_dropped_on_the_loop_thread(tmp_path):
+    """The worker thread that sees another connection's write only notes it;
+    the loop thread drops the index at its next lookup (before, the worker
+    set it to None while the loop was reading it)."""
+    path = str(tmp_path / "robots.sqlite")
+
+    async def go() -> None:
+        ours = SqliteStorage(path)
+        await ours.open()
+        index = ours._index
+        assert index is not None
+        theirs = opened(path)
+        run(theirs.put("http://theirs:80", entry(body=b"theirs")))
+        run(theirs.close())
+        await ours.put("http://ours:80", entry(body=b"ours"))  # the writer thread sees the change
+        assert ours._index is index and ours._written_elsewhere
+        found = await ours.get("http://theirs:80")  # the loop drops the index, reads the file
+        assert found is not None and found.body == b"theirs" and ours._index is None
+        await ours.close()
+
+    in_loop(go)
