@@ -19,6 +19,7 @@ import select
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -469,3 +470,36 @@ async def test_a_resolution_costs_two_round_trips_and_a_stored_entry_one(redis_s
     assert first_cost == {**first_cost, "set": 3 * ORIGINS, "pttl": ORIGINS, "get": 2 * ORIGINS, "del": ORIGINS}
     # a fresh entry: read it and its body
     assert second_cost.get("get") == 2 * ORIGINS and "set" not in second_cost and "del" not in second_cost
+
+
+@pytest_twisted.ensureDeferred
+async def test_bodies_kept_apart_from_their_origins_keys(redis_server):
+    """On a Redis Cluster a body's key is on another node than its origin's:
+    the store writes it with a command of its own in the same pipeline, and
+    reads it after the entry.  Here on one server, with the same layout: one
+    body key for two origins serving one file, and both read back."""
+
+    async def scenario() -> None:
+        store = RedisStorage(redis_server.url, prefix="apart:")
+        store.bodies_apart = True
+        await store.open()
+        try:
+            now = time.time()
+            entry = RobotsEntry("success", 200, b"User-agent: *\nDisallow: /x\n", "text/plain", now, now + 60, "")
+            before = command_counts(redis_server)
+            await store.store("http://a:80", entry, await store.claim("http://a:80"))
+            await store.put("http://b:80", replace(entry, url="http://b:80/robots.txt"))
+            cost = spent(before, command_counts(redis_server))
+            # per store: the body's script and the entry's, one pipeline (one round trip)
+            assert cost["evalsha"] == 2 * 2 + 1, cost  # + the claim
+            client = redis_server.client()
+            assert len(client.keys("apart:body:*")) == 1
+            before = command_counts(redis_server)
+            found, lease = await store.lookup("http://a:80", time.time())
+            assert lease is None and found == entry
+            assert spent(before, command_counts(redis_server)).get("evalsha") == 1  # then a GET of the body
+            assert await store.get("http://b:80") == replace(entry, url="http://b:80/robots.txt")
+        finally:
+            await store.close()
+
+    await in_task(scenario())
