@@ -6,7 +6,9 @@ touches the request) by their ``DOWNLOADER_MIDDLEWARES`` entries, and enables
 the Crawl-delay extension.  It leaves ``ROBOTSTXT_OBEY`` to the user, where it
 keeps its Scrapy meaning: set to False (project, spider ``custom_settings``,
 ``-s ROBOTSTXT_OBEY=False``) it turns robots.txt handling off, ours included.
-``RFC9309_ENABLED = False`` turns the plugin off too.
+``RFC9309_ENABLED = False`` turns the plugin off and gives Scrapy's own
+RobotsTxtMiddleware back (it obeys robots.txt when ``ROBOTSTXT_OBEY`` is true,
+as without the add-on); one INFO line at start-up says which one runs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,20 @@ class Addon:
         from .middleware import RobotsTxtMiddleware
         from .throttle import CrawlDelayExtension
 
-        compat.disable_component(settings, "DOWNLOADER_MIDDLEWARES", BuiltinMiddleware)
+        if _enabled(settings):
+            compat.disable_component(settings, "DOWNLOADER_MIDDLEWARES", BuiltinMiddleware)
+        # else Scrapy's own stays; ours is NotConfigured and says so (lifecycle.rfc9309_settings)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, MIDDLEWARE_PRIORITY)
         settings.set_in_component_priority_dict("EXTENSIONS", CrawlDelayExtension, EXTENSION_PRIORITY)
+
+
+def _enabled(settings: BaseSettings) -> bool:
+    """``RFC9309_ENABLED`` as the plugin reads it; a bad value counts as on (the
+    plugin refuses it at start-up, naming the setting)."""
+    from .settings import DEFAULTS, _bool
+
+    value = settings.get("RFC9309_ENABLED")
+    try:
+        return _bool(DEFAULTS["RFC9309_ENABLED"] if value is None else value, "RFC9309_ENABLED")
+    except ValueError:
+        return True

@@ -40,7 +40,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -111,6 +111,21 @@ async def in_steps(steps: Generator[object, None, T], budget: float) -> T:
             deadline = time.perf_counter() + budget
 
 
+async def resolve(host: str) -> str | None:
+    """The IPv4 address the crawl's resolver (Scrapy's ``DNS_RESOLVER``, cached)
+    gives ``host``; None when it gives none (the download then says why)."""
+    from twisted.internet import reactor
+
+    clock: Any = reactor
+    try:
+        address: str = await maybe_deferred_to_future(clock.resolve(host))
+    except CancelledError:
+        raise  # the crawl is closing
+    except Exception:  # DNSLookupError, a timeout: the download will meet it too
+        return None
+    return address
+
+
 def every(seconds: float, func: Callable[[], object]) -> Any:
     """Call ``func`` every ``seconds`` (first call after one period); ``.stop()``."""
     from twisted.internet.task import LoopingCall
@@ -156,6 +171,41 @@ def close_at_open(crawler: Crawler, reason: str) -> None:
             engine.close_spider(crawler.spider, reason=reason)
 
     clock.callLater(0, close_when_running)
+
+
+def close_spider(crawler: Crawler, reason: str) -> None:
+    """Close a running crawl now with ``reason`` as its finish reason (requests
+    in the downloader end; nothing new is taken from the scheduler)."""
+    engine = crawler.engine
+    if engine is None or crawler.spider is None or engine_closing(crawler):
+        return
+    if hasattr(engine, "close_spider_async"):  # 2.14+
+        spawn(engine.close_spider_async(reason=reason))
+    else:  # pragma: no cover - 2.13
+        engine.close_spider(crawler.spider, reason=reason)
+
+
+def fail_exit_status(crawler: Crawler) -> None:
+    """Make ``scrapy crawl`` (and ``runspider``) exit with status 1 when this crawl ends.
+
+    A finish reason never changes the exit status: Scrapy's commands exit
+    with 1 only when ``CrawlerProcess.bootstrap_failed`` is set, which it
+    sets when ``Crawler.crawl()`` raises or when the crawler has no
+    ``spider`` once it ended (``bootstrap_failed |= not crawler.spider``,
+    the same from 2.13 to 2.19, Twisted and asyncio runners alike).  So the
+    crawler's ``spider`` is cleared once the crawl has ended: at
+    ``engine_stopped`` (after the stats were kept and dumped); and when the
+    engine does not run (a crawl refused while opening, which never sends
+    ``engine_stopped``; or one already stopping), at ``spider_closed`` too.
+    A script's ``crawler.spider`` is then None after a failed crawl."""
+    engine = crawler.engine
+
+    def clear(*args: Any, **kwargs: Any) -> None:
+        crawler.spider = None
+
+    crawler.signals.connect(clear, signal=signals.engine_stopped, weak=False)
+    if engine is None or not engine.running:
+        crawler.signals.connect(clear, signal=signals.spider_closed, weak=False)
 
 
 def engine_closing(crawler: Crawler) -> bool:
@@ -206,6 +256,18 @@ def request_method(method: Callable[..., Any]) -> Any:
         return method(self, request)
 
     return process_request
+
+
+def response_method(method: Callable[..., Any]) -> Any:
+    """:func:`request_method` for ``process_response(self, request, response)``."""
+    if not _PASSES_SPIDER:
+        return method
+
+    @functools.wraps(method)
+    def process_response(self: Any, request: Request, response: Any, spider: Any = None) -> Any:  # pragma: no cover
+        return method(self, request, response)
+
+    return process_response
 
 
 async def send_async(crawler: Crawler, signal: object, **kwargs: Any) -> None:

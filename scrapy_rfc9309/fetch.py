@@ -25,6 +25,12 @@ off:
 * ``download_fail_on_dataloss``: a body cut by the network is unreachable, not
   a shorter file (a lost tail could hold a Disallow).
 
+Redirects stay on the public network: for a public origin, a redirect to an
+internal address (an IP literal, or a name the crawl's resolver puts inside)
+is not asked, and an answer whose connection went to an internal address
+(``response.ip_address``) is not used; the fetch ends unavailable, as for any
+redirect that cannot be followed (:mod:`.addresses`, docs/middleware.md).
+
 Compression: Scrapy's HttpCompressionMiddleware decodes with
 ``download_maxsize`` as the limit and *fails* the response when the decoded
 body is larger.  So a ``response_downloaded`` handler, which runs before any
@@ -45,11 +51,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import StopDownload
+from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from twisted.internet.defer import CancelledError
 
 from . import compat
+from .addresses import AddressPolicy, ip_literal
 from .origins import robots_url
 from .robots.access import Access, classify_error, classify_status, freshness
 
@@ -71,6 +78,9 @@ SLACK_BYTES = 65_536
 COUNT_LIMIT = 64 * 1024 * 1024
 #: meta keys of the page request that choose the network path; copied to the fetch
 PATH_META_KEYS = ("proxy", "bindaddress")
+#: why a public origin's fetch ended as unavailable (scrapy_rfc9309.addresses)
+INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
+INWARD_ORIGIN_NOTE = "its answer came from an internal address, not used for a public origin"
 
 
 class ContentDecodingError(Exception):
@@ -130,6 +140,19 @@ class FetchResult:
     def redirects(self) -> int:
         return len(self.classes) - 1
 
+    def scrapy_stats(self) -> list[str]:
+        """The ``robotstxt/*`` stats Scrapy's own middleware writes for this
+        fetch, with its meaning: one request; a response and its final status
+        when one came (redirects are followed here, as Scrapy's RedirectMiddleware
+        would); the exception's class as Scrapy writes it (``<class '...'>``)
+        when one was raised, except ``IgnoreRequest``, which Scrapy does not count."""
+        keys = ["robotstxt/request_count"]
+        if self.status is not None:
+            keys += ["robotstxt/response_count", f"robotstxt/response_status_count/{self.status}"]
+        if self.error is not None and not isinstance(self.error, IgnoreRequest):
+            keys.append(f"robotstxt/exception_count/{type(self.error)}")
+        return keys
+
 
 class RobotsFetcher:
     """Fetches robots.txt files; one instance per crawler."""
@@ -140,6 +163,8 @@ class RobotsFetcher:
         #: robots.txt downloads in flight; the signal handlers are connected only
         #: while there are any, so pages pay no receiver when no fetch runs
         self._in_flight = 0
+        #: internal addresses and private origins (RFC9309_INTERNAL_NETWORKS)
+        self.addresses = AddressPolicy(settings.internal_networks)
 
     async def fetch(self, origin: str, trigger: Request | None = None) -> FetchResult:
         """Fetch ``origin``'s robots.txt, following redirects.  Never raises
@@ -156,8 +181,15 @@ class RobotsFetcher:
         classes: list[str] = []
         limit = self.settings.max_redirects
         status: int | None = None
+        # a public origin's robots.txt is used only from public addresses (scrapy_rfc9309.addresses)
+        guard = (
+            None if self.settings.allow_private_redirects or self.addresses.private_origin(origin) else self.addresses
+        )
         for hop in range(limit + 1):
             chain.append(url)
+            if hop and guard is not None and await self._leads_inward(guard, url):
+                classes[-1] = "3xx_unfollowable"
+                return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
             try:
                 request = self._request(url, trigger)
             except ValueError:
@@ -183,6 +215,13 @@ class RobotsFetcher:
             except Exception as exc:  # not the network: a middleware's bug, a URL filter ...
                 classes.append(f"error/internal/{type(exc).__name__}")
                 return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
+            if guard is not None and _answered_inward(guard, request, response):
+                # nothing of the internal answer is kept: not its status, headers or body
+                if hop:
+                    classes[-1] = "3xx_unfollowable"
+                    return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
+                classes.append("internal_address")
+                return FetchResult(Access.UNAVAILABLE, None, url, classes, note=INWARD_ORIGIN_NOTE)
             access, name = classify_status(response.status)
             status = response.status
             if access is Access.REDIRECT:
@@ -212,6 +251,18 @@ class RobotsFetcher:
         raise AssertionError("unreachable: the loop returns on its last hop")  # pragma: no cover
 
     # -- one hop --------------------------------------------------------------
+    async def _leads_inward(self, guard: AddressPolicy, url: str) -> bool:
+        """Whether a redirect target is internal before any connection: an IP
+        literal at once, a host name by what the crawl's resolver answers (a
+        lookup that fails is left to the download, checked again after it)."""
+        if guard.internal_literal(url):
+            return True
+        host = urlsplit(url).hostname
+        if not host or ip_literal(host) is not None:
+            return False
+        address = await compat.resolve(host)
+        return address is not None and guard.internal(address)
+
     def _request(self, url: str, trigger: Request | None) -> Request:
         meta: dict[str, Any] = {
             FETCH_META_KEY: _Transfer(self, self.settings.max_bytes + SLACK_BYTES),
@@ -307,6 +358,17 @@ def _fresh_for(response: Response) -> float | None:
     )
 
 
+def _answered_inward(guard: AddressPolicy, request: Request, response: Response) -> bool:
+    """Whether the answer came from an internal address: the address the
+    download connected to (``response.ip_address``).  Through a proxy that
+    address is the proxy's, and where the proxy connected is not known: not
+    checked then (a redirect to an IP literal still is, before it is asked)."""
+    address = getattr(response, "ip_address", None)
+    if address is None or request.meta.get("proxy"):
+        return False
+    return guard.internal(address)
+
+
 def _location(response: Response) -> str | None:
     location = response.headers.get("Location")
     if not location:
@@ -319,6 +381,8 @@ def _location(response: Response) -> str | None:
         return None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         return None  # never follow robots.txt to file:, data:, ftp: ..., nor to no host
+    if "@" in parts.netloc:
+        return None  # credentials chosen by the server: Scrapy cannot send them, and they must not be logged
     return target
 
 

@@ -19,21 +19,25 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from . import compat
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
+from .lifecycle import held_requests, rfc9309_settings, robots_service
+from .masking import mask_url
 from .origins import origin_of_request
 from .robots import Verdict
 from .robots.access import Access
 from .robots.text import shorten
+from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED
 from .service import STATS, Known, NotResolved
+from .settings import usage_purposes
 from .slots import seconds_until_free
 from .useragent import derive_tokens
-from .wiring import held_requests, rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
     # typing.Self requires Python 3.11
     from typing_extensions import Self
@@ -43,15 +47,26 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 META_USER_AGENT = "robotstxt_user_agent"
+#: a request's own declared purposes (usage categories), overriding RFC9309_USAGE
+META_USAGE = "rfc9309_usage"
 _ALLOWED = {v: f"requests/allowed/{v.value}" for v in Verdict}
 _DENIED = {v: f"requests/denied/{v.value}" for v in Verdict}
 DROPPED_CLOSING = "requests/dropped/spider_closing"
+#: Scrapy's own stat for every request robots.txt drops, counted beside ours
+FORBIDDEN = "robotstxt/forbidden"
 
 
 class RobotsTxtMiddleware:
     """RFC 9309 robots.txt for Scrapy; replaces Scrapy's RobotsTxtMiddleware."""
 
-    def __init__(self, crawler: Crawler, settings: Rfc9309Settings) -> None:
+    def __init__(self, crawler: Crawler, settings: Rfc9309Settings | None = None) -> None:
+        """``RobotsTxtMiddleware(crawler)``, Scrapy's constructor, works too;
+        ``NotConfigured`` when the plugin is off in this crawl."""
+        if settings is None:
+            settings = rfc9309_settings(crawler)
+            if not settings.enabled:
+                raise NotConfigured  # said once, at INFO, by rfc9309_settings
+            _announce_settings(crawler, settings)
         self.crawler = crawler
         self.settings = settings
         self.service = service = robots_service(crawler)
@@ -67,16 +82,7 @@ class RobotsTxtMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = rfc9309_settings(crawler)
-        if not settings.enabled:
-            raise NotConfigured  # said once, at INFO, by rfc9309_settings
-        logger.info(
-            "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
-            "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
-            settings.user_agent_source, settings.unreachable, settings.cache_seconds,
-            settings.cache_max_origins, extra={"spider": crawler.spider},
-        )  # fmt: skip
-        return cls(crawler, settings)
+        return cls(crawler)
 
     # -- the decision ----------------------------------------------------------
     @compat.request_method  # the spider argument of Scrapy 2.13
@@ -93,11 +99,14 @@ class RobotsTxtMiddleware:
         policy = self.settings.for_origin(origin)
         if meta.get("dont_obey_robotstxt") or not policy.obey:
             counts.inc(_ALLOWED[Verdict.ALLOWED_NOT_OBEYED])
-            meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, policy.user_agents)
+            meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, policy.user_agents, UNKNOWN)
             return None
         tokens = policy.user_agents
         if meta.get(META_USER_AGENT):
-            tokens = self._request_tokens(request, origin)
+            tokens = self._request_tokens(request, origin, meta[META_USER_AGENT], META_USER_AGENT)
+        elif policy.from_user_agent and request.headers and (header := request.headers.get(b"User-Agent")):
+            # (most requests have no header yet here: UserAgentMiddleware comes later)
+            tokens = self._request_tokens(request, origin, header, "User-Agent header")
 
         known = self.service.fresh(origin)
         if known is not None:
@@ -123,31 +132,112 @@ class RobotsTxtMiddleware:
 
     def _decide(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Verdict:
         """Count an allowed request and give it its provenance
-        (``meta["rfc9309"]``); raise ``IgnoreRequest`` for a denied one.  With
-        several tokens every one must allow; a denial names the token."""
+        (``meta["rfc9309"]``, with the usage preferences robots.txt states for
+        it); raise ``IgnoreRequest`` for a denied one, or for one whose
+        preferences disallow a declared purpose.  With several tokens every
+        one must allow; a denial names the token."""
         if len(tokens) == 1:
             token = tokens[0]
             decision = known.robots.check(request.url, token)
         else:
             decision, token = decide_all(known.robots, request.url, tokens)
+        usage = usage_for(known.robots, request.url, tokens) if decision.allowed else UNKNOWN
         if self.recorder.active:
-            self.recorder.decided(request.url, origin, known, decision, token)
+            self.recorder.decided(request.url, origin, known, decision, token, usage)
         if decision.allowed:
             self._counts.inc(_ALLOWED[decision.verdict])
-            request.meta[META_KEY] = provenance(known, decision, tokens)
+            request.meta[META_KEY] = provenance(known, decision, tokens, usage)
+            if usage or META_USAGE in request.meta:  # (a bad meta value is refused at once)
+                purposes = self._purposes(request, origin)
+                denied = usage.denies(purposes) if purposes else None
+                if denied is not None:
+                    self._deny_usage(request, origin, known, token, *denied)
             return decision.verdict
         self._counts.inc(_DENIED[decision.verdict])
+        self._counts.inc_scrapy(FORBIDDEN)
         self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
 
-    def _request_tokens(self, request: Request, origin: str) -> tuple[str, ...]:
-        """The tokens of the ``robotstxt_user_agent`` meta key (a string or a list);
-        a value naming no valid token is a logged denial."""
-        value = request.meta[META_USER_AGENT]
+    # -- AI usage preferences ----------------------------------------------------------
+    def _purposes(self, request: Request, origin: str) -> tuple[str, ...]:
+        """The declared purposes of ``request``: its ``rfc9309_usage`` meta key,
+        else its origin's (RFC9309_ORIGINS), else the crawl's RFC9309_USAGE."""
+        value = request.meta.get(META_USAGE)
+        if value is None:
+            return self.settings.for_origin(origin).usage
+        try:
+            return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)
+        except (ValueError, TypeError) as exc:
+            message = f"Forbidden by usage preferences: invalid {META_USAGE} ({shorten(exc)})"
+            self._counts.inc("usage/denied/invalid_purpose")
+            self._drop(request, message)
+
+    def _deny_usage(
+        self,
+        request: Request,
+        origin: str,
+        known: Known | None,
+        token: str | None,
+        label: str,
+        sources: tuple[Any, ...],
+    ) -> NoReturn:
+        """robots.txt disallows ``label``, a declared purpose: not downloaded."""
+        where = "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
+        self._counts.inc(f"usage/denied/{label}")
+        if self.recorder.active:
+            self.recorder.usage_decided(request.url, origin, known, token, "denied", "robots.txt", label, sources)
+        self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {where}")
+
+    @compat.response_method  # the spider argument of Scrapy 2.13
+    def process_response(self, request: Request, response: Response) -> Response:
+        """Add the response's ``Content-Usage`` header to the preferences in its
+        provenance; drop or mark a response whose preferences disallow a
+        declared purpose (RFC9309_USAGE_HEADER), or leave one unknown when
+        RFC9309_USAGE_UNKNOWN is "deny"."""
+        meta = request.meta
+        prov = meta.get(META_KEY)
+        if prov is None or FETCH_META_KEY in meta:
+            return response
+        header = response.headers.getlist(b"Content-Usage")
+        unknown_denies = self.settings.usage_unknown_denies
+        if not header and not unknown_denies:
+            return response  # the common case: nothing more to say
+        usage = from_header(header) if header else UNKNOWN
+        stated = prov.get("usage")  # robots.txt's, given at request time
+        if stated is not None:
+            usage = Usage.from_dict(stated).combine(usage)
+        origin = origin_of_request(request)
+        if header:
+            prov["usage"] = usage.to_dict()
+            if self.recorder.allowed_records:
+                self.recorder.response_usage(request.url, origin or "", prov["usage"])
+        purposes = self._purposes(request, origin) if origin is not None else ()
+        denied = usage.denies(purposes, unknown_denies) if purposes else None
+        if denied is None:
+            return response
+        label, sources = denied
+        where = "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
+        action = "marked" if self.settings.usage_header == "mark" else "dropped"
+        self._counts.inc(f"usage/{action}/{label}")
+        if self.recorder.active:
+            stage = "header" if any(s.origin == "header" for s in sources) else "unknown"
+            self.recorder.usage_decided(request.url, origin or "", None, None, action, stage, label, sources)
+        message = f"usage preferences: {label} disallowed by {where}"
+        if action == "marked":
+            prov["usage_denied"] = {"category": label, "sources": [s.to_dict() for s in sources]}
+            return response
+        self._drop(request, f"Dropped by {message}")
+
+    def _request_tokens(self, request: Request, origin: str, value: Any, source: str) -> tuple[str, ...]:
+        """The tokens of the request's own ``robotstxt_user_agent`` meta key (a
+        string or a list) or ``User-Agent`` header (when the crawl's token comes
+        from ``USER_AGENT``: Scrapy's order is ``ROBOTSTXT_USER_AGENT``, the
+        header, ``USER_AGENT``); a value naming no valid token is a logged denial."""
         try:
             return _tokens_of(tuple(value) if isinstance(value, list) else value)
         except (ValueError, TypeError) as exc:
-            message = f"Forbidden by robots.txt: invalid {META_USER_AGENT} ({shorten(exc)})"
+            message = f"Forbidden by robots.txt: invalid {source} ({shorten(exc)})"
             self._counts.inc("requests/denied/invalid_user_agent")
+            self._counts.inc_scrapy(FORBIDDEN)
             if self.recorder.active:
                 self.recorder.invalid_token(request.url, origin, message)
             self._drop(request, message)
@@ -212,8 +302,22 @@ class RobotsTxtMiddleware:
         )  # fmt: skip
 
 
+def _announce_settings(crawler: Crawler, settings: Rfc9309Settings) -> None:
+    logger.info(
+        "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
+        "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
+        settings.user_agent_source, settings.unreachable, settings.cache_seconds, settings.cache_max_origins,
+        extra={"spider": crawler.spider},
+    )  # fmt: skip
+
+
 def _show(request: Request) -> str:
-    return f"<{request.method} {shorten(request.url)}>"  # as Scrapy prints it, URL bounded
+    return f"<{request.method} {shorten(mask_url(request.url))}>"  # as Scrapy prints it, secrets masked, bounded
+
+
+@lru_cache(maxsize=256)
+def _purposes_of(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return usage_purposes(list(value) if isinstance(value, tuple) else value, META_USAGE)
 
 
 @lru_cache(maxsize=256)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from twisted.internet.defer import Deferred, DeferredLock
 
 from . import compat
+from .masking import mask_text, mask_url
 from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
 from .robots.text import shorten
@@ -106,15 +107,23 @@ FetchListener = Callable[[str, "FetchResult"], None]
 
 
 class Counts:
-    """Stat increments batched in a dict, added to Scrapy's stats every second."""
+    """Stat increments batched in a dict, added to Scrapy's stats every second.
+
+    Keys are under ``rfc9309/``; :meth:`inc_scrapy` counts the ``robotstxt/*``
+    keys of Scrapy's own middleware, with their meaning (docs/middleware.md)."""
 
     def __init__(self, stats: Any) -> None:
         self._stats = stats
         self._counts: defaultdict[str, int] = defaultdict(int)
+        self._scrapy: defaultdict[str, int] = defaultdict(int)
         self._flushed_at = time.monotonic()
 
     def inc(self, key: str, count: int = 1) -> None:
         self._counts[key] += count
+
+    def inc_scrapy(self, key: str, count: int = 1) -> None:
+        """Count ``key`` as written (``robotstxt/forbidden``), without the prefix."""
+        self._scrapy[key] += count
 
     def tick(self) -> None:
         """Flush when the last flush is more than a second old (cheap to call often)."""
@@ -126,6 +135,10 @@ class Counts:
         self._flushed_at = time.monotonic()
         for key, count in counts.items():
             self._stats.inc_value(STATS + key, count)
+        if self._scrapy:
+            scrapy, self._scrapy = self._scrapy, defaultdict(int)
+            for key, count in scrapy.items():
+                self._stats.inc_value(key, count)
 
 
 class _Pending:
@@ -581,6 +594,8 @@ class RobotsService:
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
         inc = self.counts.inc
         inc("fetch/count")
+        for key in result.scrapy_stats():
+            self.counts.inc_scrapy(key)
         if result.redirects:
             inc("fetch/3xx", result.redirects)
         inc(f"fetch/{result.outcome}")
@@ -595,19 +610,19 @@ class RobotsService:
         if result.note:
             logger.warning(
                 "robots.txt of %s: %s (last %s); treating it as unavailable: all allowed",
-                origin, result.note, shorten(result.url),
+                origin, result.note, shorten(mask_url(result.url)),
             )  # fmt: skip
         elif result.internal and log_internal:
             logger.error(
                 "robots.txt of %s could not be fetched because of an error that is not the network's "
                 "(%s: %s); its requests are denied until the next retry. Check your downloader "
                 "middlewares and URL filters: the robots.txt request carries meta 'rfc9309_robots_fetch'",
-                origin, type(result.error).__name__, shorten(str(result.error)),
+                origin, type(result.error).__name__, shorten(mask_text(str(result.error))),
                 exc_info=(type(result.error), result.error, result.error.__traceback__) if result.error else None,
             )  # fmt: skip
         elif result.access is Access.UNREACHABLE and not result.internal:
             cause = f"{type(result.error).__name__}: {result.error}" if result.error else f"status {result.status}"
-            logger.info("robots.txt of %s is unreachable (%s)", origin, shorten(cause))
+            logger.info("robots.txt of %s is unreachable (%s)", origin, shorten(mask_text(cause)))
         else:
             logger.debug(
                 "robots.txt of %s: %s, status %s, %d bytes, %d redirect(s)",

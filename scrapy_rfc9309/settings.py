@@ -10,13 +10,16 @@ come for free: Scrapy builds one settings object per crawler, so a spider's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .addresses import parse_networks
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES
+from .robots.text import shorten
 from .useragent import derive_tokens
 
 #: RFC 9309 section 2.4: a cached robots.txt should not be used for more than 24 hours.
@@ -50,9 +53,21 @@ DEFAULTS: dict[str, Any] = {
     # the audit trail (scrapy_rfc9309.audit, docs/audit.md): a JSON Lines file, off by default
     "RFC9309_AUDIT": None,
     "RFC9309_AUDIT_ALLOWED": False,
+    # a public origin's robots.txt may not lead to an internal address (scrapy_rfc9309.addresses)
+    "RFC9309_ALLOW_PRIVATE_REDIRECTS": False,
+    # None: every address that is not globally routable is internal; else a list of networks
+    "RFC9309_INTERNAL_NETWORKS": None,
+    # AI usage preferences (docs/usage_preferences.md): the crawl's declared purposes
+    # (none: preferences are only reported), a Content-Usage header that disallows one
+    # ("drop" or "mark"), and whether an unknown preference counts as a "no"
+    "RFC9309_USAGE": (),
+    "RFC9309_USAGE_HEADER": "drop",
+    "RFC9309_USAGE_UNKNOWN": "allow",
 }
 
-_ORIGIN_KEYS = ("obey", "user_agent", "unreachable")
+_ORIGIN_KEYS = ("obey", "user_agent", "unreachable", "usage")
+USAGE_HEADER_CHOICES = ("drop", "mark")
+USAGE_UNKNOWN_CHOICES = ("allow", "deny")
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,12 @@ class OriginPolicy:
     #: every product token a request must be allowed by (``user_agent`` first);
     #: ``(user_agent,)`` when not given
     user_agents: tuple[str, ...] = ()
+    #: the tokens come from ``USER_AGENT`` (neither ``ROBOTSTXT_USER_AGENT`` nor a
+    #: per-origin ``user_agent``): a request's own ``User-Agent`` header comes first,
+    #: Scrapy's order
+    from_user_agent: bool = False
+    #: the declared purposes (usage categories, e.g. ``("train-ai",)``); none: nothing enforced
+    usage: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.user_agents:
@@ -109,6 +130,18 @@ class Rfc9309Settings:
     audit: str | None = None
     #: write a record for every allowed request too
     audit_allowed: bool = False
+    # -- read by the robots.txt fetcher (scrapy_rfc9309.fetch, scrapy_rfc9309.addresses) --
+    #: a public origin's robots.txt may redirect to (or answer from) an internal address
+    allow_private_redirects: bool = False
+    #: the networks that count as internal, or None for every address not globally routable
+    internal_networks: tuple[Any, ...] | None = None
+    # -- AI usage preferences (scrapy_rfc9309.robots.usage) --
+    #: the crawl's declared purposes (usage categories); per origin in OriginPolicy.usage
+    usage: tuple[str, ...] = ()
+    #: "drop" or "mark" a response whose Content-Usage header disallows a declared purpose
+    usage_header: str = "drop"
+    #: an unknown preference for a declared purpose counts as disallowed
+    usage_unknown_denies: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
@@ -130,7 +163,8 @@ class Rfc9309Settings:
         source = "ROBOTSTXT_USER_AGENT" if ua_setting else "USER_AGENT"
         tokens = derive_tokens(_listish(ua_setting or get("USER_AGENT")))
         token = tokens[0]
-        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable)
+        usage = usage_purposes(get("RFC9309_USAGE"), "RFC9309_USAGE")
+        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable, source == "USER_AGENT", usage)
         audit = get("RFC9309_AUDIT")
         if audit is not None and not isinstance(audit, str):
             raise ValueError(f"RFC9309_AUDIT={audit!r} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl'")
@@ -164,13 +198,22 @@ class Rfc9309Settings:
             max_crawl_delay=_number(get("RFC9309_MAX_CRAWL_DELAY"), "RFC9309_MAX_CRAWL_DELAY", float),
             audit=audit or None,
             audit_allowed=_bool(get("RFC9309_AUDIT_ALLOWED"), "RFC9309_AUDIT_ALLOWED"),
+            allow_private_redirects=_bool(get("RFC9309_ALLOW_PRIVATE_REDIRECTS"), "RFC9309_ALLOW_PRIVATE_REDIRECTS"),
+            internal_networks=parse_networks(get("RFC9309_INTERNAL_NETWORKS"), "RFC9309_INTERNAL_NETWORKS"),
+            usage=usage,
+            usage_header=_choice(get("RFC9309_USAGE_HEADER"), "RFC9309_USAGE_HEADER", USAGE_HEADER_CHOICES),
+            usage_unknown_denies=_choice(get("RFC9309_USAGE_UNKNOWN"), "RFC9309_USAGE_UNKNOWN", USAGE_UNKNOWN_CHOICES)
+            == "deny",
         )
 
     def __post_init__(self) -> None:
         if not self.user_agents:
             object.__setattr__(self, "user_agents", (self.user_agent,))
         # built once: for_origin runs for every request
-        policy = OriginPolicy(True, self.user_agent, self.unreachable, self.user_agents)
+        from_user_agent = self.user_agent_source == "USER_AGENT"
+        policy = OriginPolicy(
+            True, self.user_agent, self.unreachable, self.user_agents, from_user_agent=from_user_agent, usage=self.usage
+        )
         object.__setattr__(self, "_default_policy", policy)
 
     def for_origin(self, origin: str) -> OriginPolicy:
@@ -202,13 +245,63 @@ def _bool(value: Any, name: str) -> bool:
 
 
 def _number(value: Any, name: str, kind: type, positive: bool = False):
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} is not a number") from None
+    """A finite number of ``kind`` (int or float), zero or more (or above zero).
+
+    nan and inf are refused: every comparison with nan is False (a timeout of
+    nan denies every origin, a cache lifetime of nan re-fetches for every
+    request), and inf turns a bound into none.  An int setting refuses a
+    fraction (``2.7`` would silently become 2)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not a number")
+    number: float | int
+    if isinstance(value, int):
+        number = value
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}={value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise ValueError(f"{name}={value!r} is not a finite number")
+    if kind is int:
+        if not float(number).is_integer():
+            raise ValueError(f"{name}={value!r} is not a whole number")
+        number = int(number)
+    else:
+        number = float(number)
     if number < 0 or (positive and number == 0):
         raise ValueError(f"{name}={value!r} must be {'positive' if positive else 'zero or more'}")
     return number
+
+
+def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in choices:
+        raise ValueError(f"{name}={value!r}: choose one of {', '.join(choices)}")
+    return value.strip().lower()
+
+
+def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
+    """Declared purposes (``["train-ai"]``, ``"train-ai,search"``, a JSON list
+    from the command line) as usage categories; ``ValueError`` naming the
+    setting for an unknown one."""
+    from .robots.usage import PURPOSES
+
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        value = _listish(value)
+        if isinstance(value, str):
+            value = [part for part in (p.strip() for p in value.split(",")) if part]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise ValueError(f"{name}={value!r} must be a list of usage categories such as ['train-ai']")
+    purposes: list[str] = []
+    for item in value:
+        label = PURPOSES.get(str(item).strip().lower()) if isinstance(item, str) else None
+        if label is None:
+            raise ValueError(f"{name}: {item!r} is not a usage category; known: {', '.join(sorted(PURPOSES))}")
+        if label not in purposes:
+            purposes.append(label)
+    return tuple(purposes)
 
 
 def _policy(value: Any, name: str) -> str:
@@ -252,11 +345,16 @@ def _listish(value: Any) -> Any:
     return value
 
 
-def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str) -> dict[str, OriginPolicy]:
+def _origins(
+    raw: Any, tokens: tuple[str, ...], unreachable: str, from_user_agent: bool, usage: tuple[str, ...] = ()
+) -> dict[str, OriginPolicy]:
     if isinstance(raw, str):
         import json
 
-        raw = json.loads(raw)  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
+        try:  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"RFC9309_ORIGINS is not valid JSON ({exc}): {shorten(raw)!r}") from None
     if not isinstance(raw, Mapping):
         raise ValueError(f"RFC9309_ORIGINS must be a dict of origin -> overrides, not {type(raw).__name__}")
     resolved: dict[str, OriginPolicy] = {}
@@ -279,5 +377,15 @@ def _origins(raw: Any, tokens: tuple[str, ...], unreachable: str) -> dict[str, O
             raise ValueError(f"RFC9309_ORIGINS[{key!r}]['user_agent']: {exc}") from None
         policy = overrides.get("unreachable")
         origin_unreachable = _policy(policy, f"RFC9309_ORIGINS[{key!r}]['unreachable']") if policy else unreachable
-        resolved[origin] = OriginPolicy(obey, origin_tokens[0], origin_unreachable, origin_tokens)
+        origin_usage = (
+            usage_purposes(overrides["usage"], f"RFC9309_ORIGINS[{key!r}]['usage']") if "usage" in overrides else usage
+        )
+        resolved[origin] = OriginPolicy(
+            obey,
+            origin_tokens[0],
+            origin_unreachable,
+            origin_tokens,
+            from_user_agent=from_user_agent and not user_agent,
+            usage=origin_usage,
+        )
     return resolved

@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from .lifecycle import rfc9309_settings, robots_service
 from .origins import origin_of_request
 from .slots import SlotFloors
-from .wiring import rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -10,7 +10,9 @@ The one rule, for ``ROBOTSTXT_USER_AGENT``/``USER_AGENT``, the per-origin
 (``Mozilla/5.0 (compatible; ExampleBot/1.0; +https://...)``) it is the product
 after ``compatible;``, which is where crawlers put their name.  The token is
 letters, ``_`` and ``-`` only (RFC 9309 2.2.1), and a name followed by a space
-and more words (``my bot/1.0``) is ambiguous: both are refused, never cut.
+and more words (``my bot/1.0``, or ``Foo Bar/1.0`` after ``compatible;``) is
+ambiguous: both are refused, never cut.  The same rule holds for a request's
+own ``User-Agent`` header, which the middleware reads in Scrapy's order.
 
 Several tokens at once (a list in ``ROBOTSTXT_USER_AGENT``, the per-origin
 ``user_agent`` or the meta key): :func:`derive_tokens`, the same rule for each.
@@ -72,10 +74,12 @@ def derive_token(user_agent: str | bytes | None) -> str:
         raise ValueError("no user agent to derive a robots.txt product token from")
     text = user_agent.decode("latin-1") if isinstance(user_agent, bytes) else user_agent
     product = product_of(text)
-    if not _COMPATIBLE.search(text) and _ambiguous(text):
+    compatible = _COMPATIBLE.search(text)
+    named = compatible.group(1) if compatible and _first_product(compatible.group(1)) else text
+    if _ambiguous(named):
         raise ValueError(
             f"{text!r} is ambiguous: a robots.txt product token has no spaces (RFC 9309 section 2.2.1); "
-            f"write the name as one word, e.g. {text.strip().replace(' ', '-', 1)!r}, or set "
+            f"write the name as one word, e.g. {named.strip().replace(' ', '-', 1)!r}, or set "
             "ROBOTSTXT_USER_AGENT to your crawler's name, e.g. 'ExampleBot'"
         )
     try:

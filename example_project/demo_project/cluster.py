@@ -12,8 +12,8 @@ What lives in Redis (one server for everything, as scrapy-redis users run it):
 
 * scrapy-redis's keys: ``demo_cluster:start_urls`` (the list ``push`` fills),
   ``demo_cluster:requests`` (the shared queue), ``demo_cluster:dupefilter``;
-* the plugin's store, under ``demo_cluster:rfc9309:`` (``robots:<origin>``,
-  ``lock:<origin>``, ``pace:<origin>``);
+* the plugin's store, under ``demo_cluster:rfc9309:`` (``robots:{<origin>}``,
+  ``lock:{<origin>}``, ``pace:{<origin>}``);
 * the demo's own record of what became of each page, the hash
   ``demo_cluster:outcomes`` (page URL -> JSON), which every worker writes and
   :func:`cluster_table` reads, so the table of the whole cluster can be
@@ -35,7 +35,7 @@ from scrapy_rfc9309 import RobotsTxt, parse
 from scrapy_rfc9309.robots.access import Access, policy_for
 from scrapy_rfc9309.settings import Rfc9309Settings
 from scrapy_rfc9309.storage import StorageUnavailable
-from scrapy_rfc9309.storage.redis import RedisStorage
+from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
 from .demo_site import ONE_HOST, DemoSite, plan
 from .report import demo_table
@@ -58,6 +58,8 @@ def start_messages() -> list[str]:
     """One scrapy-redis start message (JSON) per page of the demo."""
     messages = []
     for origin in plan():
+        if origin.spider not in (None, SPIDER):
+            continue  # the one-process demo's own origins
         for path in origin.pages:
             meta: dict[str, Any] = {"demo_origin": origin.name, "demo_path": path}
             if ONE_HOST:
@@ -70,7 +72,7 @@ def push(client: Any) -> int:
     """Forget the last run (its outcomes, scrapy-redis's queue and dupefilter,
     the stored robots.txt of the demo origins), then push the start URLs."""
     stale = [OUTCOMES_KEY, f"{SPIDER}:requests", f"{SPIDER}:dupefilter", START_URLS_KEY]
-    stale += [f"{PREFIX}{kind}:{origin.origin}" for origin in plan() for kind in ("robots", "lock", "pace")]
+    stale += [key_of(PREFIX, kind, origin.origin) for origin in plan() for kind in ("robots", "lock", "pace")]
     client.delete(*stale)
     messages = start_messages()
     client.rpush(START_URLS_KEY, *messages)
@@ -120,7 +122,7 @@ async def cluster_table(config: Rfc9309Settings) -> str:
         rows.setdefault(seen["origin"], []).append(PageRow(seen["path"], seen["outcome"], seen["reason"]))
         counts = by_worker.setdefault(seen["worker"], {})
         counts[seen["origin"]] = counts.get(seen["origin"], 0) + 1
-    return demo_table(site, config, robots, floors, rows, cluster_lines(site, floors, by_worker))
+    return demo_table(site, config, robots, floors, rows, cluster_lines(site, floors, by_worker), spider=SPIDER)
 
 
 def cluster_lines(

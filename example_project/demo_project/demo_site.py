@@ -39,7 +39,10 @@ DEFAULT_PORT = 9309
 #: what every origin of a site served on its own answers with the servers' records
 HITS_PATH = "/__demo__/hits.json"
 #: origin names, in table order; "moved-to" only serves the end of a redirect chain
-NAMES = ("rules", "allow", "wildcards", "missing", "down", "moved", "moved-to", "delay", "bom", "html", "intranet")
+NAMES = (
+    "rules", "allow", "wildcards", "missing", "down", "moved", "moved-to", "delay", "bom", "html", "intranet",
+    "usage", "signal",
+)  # fmt: skip
 
 
 def _multi_host_loopback() -> bool:
@@ -74,6 +77,8 @@ class Answer:
     body: bytes = b""
     content_type: str = "text/plain"
     location: str | None = None
+    #: more response headers, e.g. (("Content-Usage", "train-ai=n"),)
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ class DemoOrigin:
     routes: Mapping[str, Answer]
     #: the paths the demo spider requests
     pages: tuple[str, ...] = ()
+    #: the one spider that requests these pages (None: every demo spider)
+    spider: str | None = None
 
     @property
     def origin(self) -> str:
@@ -207,6 +214,31 @@ def plan() -> list[DemoOrigin]:
             {"/robots.txt": _robots("User-agent: *\nDisallow: /\n")},
             ("/wiki/home.html", "/wiki/team.html"),
         ),
+        DemoOrigin(
+            "usage",
+            "Content-Usage rules",
+            {
+                "/robots.txt": _robots(
+                    "User-agent: *\nDisallow: /private/\nContent-Usage: train-ai=n\nContent-Usage: /blog/ train-ai=y\n"
+                ),
+                # the page itself says no, in its Content-Usage response header
+                "/blog/no-ai.html": Answer(
+                    200,
+                    b"<html><body>no AI training</body></html>",
+                    "text/html",
+                    headers=(("Content-Usage", "train-ai=n"),),
+                ),
+            },
+            ("/news.html", "/blog/post.html", "/blog/no-ai.html"),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "signal",
+            "Content-Signal line",
+            {"/robots.txt": _robots("User-agent: *\nContent-Signal: search=yes, ai-train=no\nAllow: /\n")},
+            ("/index.html",),
+            spider="demo",
+        ),
     ]
 
 
@@ -301,12 +333,15 @@ class DemoSite:
 
     def page_times(self, name: str) -> list[float]:
         """Arrival times of page requests (not robots.txt, not redirect hops)."""
-        routes = self._by_name[name].routes
-        return sorted(hit.at for hit in self.hits(name) if hit.path not in routes)
+        return sorted(hit.at for hit in self.hits(name) if self._is_page(name, hit.path))
 
     def pages_seen(self, name: str) -> set[str]:
-        routes = self._by_name[name].routes
-        return {hit.path for hit in self.hits(name) if hit.path not in routes}
+        return {hit.path for hit in self.hits(name) if self._is_page(name, hit.path)}
+
+    def _is_page(self, name: str, path: str) -> bool:
+        """A page request: any path but robots.txt and redirect hops (a page may have a route of its own)."""
+        spec = self._by_name[name]
+        return path not in spec.routes or path in spec.pages
 
     def min_gap(self, name: str) -> float | None:
         """The smallest time between two page requests to the origin."""
@@ -363,6 +398,8 @@ def _handler(site: DemoSite, name: str) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(answer.body)))
             if answer.location:
                 self.send_header("Location", answer.location)
+            for key, value in answer.headers:
+                self.send_header(key, value)
             self.end_headers()
             self.wfile.write(answer.body)
 

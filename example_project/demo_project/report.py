@@ -34,13 +34,15 @@ def demo_table(
     floors: Mapping[str, float | None],
     rows: Mapping[str, Sequence[PageRow]],
     footer: Sequence[str] = (),
+    spider: str = "demo",
 ) -> str:
     """The table: ``robots`` maps an origin to its governing file and product
     token, ``floors`` an origin to the Crawl-delay floor applied (or None),
-    ``rows`` an origin *name* to its page rows; ``footer`` lines are added."""
+    ``rows`` an origin *name* to its page rows; ``footer`` lines are added.
+    Origins of another ``spider`` only are left out."""
     blocks = []
     for origin in site.origins:
-        if not origin.pages:
+        if not origin.pages or origin.spider not in (None, spider):
             continue
         order = {path: i for i, path in enumerate(origin.pages)}
         page_rows = sorted(rows.get(origin.name, []), key=lambda row: order[row.path])
@@ -85,12 +87,13 @@ def title(config: Rfc9309Settings, blocks: list[OriginBlock]) -> str:
 
 def footer_lines(site: DemoSite, rows: Mapping[str, Sequence[PageRow]], blocks: list[OriginBlock]) -> list[str]:
     every = [row for block in blocks for row in block.pages]
-    count = {word: sum(row.outcome == word for row in every) for word in ("allowed", "DENIED", "ERROR")}
+    count = {word: sum(row.outcome == word for row in every) for word in ("allowed", "DENIED", "SKIPPED", "ERROR")}
+    skipped = f"{count['SKIPPED']} skipped by usage preferences, " if count["SKIPPED"] else ""
     leaked = sum(
         row.path in site.pages_seen(origin.name)
         for origin in site.origins
         for row in rows.get(origin.name, [])
-        if row.outcome == "DENIED"
+        if row.outcome == "DENIED" or (row.outcome == "SKIPPED" and "(downloaded" not in row.reason)
     )
     fetches = [
         sum(hit.path == "/robots.txt" for hit in site.hits(origin.name))
@@ -98,11 +101,16 @@ def footer_lines(site: DemoSite, rows: Mapping[str, Sequence[PageRow]], blocks: 
         if origin.pages and site.robots_chain(origin.name)
     ]
     return [
-        f"{count['allowed']} pages allowed, {count['DENIED']} denied, {count['ERROR']} errors; "
+        f"{count['allowed']} pages allowed, {count['DENIED']} denied, {skipped}{count['ERROR']} errors; "
         f"denied pages that reached a server: {leaked}; "
         f"robots.txt requests per origin: {', '.join(map(str, sorted(set(fetches))))}",
         "MIN GAP: the shortest time between two page requests to the origin, measured by its server.",
-    ]
+        *(
+            ["SKIPPED: robots.txt allows the page, but its usage preferences disallow a purpose the spider "
+             "declared (RFC9309_USAGE); a Content-Usage header is read once the page is downloaded."]
+            if count["SKIPPED"] else []
+        ),
+    ]  # fmt: skip
 
 
 def reading(robots: RobotsTxt, token: str) -> str:

@@ -8,11 +8,13 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ..masking import mask_url
 from ..robots import Decision, RobotsTxt
 from ..robots.text import shorten
 
 if TYPE_CHECKING:
     from ..robots import Rule
+    from ..robots.usage import Usage
     from ..service import Known
 
 logger = logging.getLogger(__name__)
@@ -52,11 +54,16 @@ def denial_reason(decision: Decision, token: str, tokens: tuple[str, ...]) -> st
 
 
 # -- provenance --------------------------------------------------------------------------
-def provenance(known: Known | None, decision: Decision, tokens: tuple[str, ...]) -> dict[str, Any]:
+def provenance(
+    known: Known | None, decision: Decision, tokens: tuple[str, ...], usage: Usage | None = None
+) -> dict[str, Any]:
     """The ``response.meta["rfc9309"]`` dict of an allowed request (JSON-ready).
 
     ``known`` is None when robots.txt was not consulted (``dont_obey_robotstxt``
-    or ``obey: False``): then only the verdict and tokens are filled in."""
+    or ``obey: False``): then only the verdict and tokens are filled in.
+    ``usage``: the AI usage preferences robots.txt states for the URL
+    (category -> value and the lines behind it); the middleware adds the
+    response's ``Content-Usage`` header to them."""
     rule = decision.rule
     if known is None:
         return {
@@ -69,6 +76,7 @@ def provenance(known: Known | None, decision: Decision, tokens: tuple[str, ...])
             "access": None,
             "fetched_at": None,
             "sha256": None,
+            "usage": usage.to_dict() if usage is not None else None,
         }
     entry = known.entry
     return {
@@ -76,11 +84,12 @@ def provenance(known: Known | None, decision: Decision, tokens: tuple[str, ...])
         "rule": str(rule) if rule is not None else None,
         "line": rule.line if rule is not None else None,
         "tokens": list(tokens),
-        "robots_url": entry.url or None,
+        "robots_url": mask_url(entry.url) if entry.url else None,
         "status": entry.status,
         "access": entry.access,
         "fetched_at": iso(entry.fetched_at),
         "sha256": known.sha256,
+        "usage": usage.to_dict() if usage is not None else None,
     }
 
 

@@ -7,6 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..masking import mask_text, mask_url
 from ..robots import Decision
 from ..robots.text import shorten
 from .decisions import iso, listed, rule_changes
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from ..fetch import FetchResult
+    from ..robots.usage import Source, Usage
     from ..service import Known, RobotsService
     from ..settings import Rfc9309Settings
 
@@ -23,6 +25,10 @@ logger = logging.getLogger(__name__)
 
 #: version of the record format (the "crawl" record carries it)
 FORMAT = 1
+#: finish reason of a crawl stopped because its audit trail cannot be written
+AUDIT_FAILED = "rfc9309_audit_failed"
+#: finish reason of a crawl whose audit trail cannot be opened
+AUDIT_UNAVAILABLE = "rfc9309_audit_unavailable"
 
 
 class Recorder:
@@ -45,6 +51,8 @@ class Recorder:
         #: origin -> [allowed, denied] since the last "counts" record
         self._counts: dict[str, list[int]] = {}
         self._ticker: Any = None
+        #: the trail failed and the crawl was told to stop
+        self.failed = False
         service.on_ready(self._ready)
         if self.active:
             from scrapy import signals
@@ -68,7 +76,8 @@ class Recorder:
                 "RFC9309_AUDIT: cannot open the audit trail (%s). The crawl stops before its first request.",
                 exc, extra={"spider": spider},
             )  # fmt: skip
-            compat.close_at_open(self.crawler, "rfc9309_audit_unavailable")
+            compat.fail_exit_status(self.crawler)
+            compat.close_at_open(self.crawler, AUDIT_UNAVAILABLE)
             return
         settings = self.settings
         self._put(
@@ -76,6 +85,8 @@ class Recorder:
                 "type": "crawl", "format": FORMAT, "at": iso(started), "spider": getattr(spider, "name", None),
                 "tokens": list(settings.user_agents), "unreachable": settings.unreachable,
                 "max_bytes": settings.max_bytes, "bodies": BODIES_DIR, "allowed_records": settings.audit_allowed,
+                "usage": list(settings.usage), "usage_header": settings.usage_header,
+                "usage_unknown": "deny" if settings.usage_unknown_denies else "allow",
             }
         )  # fmt: skip
         logger.info("RFC 9309 audit trail: %s (bodies in %s)", self.path, bodies_dir(self.path))
@@ -99,23 +110,59 @@ class Recorder:
         writer, self._writer = self._writer, None
         self.active = self.allowed_records = False
         await compat.wait_for(deferToThread(writer.close))
+        if writer.error is not None:
+            self._fail(writer)
+            # also when the last write, at close, failed: the crawl is not provable
+            self.crawler.stats.set_value("finish_reason", AUDIT_FAILED)
+        unwritten = writer.unwritten
         self.service.counts.inc("audit/records", writer.written)
+        if unwritten:
+            self.service.counts.inc("audit/records_unwritten", unwritten)
         self.service.counts.flush()
         self.crawler.stats.set_value("rfc9309/audit/writer_cpu_seconds", round(writer.cpu, 3))
-        logger.info(
-            "RFC 9309 audit trail: %d records written to %s (writer thread: %.2f s CPU)",
-            writer.written, writer.path, writer.cpu,
+        if unwritten or writer.error is not None:
+            logger.error(
+                "RFC 9309 audit trail: %d records written to %s, %d records NOT written (%s)",
+                writer.written, writer.path, unwritten, _why(writer.error),
+            )  # fmt: skip
+        else:
+            logger.info(
+                "RFC 9309 audit trail: %d records written to %s (writer thread: %.2f s CPU)",
+                writer.written, writer.path, writer.cpu,
+            )  # fmt: skip
+
+    def _fail(self, writer: Writer) -> None:
+        """The trail cannot be written: stop the crawl now (once), with a
+        finish reason of its own and a failing exit status."""
+        if self.failed:
+            return
+        from .. import compat
+
+        self.failed = True
+        logger.error(
+            "RFC9309_AUDIT: cannot write the audit trail %s (%s). The crawl stops now (finish reason %s); "
+            "%d records not written so far",
+            writer.path, _why(writer.error), AUDIT_FAILED, writer.unwritten,
         )  # fmt: skip
+        compat.fail_exit_status(self.crawler)
+        compat.close_spider(self.crawler, AUDIT_FAILED)
 
     def _tick(self) -> None:
-        """Every second: the per-origin allowed/denied counts so far, as one record."""
+        """Every second: the per-origin allowed/denied counts so far, as one
+        record; and whether the trail still can be written."""
+        writer = self._writer
+        if writer is not None and writer.error is not None:
+            self._fail(writer)
         if self._counts:
             counts, self._counts = self._counts, {}
             self._put({"type": "counts", "at": iso(time.time()), "origins": counts})
 
     def _put(self, record: Any) -> None:
-        if self._writer is not None:
-            self._writer.put(record)
+        writer = self._writer
+        if writer is not None:
+            writer.put(record)
+            if writer.error is not None and not self.failed:
+                self._fail(writer)
 
     # -- what the service tells ----------------------------------------------------------------
     def _fetched(self, origin: str, result: FetchResult) -> None:
@@ -173,13 +220,15 @@ class Recorder:
             "type": "fetch",
             "at": iso(result.started_at or time.time()),
             "origin": origin,
-            "chain": list(result.chain),
-            "final_url": result.url,
+            "chain": [mask_url(url) for url in result.chain],
+            "final_url": mask_url(result.url),
             "redirects": result.redirects,
             "status": result.status,
             "outcome": result.outcome,
             "access": result.access.value,
-            "error": f"{type(result.error).__name__}: {shorten(str(result.error))}" if result.error else None,
+            "error": f"{type(result.error).__name__}: {shorten(mask_text(str(result.error)))}"
+            if result.error
+            else None,
             "note": result.note or None,
             "bytes": len(result.body),
             "truncated_bytes": result.truncated_bytes,
@@ -203,7 +252,7 @@ class Recorder:
             "governing_sha256": known.sha256,
             "governing_access": entry.access,
             "governing_status": entry.status,
-            "governing_url": entry.url or None,
+            "governing_url": mask_url(entry.url) if entry.url else None,
             "governing_content_type": entry.content_type,
             "fetched_at": iso(entry.fetched_at),
             "expires_at": iso(entry.expires_at),
@@ -222,9 +271,12 @@ class Recorder:
             self._put((sha256, body))
 
     # -- what the middleware tells ---------------------------------------------------------------
-    def decided(self, url: str, origin: str, known: Known, decision: Decision, token: str) -> None:
+    def decided(
+        self, url: str, origin: str, known: Known, decision: Decision, token: str, usage: Usage | None = None
+    ) -> None:
         """A request was decided on ``known``: a record when denied (or when
-        allowed records are on), and the per-origin count either way."""
+        allowed records are on, with the usage preferences robots.txt states
+        when it states any), and the per-origin count either way."""
         counts = self._counts.get(origin)
         if counts is None:
             counts = self._counts[origin] = [0, 0]
@@ -232,12 +284,44 @@ class Recorder:
         if decision.allowed and not self.allowed_records:
             return
         rule = decision.rule
+        record: dict[str, Any] = {
+            "type": "allowed" if decision.allowed else "denied", "at": iso(time.time()), "url": mask_url(url),
+            "origin": origin, "verdict": decision.verdict.value, "line": rule.line if rule else None,
+            "rule": str(rule) if rule else None, "token": token, "sha256": known.sha256,
+            "access": known.entry.access, "fetched_at": iso(known.entry.fetched_at),
+        }  # fmt: skip
+        if usage:
+            record["usage"] = usage.to_dict()
+        self._put(record)
+
+    def response_usage(self, url: str, origin: str, usage: dict[str, Any]) -> None:
+        """An allowed response came with a ``Content-Usage`` header: its combined
+        preferences (robots.txt and header), when allowed records are on."""
+        self._put(
+            {"type": "response_usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "usage": usage}
+        )
+
+    def usage_decided(
+        self,
+        url: str,
+        origin: str,
+        known: Known | None,
+        token: str | None,
+        action: str,
+        stage: str,
+        label: str,
+        sources: tuple[Source, ...],
+    ) -> None:
+        """A declared purpose was disallowed: the request ``denied`` (robots.txt),
+        or its response ``dropped`` or ``marked`` (its header; or ``unknown``
+        with RFC9309_USAGE_UNKNOWN = "deny").  Always recorded."""
         self._put(
             {
-                "type": "allowed" if decision.allowed else "denied", "at": iso(time.time()), "url": url,
-                "origin": origin, "verdict": decision.verdict.value, "line": rule.line if rule else None,
-                "rule": str(rule) if rule else None, "token": token, "sha256": known.sha256,
-                "access": known.entry.access, "fetched_at": iso(known.entry.fetched_at),
+                "type": "usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "action": action,
+                "stage": stage, "category": label, "sources": [s.to_dict() for s in sources], "token": token,
+                "sha256": known.sha256 if known is not None else None,
+                "access": known.entry.access if known is not None else None,
+                "fetched_at": iso(known.entry.fetched_at) if known is not None else None,
             }
         )  # fmt: skip
 
@@ -249,11 +333,17 @@ class Recorder:
         counts[1] += 1
         self._put(
             {
-                "type": "denied", "at": iso(time.time()), "url": url, "origin": origin,
+                "type": "denied", "at": iso(time.time()), "url": mask_url(url), "origin": origin,
                 "verdict": "invalid_user_agent", "line": None, "rule": None, "token": None, "sha256": None,
                 "access": None, "fetched_at": None, "message": message,
             }
         )  # fmt: skip
+
+
+def _why(error: BaseException | None) -> str:
+    if error is None:
+        return "no error"
+    return f"{type(error).__name__}: {shorten(str(error))}"
 
 
 def _rate(rate: tuple[int, float] | None) -> str | None:

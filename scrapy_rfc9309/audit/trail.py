@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..masking import mask_url
 from ..robots import RobotsTxt
 from .writer import bodies_dir
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +32,8 @@ class Trail:
         self.crawls: list[dict[str, Any]] = []
         self.states: dict[str, list[dict[str, Any]]] = {}
         self.decisions: dict[str, dict[str, Any]] = {}
+        #: url -> its last "usage" record (a declared purpose disallowed)
+        self.usage_decisions: dict[str, dict[str, Any]] = {}
         self.fetches: dict[str, list[dict[str, Any]]] = {}
         self.allowed: dict[str, int] = {}
         self.denied: dict[str, int] = {}
@@ -68,10 +68,17 @@ class Trail:
         elif kind in ("allowed", "denied"):
             self.decisions[record["url"]] = record
             self.decision_records += 1
+        elif kind == "usage":
+            self.usage_decisions[record["url"]] = record
         elif kind == "counts":
             for name, (allowed, denied) in record["origins"].items():
                 self.allowed[name] = self.allowed.get(name, 0) + allowed
                 self.denied[name] = self.denied.get(name, 0) + denied
+
+    @property
+    def usage(self) -> tuple[str, ...]:
+        """The purposes the (last) crawl declared (RFC9309_USAGE)."""
+        return tuple(self.crawls[-1].get("usage") or ()) if self.crawls else ()
 
     @property
     def max_bytes(self) -> int:
@@ -82,7 +89,7 @@ class Trail:
         last decided it (its decision record, if any), else the origin's last
         result in force.  ``TrailError`` when the trail has none."""
         states = self.states.get(origin, [])
-        decision = self.decisions.get(url)
+        decision = self.decisions.get(mask_url(url))  # recorded masked
         if decision is not None and decision.get("fetched_at") is not None:
             for state in reversed(states):
                 if state.get("fetched_at") == decision["fetched_at"] and state.get("governing_sha256") == decision.get(

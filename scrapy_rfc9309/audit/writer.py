@@ -3,18 +3,17 @@ writes its records and keeps each robots.txt body once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 import time
 from collections import deque
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -22,38 +21,70 @@ logger = logging.getLogger(__name__)
 BODIES_DIR = "robots-bodies"
 #: the writer thread writes and flushes at least this often (a crash loses at most this)
 FLUSH_SECONDS = 1.0
+#: items (records and bodies) queued for the thread at most: a disk that stalls
+#: long enough to leave this many behind fails the trail instead of growing the
+#: memory without bound (about 550 bytes a record: 50,000 is about 27 MB, and
+#: minutes of the fastest crawl; a healthy disk leaves one second's worth)
+MAX_PENDING = 50_000
 
 
 # -- the file ---------------------------------------------------------------------------------
+#: characters a placeholder's value may not bring into the path: separators, NUL, controls
+_UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def safe_part(value: Any) -> str:
+    """A placeholder's value as one harmless file-name part: separators and
+    control characters become ``_``, and a value of dots only (``..``) too,
+    so a spider named ``../../../escaped`` cannot leave the directory."""
+    text = _UNSAFE.sub("_", str(value))
+    if not text.strip("."):
+        text = "_" * max(len(text), 1)
+    return text
+
+
 class _Params(dict):
-    """Feed-style placeholders: ``%(name)s``, ``%(time)s`` and any spider attribute."""
+    """Feed-style placeholders: ``%(name)s``, ``%(time)s`` and any spider
+    attribute, each made one safe file-name part (:func:`safe_part`)."""
 
     def __init__(self, spider: Any, started: float) -> None:
         super().__init__()
         self._spider = spider
-        self["name"] = getattr(spider, "name", "spider")
+        self["name"] = safe_part(getattr(spider, "name", "spider"))
         stamp = datetime.fromtimestamp(started, timezone.utc).replace(microsecond=0, tzinfo=None)
         self["time"] = stamp.isoformat().replace(":", "-")
 
     def __missing__(self, key: str) -> Any:
         try:
-            return getattr(self._spider, key)
+            value = getattr(self._spider, key)
         except AttributeError:
             raise KeyError(key) from None
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else safe_part(value)
 
 
 def audit_path(template: str, spider: Any, started: float) -> str:
-    """``RFC9309_AUDIT`` with its placeholders filled (``ValueError`` for an unknown one)."""
+    """``RFC9309_AUDIT`` with its placeholders filled (``ValueError`` for an
+    unknown one, or for a result outside the directory the setting names
+    before its first placeholder)."""
     try:
-        return template % _Params(spider, started)
+        path = template % _Params(spider, started)
     except KeyError as exc:
         raise ValueError(f"RFC9309_AUDIT={template!r}: unknown placeholder %({exc.args[0]})s") from None
     except (TypeError, ValueError) as exc:
         raise ValueError(f"RFC9309_AUDIT={template!r}: {exc}") from None
+    fixed = os.path.dirname(template.split("%(", 1)[0]) if "%(" in template else os.path.dirname(template)
+    base = os.path.abspath(fixed or os.curdir)
+    if os.path.commonpath([base, os.path.abspath(path)]) != base:
+        raise ValueError(f"RFC9309_AUDIT={template!r} gives {path!r}, outside {base}")
+    return path
 
 
 def bodies_dir(audit_file: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(audit_file)), BODIES_DIR)
+
+
+class TrailBehind(OSError):
+    """More than :data:`MAX_PENDING` items wait for the writer thread."""
 
 
 class Writer:
@@ -61,7 +92,12 @@ class Writer:
 
     The reactor only appends to a deque (thread-safe, no lock); the thread
     wakes every :data:`FLUSH_SECONDS` (or when told to close), writes every
-    record queued so far as JSON Lines and flushes the file."""
+    record queued so far as JSON Lines and flushes the file.
+
+    When a write fails (a full disk, a file system gone read-only) the thread
+    stops and :attr:`error` says why; so it does when more than
+    :data:`MAX_PENDING` items wait.  From then on nothing is queued: every
+    record the crawl puts is counted as not written (:attr:`unwritten`)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -75,54 +111,95 @@ class Writer:
         self.written = 0
         #: CPU seconds the writer thread used (known once it ended)
         self.cpu = 0.0
-        self.failed: BaseException | None = None
+        #: why the trail cannot be written (set once, by either thread), else None
+        self.error: BaseException | None = None
+        #: records taken from the queue by the thread and lost with a failed write
+        self._lost = 0
+        #: records refused by put() once the trail had failed
+        self._refused = 0
+        #: records of the write in progress (a write that never returns keeps them)
+        self._writing = 0
         self._thread = threading.Thread(target=self._run, name="rfc9309-audit", daemon=True)
         self._thread.start()
 
     def put(self, item: Any) -> None:
-        self._queue.append(item)
+        if self.error is None:
+            if len(self._queue) < MAX_PENDING:
+                self._queue.append(item)
+                return
+            self.error = TrailBehind(
+                f"{MAX_PENDING:,} records and bodies wait to be written: the disk does not keep up"
+            )
+            self._wake.set()
+        if not isinstance(item, tuple):
+            self._refused += 1
+
+    @property
+    def unwritten(self) -> int:
+        """Records not written (bodies not counted): final once :meth:`close` returned."""
+        while True:
+            try:
+                queued = sum(1 for item in list(self._queue) if not isinstance(item, tuple))
+            except RuntimeError:  # the thread took one meanwhile ("deque mutated during iteration")
+                continue
+            return self._lost + self._refused + self._writing + queued
 
     def close(self, timeout: float = 30.0) -> None:
         self._stop = True
         self._wake.set()
         self._thread.join(timeout)
+        if self._thread.is_alive() and self.error is None:  # a write that never returns (a hung mount)
+            self.error = TimeoutError(f"the writer thread did not finish within {timeout:g} s")
 
     def _run(self) -> None:
         try:
-            while not self._stop:
+            while not self._stop and self.error is None:
                 self._wake.wait(FLUSH_SECONDS)
                 self._drain()
-            self._drain()
-        except BaseException as exc:  # disk full, permissions ...: said once, at ERROR
-            self.failed = exc
-            logger.error("RFC9309_AUDIT: cannot write the audit trail %s: %s", self.path, exc)
+            if self.error is None:
+                self._drain()
+        except BaseException as exc:  # disk full, permissions ...: the recorder stops the crawl
+            if self.error is None:
+                self.error = exc
         finally:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError:  # the same full disk, flushing what the failed write left buffered
+                pass
             self.cpu = time.thread_time()
 
     def _drain(self) -> None:
         queue = self._queue
         lines: list[str] = []
         dumps = json.dumps
-        while queue:
-            item = queue.popleft()
-            if isinstance(item, tuple):  # (sha256, body)
-                self._keep_body(*item)
-            else:
-                lines.append(dumps(item, ensure_ascii=False, separators=(",", ":")))
-        if lines:
-            self._file.write("\n".join(lines) + "\n")
-            self._file.flush()
-            self.written += len(lines)
+        try:
+            while queue and self.error is None:
+                item = queue.popleft()
+                if isinstance(item, tuple):  # (sha256, body)
+                    self._keep_body(*item)
+                else:
+                    lines.append(dumps(item, ensure_ascii=False, separators=(",", ":")))
+            if lines:
+                self._writing = len(lines)
+                self._file.write("\n".join(lines) + "\n")
+                self._file.flush()
+                self.written += len(lines)
+                self._writing = 0
+        except BaseException:
+            self._lost += len(lines)
+            self._writing = 0
+            raise
 
     def _keep_body(self, sha256: str, body: bytes) -> None:
         target = os.path.join(self.bodies, sha256)
         if os.path.exists(target):
             return
         fd, temporary = tempfile.mkstemp(dir=self.bodies, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(body)
-        os.replace(temporary, target)
-
-
-# -- the recorder -------------------------------------------------------------------------------
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(body)
+            os.replace(temporary, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from ..masking import mask_url
 from ..robots import RobotsTxt, Verdict
+from ..robots.usage import Usage
 
 #: diagnostics listed per file next to verdicts; ``--lint`` lists them all
 MAX_DIAGNOSTICS = 20
@@ -78,8 +80,8 @@ def file_lines(robots: RobotsTxt, token: str, max_diagnostics: int = MAX_DIAGNOS
         lines.append(row("group", describe_group(robots, token)))
         lines.append(row("crawl-delay", format_delay(robots.crawl_delay(token))))
         lines.append(row("request-rate", format_rate(robots.request_rate(token))))
-    lines.append(row("sitemaps", robots.sitemaps[0] if robots.sitemaps else "none"))
-    lines.extend(row("", url) for url in robots.sitemaps[1:])
+    lines.append(row("sitemaps", mask_url(robots.sitemaps[0]) if robots.sitemaps else "none"))
+    lines.extend(row("", mask_url(url)) for url in robots.sitemaps[1:])
     diagnostics = robots.diagnostics
     lines.append(row("diagnostics", str(len(diagnostics)) if diagnostics else "none"))
     for diagnostic in diagnostics[:max_diagnostics]:
@@ -92,13 +94,32 @@ def file_lines(robots: RobotsTxt, token: str, max_diagnostics: int = MAX_DIAGNOS
 def verdict_line(target: str, decision: Decision, width: int = 0) -> str:
     """``DENIED   <url>  disallowed_explicit (line 7: Disallow: /private)``."""
     word = "ALLOWED" if decision.allowed else "DENIED"
-    return f"  {word:<8} {target:<{width}}  {decision.reason}"
+    return f"  {word:<8} {mask_url(target):<{width}}  {decision.reason}"
 
 
 def verdict_lines(targets: list[str], decisions: Sequence[Decision]) -> list[str]:
     """One :func:`verdict_line` per target, reasons aligned."""
     width = max((len(target) for target in targets), default=0)
     return [verdict_line(target, decision, width) for target, decision in zip(targets, decisions)]
+
+
+def usage_lines(targets: list[str], usages: Sequence[Usage | None], purposes: Sequence[str]) -> list[str]:
+    """For each target whose robots.txt preferences say anything (or every
+    target, when ``purposes`` are declared): ``usage: train-ai=n, search=?,
+    ai-input=?`` and the line behind each stated category."""
+    lines: list[str] = []
+    for target, usage in zip(targets, usages):
+        if usage is None or (not usage and not purposes):
+            continue
+        lines.append(row("usage", f"{target}: {usage.describe()}"))
+        for label in usage:
+            for source in usage.sources[label]:
+                lines.append(row("", f"{label}: {source}"))
+    if purposes and lines:
+        lines.append(
+            row("", f"declared purposes: {', '.join(purposes)} (a Content-Usage header counts only in a crawl)")
+        )
+    return lines
 
 
 def exit_status(decisions: Iterable[Decision]) -> int:

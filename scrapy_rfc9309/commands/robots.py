@@ -2,7 +2,7 @@
 
 ::
 
-    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH]
+    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME] [--usage PURPOSE ...]
     scrapy robots --lint PATH
     scrapy robots --audit FILE URL [URL ...]
     scrapy robots --audit FILE --summary
@@ -21,8 +21,19 @@ kept by its SHA-256 beside the trail), not against today's file, and the
 output says when that file was fetched.  ``--summary`` prints, per origin, the
 fetches, the last result, the changes and the allowed/denied counts.
 
+``--spider NAME`` (inside a project) uses that spider's settings, its
+``custom_settings`` over the project's, as ``scrapy fetch --spider`` does: its
+token, its ``RFC9309_ORIGINS``, its store.
+
 ``--agent`` may be given several times: a URL is allowed only when every
 token allows it (as with a list in ``ROBOTSTXT_USER_AGENT``).
+
+``--usage PURPOSE`` (``train-ai``, ``search``, ``ai-input``; repeatable) declares
+the crawl's purposes as ``RFC9309_USAGE`` does: a URL whose robots.txt usage
+preferences (``Content-Usage``, ``Content-Signal``) disallow one is DENIED,
+with the deciding line.  The preferences of every URL are printed whenever
+the file states any.  With ``--audit`` the purposes the crawl declared are
+used unless ``--usage`` is given.
 
 Exit status: 0 when every URL is allowed, 1 when any is denied (``--lint``:
 when the file has diagnostics), 2 on a usage error (no URL, a bad token, an
@@ -41,12 +52,15 @@ from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from ..masking import mask_text, mask_url
+
 if TYPE_CHECKING:
     import argparse
     from collections.abc import AsyncIterator
 
     from ..fetch import FetchResult
     from ..robots import RobotsTxt
+    from ..robots.usage import Usage
     from ..settings import Rfc9309Settings
 
     #: what the service's inspect() gives: the fetch, and the policy it means
@@ -58,6 +72,7 @@ EXIT_USAGE = 2
 
 class Command(ScrapyCommand):
     requires_project = False
+    _spider: type[Spider] | None = None
     # Logs go to stderr; stdout carries only the report. -L DEBUG shows each robots.txt request.
     default_settings = {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False}
 
@@ -104,7 +119,20 @@ class Command(ScrapyCommand):
             help="check against this robots.txt ('-' for stdin) instead of fetching; URLs may then be paths",
         )
         parser.add_argument(
+            "--usage",
+            metavar="PURPOSE",
+            action="append",
+            help="a declared purpose (train-ai, search, ai-input), as RFC9309_USAGE: a URL whose robots.txt "
+            "usage preferences disallow it is denied; repeat it for several",
+        )
+        parser.add_argument(
             "--lint", metavar="PATH", help="print the diagnostics of this robots.txt ('-' for stdin) and exit"
+        )
+        parser.add_argument(
+            "--spider",
+            metavar="NAME",
+            help="use this spider's settings (its custom_settings over the project's): its token, "
+            "RFC9309_ORIGINS and store, as `scrapy fetch --spider` does",
         )
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -119,6 +147,11 @@ class Command(ScrapyCommand):
 
     # -- entry point -----------------------------------------------------------
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # Scrapy hands options it does not know to the command as arguments
+        unknown = [arg for arg in args if arg.startswith("-") and arg != "-"]
+        if unknown:
+            raise UsageError(f"unknown option {unknown[0]!r} (see scrapy robots -h)", print_help=False)
+        self._spider = self._spider_class(opts.spider)
         if opts.lint is not None:
             if args or opts.file is not None:
                 raise UsageError("--lint PATH takes no URL and no --file", print_help=False)
@@ -129,13 +162,13 @@ class Command(ScrapyCommand):
                 raise UsageError("--audit FILE takes no --file", print_help=False)
             if opts.summary == bool(args):
                 raise UsageError("--audit FILE takes URLs or --summary (one of them)", print_help=False)
-            self.exitcode = self._replay(opts.audit, args, opts.summary, opts.agent)
+            self.exitcode = self._replay(opts.audit, args, opts.summary, opts.agent, opts.usage)
             return
         if opts.summary:
             raise UsageError("--summary goes with --audit FILE", print_help=False)
         if not args:
             raise UsageError("give at least one URL (or --lint PATH)", print_help=False)
-        config = self._config(opts.agent)
+        config = self._config(opts.agent, opts.usage)
         if opts.file is not None:
             self.exitcode = self._check_file(opts.file, args, config)
         else:
@@ -146,26 +179,26 @@ class Command(ScrapyCommand):
         from ..robots import parse
         from .report import lint_lines
 
-        assert self.settings is not None
-        max_bytes = self.settings.getint("RFC9309_MAX_BYTES", 512_000)
+        max_bytes = self._settings().getint("RFC9309_MAX_BYTES", 512_000)
         lines, status = lint_lines(_label(path), parse(_read(path), max_bytes=max_bytes))
         _print(lines)
         return status
 
     def _check_file(self, path: str, targets: list[str], config: Rfc9309Settings) -> int:
         from ..robots import parse
-        from .report import exit_status, verdict_lines
+        from .report import exit_status, usage_lines, verdict_lines
 
         for target in targets:
             if not target.startswith("/") and not target.lower().startswith(("http://", "https://")):
                 raise UsageError(
-                    f"{target!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
+                    f"{mask_url(target)!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
                 )
         robots = parse(_read(path), max_bytes=config.max_bytes)
         tokens = config.user_agents
-        decisions = [_decide(robots, target, tokens) for target in targets]
+        decisions = [_decide(robots, target, tokens, config.usage) for target in targets]
         lines = [f"robots.txt from {_label(path)}", *_file_lines(robots, tokens)]
         lines.extend(verdict_lines(targets, decisions))
+        lines.extend(usage_lines(targets, [d.usage for d in decisions], config.usage))
         _print(lines)
         return exit_status(decisions)
 
@@ -178,7 +211,7 @@ class Command(ScrapyCommand):
             origin = origin_of(url)
             if origin is None:
                 raise UsageError(
-                    f"{url!r} is not an absolute http(s) URL (to check paths, give --file PATH)",
+                    f"{mask_url(url)!r} is not an absolute http(s) URL (to check paths, give --file PATH)",
                     print_help=False,
                 )
             by_origin.setdefault(origin, []).append(url)
@@ -198,17 +231,19 @@ class Command(ScrapyCommand):
         _print(lines)
         return exit_status(decisions)
 
-    def _replay(self, path: str, urls: list[str], summary: bool, agents: list[str] | None) -> int:
+    def _replay(
+        self, path: str, urls: list[str], summary: bool, agents: list[str] | None, usage: list[str] | None = None
+    ) -> int:
         """``--audit FILE``: answer from the robots.txt in force during the crawl."""
         from ..audit import Trail, TrailError
         from ..origins import origin_of
-        from .report import exit_status, row, verdict_lines
+        from .report import exit_status, row, usage_lines, verdict_lines
 
         by_origin: dict[str, list[str]] = {}
         for url in urls:
             origin = origin_of(url)
             if origin is None:
-                raise UsageError(f"{url!r} is not an absolute http(s) URL", print_help=False)
+                raise UsageError(f"{mask_url(url)!r} is not an absolute http(s) URL", print_help=False)
             by_origin.setdefault(origin, []).append(url)
         forced = _agent_tokens(agents) if agents else None
         try:
@@ -218,6 +253,7 @@ class Command(ScrapyCommand):
         if summary:
             _print(_summary_lines(trail))
             return 0
+        purposes = _purposes(usage) if usage else trail.usage
         lines: list[str] = []
         decisions: list[_Decided] = []
         try:
@@ -235,11 +271,19 @@ class Command(ScrapyCommand):
                     lines.append(origin)
                     lines.append(row("robots.txt", _describe_state(state, path)))
                     lines.extend(_file_lines(robots, tokens))
-                    block = [_decide(robots, url, tokens) for url in block_urls]
+                    block = [_decide(robots, url, tokens, purposes) for url in block_urls]
                     lines.extend(verdict_lines(block_urls, block))
+                    lines.extend(usage_lines(block_urls, [d.usage for d in block], purposes))
                     for url, decided in zip(block_urls, recorded):
                         if decided is not None:
                             lines.append(row("", f"{url}: the crawl {decided['type']} it at {decided['at']}"))
+                        used = trail.usage_decisions.get(url)
+                        if used is not None:
+                            by = "; ".join(_source_text(s) for s in used.get("sources") or ()) or "no statement"
+                            lines.append(
+                                row("", f"{url}: the crawl {used['action']} it at {used['at']}: "
+                                f"{used['category']} disallowed by {by}")
+                            )  # fmt: skip
                     decisions.extend(block)
         except TrailError as exc:
             print(f"scrapy robots: {exc}", file=sys.stderr)
@@ -248,12 +292,14 @@ class Command(ScrapyCommand):
         return exit_status(decisions)
 
     # -- helpers -----------------------------------------------------------------
-    def _config(self, agents: list[str] | None) -> Rfc9309Settings:
-        """The project's RFC9309_* settings, with ``--agent`` (once or more) as the token(s)."""
+    def _config(self, agents: list[str] | None, usage: list[str] | None = None) -> Rfc9309Settings:
+        """The project's RFC9309_* settings, with ``--agent`` (once or more) as
+        the token(s) and ``--usage`` as the declared purposes."""
         from ..settings import Rfc9309Settings
 
-        assert self.settings is not None
-        settings = self.settings.copy()
+        settings = self._settings()
+        if usage:
+            settings.set("RFC9309_USAGE", list(_purposes(usage)), priority="cmdline")
         if agents:
             tokens = _agent_tokens(agents)
             settings.set("ROBOTSTXT_USER_AGENT", list(tokens) if len(tokens) > 1 else tokens[0], priority="cmdline")
@@ -262,12 +308,37 @@ class Command(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(f"invalid setting: {exc}", print_help=False) from None
 
+    def _spider_class(self, name: str | None) -> type[Spider] | None:
+        """The project's spider ``name`` (``--spider``), or None."""
+        if name is None:
+            return None
+        assert self.crawler_process is not None
+        try:
+            return self.crawler_process.spider_loader.load(name)
+        except KeyError:
+            raise UsageError(
+                f"--spider {name!r}: no such spider here (`scrapy list` names the project's spiders)",
+                print_help=False,
+            ) from None
+
+    def _settings(self) -> Any:
+        """A copy of the settings with the ``--spider`` spider's applied over the project's."""
+        assert self.settings is not None
+        settings = self.settings.copy()
+        if self._spider is not None:
+            self._spider.update_settings(settings)
+        return settings
+
     def _fetch(self, origins: list[str], config: Rfc9309Settings) -> dict[str, Inspected]:
         """Fetch every origin's robots.txt in one small crawl, through the
         crawl's robots service (the one fetcher a crawl has)."""
         assert self.crawler_process is not None
         results: dict[str, Inspected] = {}
-        self.crawler_process.crawl(RobotsFetchSpider, origins=origins, config=config, results=results)
+        spider: type[Spider] = RobotsFetchSpider
+        if self._spider is not None:  # its crawl gets the spider's settings too (its store)
+            named = self._spider
+            spider = type("RobotsFetchSpider", (RobotsFetchSpider,), {"update_settings": named.update_settings})
+        self.crawler_process.crawl(spider, origins=origins, config=config, results=results)
         self.crawler_process.start()
         return results
 
@@ -290,7 +361,7 @@ class RobotsFetchSpider(Spider):
         from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
         from twisted.internet.defer import DeferredList
 
-        from ..wiring import robots_service
+        from ..lifecycle import robots_service
 
         service = robots_service(self.crawler)
 
@@ -315,7 +386,7 @@ def _origin_block(
     """The lines and decisions of one origin."""
     from ..origins import robots_url
     from ..robots import RobotsTxt, Verdict
-    from .report import row, verdict_lines
+    from .report import row, usage_lines, verdict_lines
 
     policy = config.for_origin(origin)
     tokens = config.user_agents if agent_given else policy.user_agents
@@ -328,8 +399,10 @@ def _origin_block(
         result, robots = inspected
         lines.append(row("robots.txt", describe_fetch(robots_url(origin), result, config, policy.unreachable)))
     lines.extend(_file_lines(robots, tokens))
-    decisions = [_decide(robots, target, tokens) for target in targets]
+    purposes = policy.usage
+    decisions = [_decide(robots, target, tokens, purposes) for target in targets]
     lines.extend(verdict_lines(targets, decisions))
+    lines.extend(usage_lines(targets, [d.usage for d in decisions], purposes))
     return lines, decisions
 
 
@@ -337,11 +410,11 @@ def describe_fetch(url: str, result: FetchResult, config: Rfc9309Settings, unrea
     """``GET URL -> 2 redirects -> FINAL: status 200 (success)`` and what it means."""
     from ..robots.access import Access
 
-    text = f"GET {url}"
+    text = f"GET {mask_url(url)}"
     if result.redirects:
-        text += f" -> {result.redirects} redirect{'s' if result.redirects > 1 else ''} -> {result.url}"
+        text += f" -> {result.redirects} redirect{'s' if result.redirects > 1 else ''} -> {mask_url(result.url)}"
     if result.error is not None:
-        text += f": {type(result.error).__name__}: {result.error}"
+        text += f": {type(result.error).__name__}: {mask_text(str(result.error))}"
     else:
         text += f": status {result.status}"
     text += f" ({result.access.value})"
@@ -393,21 +466,49 @@ def _summary_lines(trail: Any) -> list[str]:
 
 class _Decided:
     """A decision over several tokens, as the report prints it (the reason
-    names the token that denied, when there are several)."""
+    names the token that denied, when there are several), with the URL's
+    robots.txt usage preferences."""
 
-    __slots__ = ("allowed", "reason")
+    __slots__ = ("allowed", "reason", "usage")
 
-    def __init__(self, allowed: bool, reason: str) -> None:
+    def __init__(self, allowed: bool, reason: str, usage: Usage | None = None) -> None:
         self.allowed = allowed
         self.reason = reason
+        self.usage = usage
 
 
-def _decide(robots: RobotsTxt, target: str, tokens: tuple[str, ...]) -> _Decided:
+def _decide(robots: RobotsTxt, target: str, tokens: tuple[str, ...], purposes: tuple[str, ...] = ()) -> _Decided:
+    """The access decision, then, for an allowed URL, its usage preferences:
+    DENIED when they disallow one of ``purposes`` (as the middleware does)."""
     from ..audit import decide_all, denial_reason
+    from ..robots.usage import usage_for
 
     decision, token = decide_all(robots, target, tokens)
-    reason = decision.reason if decision.allowed else denial_reason(decision, token, tokens)
-    return _Decided(decision.allowed, reason)
+    if not decision.allowed:
+        return _Decided(False, denial_reason(decision, token, tokens))
+    usage = usage_for(robots, target, tokens)
+    denied = usage.denies(purposes) if purposes else None
+    if denied is not None:
+        label, sources = denied
+        return _Decided(False, f"usage: {label} disallowed by {'; '.join(map(str, sources))}", usage)
+    return _Decided(True, decision.reason, usage)
+
+
+def _purposes(values: list[str]) -> tuple[str, ...]:
+    from ..settings import usage_purposes
+
+    try:
+        return usage_purposes([p for value in values for p in value.split(",") if p.strip()], "--usage")
+    except ValueError as exc:
+        raise UsageError(str(exc), print_help=False) from None
+
+
+def _source_text(source: Any) -> str:
+    if not isinstance(source, dict):
+        return str(source)
+    if source.get("origin") == "robots.txt":
+        return f"robots.txt line {source.get('line')}: {source.get('text')}"
+    return f"{source.get('origin')}: {source.get('text')}"
 
 
 def _file_lines(robots: RobotsTxt, tokens: tuple[str, ...]) -> list[str]:

@@ -6,6 +6,7 @@
 * :mod:`.robotstxt` - the parsed file: ``check``, ``crawl_delay``, ``sitemaps``
 * :mod:`.verdicts` - ``Decision``, ``Verdict``, ``Rule``
 * :mod:`.access` - HTTP access results to policies and cache lifetimes
+* :mod:`.usage` - AI usage preferences (``Content-Usage``, ``Content-Signal``): ``RobotsTxt.usage``
 """
 
 from .diagnostics import Diagnostic

@@ -36,6 +36,7 @@ from typing import Any
 
 from .decode import DEFAULT_PARSE_BYTES, decode_body
 from .diagnostics import DiagnosticLog
+from .usage import read_rule as _read_usage
 
 #: lines (or chunks of a line and the plain Disallow lines after it) read in
 #: one step of :func:`reading`: about 1.5 ms on the slowest kind of line
@@ -48,7 +49,11 @@ _SAFE_LINE_CHARS = MAX_LINE_BYTES // 4
 # Record kinds.  DISALLOW and ALLOW are 0 and 1 so that ``line << 1 | kind``
 # stores a rule's line and its Allow flag in one integer.
 DISALLOW, ALLOW, USER_AGENT, SITEMAP, CRAWL_DELAY, REQUEST_RATE = range(6)
-_NAMES = ("Disallow", "Allow", "User-agent", "Sitemap", "Crawl-delay", "Request-rate")
+# AI usage preferences, read by .usage (``kind - CONTENT_USAGE`` is its form)
+CONTENT_USAGE, CONTENT_SIGNAL = 6, 7
+_NAMES = (
+    "Disallow", "Allow", "User-agent", "Sitemap", "Crawl-delay", "Request-rate", "Content-Usage", "Content-Signal",
+)  # fmt: skip
 
 _KEYS = {
     "disallow": DISALLOW,
@@ -57,6 +62,8 @@ _KEYS = {
     "sitemap": SITEMAP,
     "crawl-delay": CRAWL_DELAY,
     "request-rate": REQUEST_RATE,
+    "content-usage": CONTENT_USAGE,
+    "content-signal": CONTENT_SIGNAL,
 }
 # The spellings seen in real files, looked up without any lower()/strip().
 _FAST_KEYS = {
@@ -126,9 +133,9 @@ _AGENT_CACHE_MAX = 4096
 class Group:
     """One group: the agents it names (lower-case tokens, ``*`` for all), the
     slice ``[start, end)`` of the file's rules that belong to it, and the
-    crawl-rate lines it holds."""
+    crawl-rate lines and usage-preference rules (:mod:`.usage`) it holds."""
 
-    __slots__ = ("agents", "start", "end", "crawl_delay", "request_rate", "line")
+    __slots__ = ("agents", "start", "end", "crawl_delay", "request_rate", "line", "usage")
 
     def __init__(self, start: int, line: int) -> None:
         self.agents: list[str] = []
@@ -137,6 +144,7 @@ class Group:
         self.crawl_delay: float | None = None
         self.request_rate: tuple[int, float] | None = None
         self.line = line
+        self.usage: list[Any] | None = None  # usage.UsageRule, in file order
 
 
 class Parsed:
@@ -316,10 +324,12 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
             delay = _crawl_delay(value, number, diags)
             if delay is not None and (group.crawl_delay is None or delay > group.crawl_delay):
                 group.crawl_delay = delay
-        else:
+        elif kind == REQUEST_RATE:
             rate = _request_rate(value, number, diags)
             if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
                 group.request_rate = rate
+        else:  # Content-Usage, Content-Signal: a group's usage preferences
+            _read_usage(group, kind - CONTENT_USAGE, value, number, diags)
     state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped
 
 

@@ -10,8 +10,10 @@ Both sides, the URL and the rule, go through the same normalisation, so that
 * escapes of reserved characters stay encoded (``%2F`` is not ``/``), except
   ``%2A`` and ``%24``, which stand for a literal ``*`` and ``$`` (section 2.2.3);
 * the ASCII characters RFC 3986 allows nowhere in a URI (controls, space,
-  ``"<>\\^`{|}``, DEL: neither unreserved nor reserved) are one with their
-  escape: ``/a<b``, ``/a%3Cb`` and ``/a%3cb`` are one path.  RFC 9309 2.2.2
+  ``"<>\\^`{|}``, DEL: neither unreserved nor reserved), and ``[`` ``]``,
+  which it allows only in a host, are one with their escape: ``/a<b``,
+  ``/a%3Cb`` and ``/a%3cb`` are one path, and so are ``/s?f[t]=1`` and the
+  ``/s?f%5Bt%5D=1`` Scrapy sends.  RFC 9309 2.2.2
   compares them percent-encoded; here an escape of one of them is *decoded*
   for matching instead, which gives the same answers (an escape is one
   character, see below) and leaves the per-URL fast path, which cannot
@@ -38,9 +40,15 @@ _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})?")
 _ASCII = "".join(map(chr, range(128)))
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _RESERVED = frozenset(":/?#[]@!$&'()*+,;=")
+#: reserved characters RFC 3986 allows raw only in a host (an IP literal, 3.2.2):
+#: a path or a query holds them percent-encoded (3.3, 3.4), as Scrapy (w3lib) sends them
+_HOST_ONLY = "[]"
 #: ASCII characters outside RFC 3986's unreserved and reserved sets (and not
-#: "%"): a URI holds them only percent-encoded (RFC 3986 2.1, 2.4).
-OUTSIDE_URI = "".join(chr(c) for c in range(128) if chr(c) not in _UNRESERVED | _RESERVED | {"%"})
+#: "%"): a URI holds them only percent-encoded (RFC 3986 2.1, 2.4); and "[" "]",
+#: which a path holds only percent-encoded.
+OUTSIDE_URI = "".join(
+    chr(c) for c in range(128) if chr(c) not in _UNRESERVED | _RESERVED | {"%"} or chr(c) in _HOST_ONLY
+)
 #: escapes decoded when matching: unreserved characters, the literal * and $,
 #: and the characters outside the URI grammar
 _DECODED = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED or chr(c) in "*$" + OUTSIDE_URI}

@@ -17,7 +17,8 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any
 
-from . import patterns
+from . import dots, patterns
+from . import usage as _usage
 from .decode import DEFAULT_PARSE_BYTES
 from .diagnostics import Diagnostic, DiagnosticLog
 from .parser import Group, Parsed, read, reading
@@ -593,7 +594,9 @@ class RobotsTxt:
     :mod:`.parser`): a crawl may hold many thousands of these.
     """
 
-    __slots__ = ("_patterns", "_marks", "_groups", "sitemaps", "_diagnostics", "_matchers", "_fixed", "_origin")
+    __slots__ = (
+        "_patterns", "_marks", "_groups", "sitemaps", "_diagnostics", "_matchers", "_fixed", "_origin", "_usage",
+    )  # fmt: skip
     _marks: Sequence[int]
 
     def __init__(self, parsed: Parsed | None = None, fixed: Decision | None = None) -> None:
@@ -609,6 +612,7 @@ class RobotsTxt:
         self._matchers: dict[str, _Matcher] | None = None
         self._fixed = fixed
         self._origin = "\n"  # the origin of the URLs asked about; "\n" starts no URL
+        self._usage: dict[str, Any] | None = None  # token -> its usage rules (see usage())
 
     # -- constructors -------------------------------------------------------
     @classmethod
@@ -685,6 +689,8 @@ class RobotsTxt:
                     path = self._learn_path(url)
                 if path == "/robots.txt":
                     return ALLOW_ROBOTS_TXT
+                if "/." in path:  # as sent and with dot segments removed: both must allow
+                    return dots.decide_both(matcher.decide, path)
                 return matcher.decide(path)
         return self._check_first(url, user_agent)
 
@@ -749,6 +755,15 @@ class RobotsTxt:
 
     def can_fetch(self, url: str, user_agent: str) -> bool:
         return self.check(url, user_agent).allowed
+
+    def usage(self, url: str, user_agent: str) -> _usage.Usage:
+        """The AI usage preferences (``Content-Usage``, ``Content-Signal``)
+        this file states for ``url`` and the crawler: category -> True /
+        False / None, with the lines behind each (see :mod:`.usage`).  A URL
+        the crawler may not fetch has none."""
+        if self._usage is None:
+            self._usage = {}
+        return _usage.usage_of(self, url, user_agent, self._usage)
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """Seconds between requests asked by the crawler's group, or None."""

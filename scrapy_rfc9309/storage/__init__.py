@@ -2,7 +2,8 @@
 
 ``RFC9309_STORAGE`` selects the backend (see :mod:`.factory`): ``"memory"``
 (default), ``"sqlite:///path/robots.sqlite"`` (chosen automatically inside
-``JOBDIR``), ``"redis://host:port/db"`` (clusters), or a class path.  The
+``JOBDIR``), ``"redis://host:port/db"`` (clusters of workers),
+``"redis+cluster://host:port"`` (the same on a Redis Cluster), or a class path.  The
 SQLite and Redis modules are imported only when named.
 """
 

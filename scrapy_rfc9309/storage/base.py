@@ -30,6 +30,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..masking import mask_url
+
 #: RFC 9309 section 2.3.1.4: a stored copy may stand in for an unreachable
 #: robots.txt for about 30 days; persistent backends keep entries that long.
 STALE_MAX_SECONDS = 30 * 86_400
@@ -39,12 +41,9 @@ RETRY_AFTER = 30.0
 
 
 def display_url(url: str) -> str:
-    """``url`` with its password, if any, masked (for logs and messages)."""
-    scheme, sep, rest = url.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if not sep or not at or ":" not in userinfo:
-        return url
-    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
+    """``url`` with its secrets masked, for logs and messages
+    (:func:`scrapy_rfc9309.masking.mask_url`)."""
+    return mask_url(url)
 
 
 class StorageUnavailable(Exception):

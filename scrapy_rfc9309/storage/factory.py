@@ -8,6 +8,8 @@ value                              backend
 ``"sqlite://rel/robots.sqlite"``   ``sqlite://`` is the file's path (``~`` expanded)
 ``"redis://host:6379/0"``,         :class:`~.redis.RedisStorage` (``pip install
 ``"rediss://..."``, ``"unix://..."`` 'scrapy-rfc9309[redis]'``)
+``"redis+cluster://host:6379"``    the same on a Redis Cluster (any node of it;
+``"rediss+cluster://..."``         ``rediss`` with TLS)
 ``"package.module.Class"``         a class of your own, built with its
                                    ``from_rfc9309_settings(settings)`` when it has one
 =================================  ============================================
@@ -32,12 +34,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from ..masking import mask_url
 from .base import RETRY_AFTER, RobotsStorage
 from .memory import MemoryStorage
 
 #: the file name used inside JOBDIR
 JOBDIR_FILE = "rfc9309-robots.sqlite"
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
 #: the package whose scheduler makes a crawl a cluster sharing one Redis server
 SCRAPY_REDIS = "scrapy_redis"
 #: scrapy-redis's own defaults (scrapy_redis.defaults, redis.Redis())
@@ -66,7 +69,9 @@ def _build(settings: Any) -> RobotsStorage:
 
         path = url[len("sqlite://") :]
         if not path:
-            raise ValueError(f"RFC9309_STORAGE={url!r}: give a file, e.g. 'sqlite:///var/cache/robots.sqlite'")
+            raise ValueError(
+                f"RFC9309_STORAGE={mask_url(url)!r}: give a file, e.g. 'sqlite:///var/cache/robots.sqlite'"
+            )
         return SqliteStorage(path)
     if lowered.startswith(REDIS_SCHEMES):
         from .redis import RedisStorage
@@ -77,8 +82,8 @@ def _build(settings: Any) -> RobotsStorage:
         factory = getattr(cls, "from_rfc9309_settings", None)
         return factory(settings) if factory is not None else cls()
     raise ValueError(
-        f"RFC9309_STORAGE={url!r}: use 'memory', 'sqlite:///path/robots.sqlite', "
-        "'redis://host:port/db' or the import path of a storage class"
+        f"RFC9309_STORAGE={mask_url(url)!r}: use 'memory', 'sqlite:///path/robots.sqlite', "
+        "'redis://host:port/db', 'redis+cluster://host:port' or the import path of a storage class"
     )
 
 

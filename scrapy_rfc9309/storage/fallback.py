@@ -55,7 +55,8 @@ class FallbackStorage(RobotsStorage):
         self.url = primary.url
         #: seconds between attempts to get back to a backend that failed
         self.retry_after = getattr(primary, "retry_after", RETRY_AFTER) if retry_after is None else retry_after
-        #: called with a stats key ("storage/errors", "storage/outages") on each failure
+        #: called with a stats key: "storage/errors", "storage/outages" on a failure,
+        #: "storage/recoveries" when the backend answers again
         self._count = count or (lambda key: None)
         self._down_until: float | None = None
         if count is not None:
@@ -169,4 +170,5 @@ class FallbackStorage(RobotsStorage):
     def _answered(self) -> None:
         if self._down_until is not None:
             self._down_until = None
+            self._count("storage/recoveries")
             logger.info("robots.txt store %s answers again", self.url)

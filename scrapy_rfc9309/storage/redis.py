@@ -1,19 +1,27 @@
 """A store shared by every worker of a cluster: Redis, through ``redis.asyncio``.
 
-For crawls spread over processes or machines (scrapy-redis and the like).
-Three kinds of keys, all under a prefix (``RFC9309_REDIS_PREFIX``, default
-``rfc9309:``):
+For crawls spread over processes or machines (scrapy-redis and the like): one
+Redis server (``redis://``, ``rediss://``, ``unix://``), or a Redis Cluster
+(``redis+cluster://host:port``, ``rediss+cluster://`` with TLS: any node; the
+cluster client finds the others).  Four kinds of keys, all under a prefix
+(``RFC9309_REDIS_PREFIX``, default ``rfc9309:``), the origin in braces: a
+Redis Cluster hash tag, so that every key of one origin lives in one hash slot
+and each script below runs on the one node that owns it (on one server the
+braces change nothing):
 
-* ``<prefix>robots:<origin>`` - a hash with the entry (access result, status,
-  body, content type, fetch time, expiry, final URL).  It expires when it is
-  no longer fresh *and* too old to stand in for an unreachable file (30 days).
-* ``<prefix>lock:<origin>`` - the fetch lease: ``SET NX PX`` with a random
+* ``<prefix>robots:{<origin>}`` - the entry, in the layout of :mod:`.entries`
+  (access result, status, fetch time, expiry, the body's SHA-256...).  It
+  expires when it is no longer fresh *and* too old to stand in for an
+  unreachable file (30 days).
+* ``<prefix>body:{<SHA-256 in hex>}`` - a body, zlib-compressed, once for every
+  origin serving it; its TTL is raised to the longest-kept entry's that names it.
+* ``<prefix>lock:{<origin>}`` - the fetch lease: ``SET NX PX`` with a random
   token, so one worker fetches an origin's robots.txt while the others poll
   for its entry.  The holder renews it every few seconds; if the holder dies
   the key expires within :data:`LOCK_SECONDS` and another worker takes over.
   Release and renewal compare the token first (a Lua script), so a worker
   never frees a lease that expired and was taken by another.
-* ``<prefix>pace:<origin>`` - the start time (Redis server clock, in
+* ``<prefix>pace:{<origin>}`` - the start time (Redis server clock, in
   microseconds) of the last request started on the origin.  A Lua script, in
   one atomic step, either takes the turn (``now >= last + floor``: records
   ``now`` and returns 0) or returns the wait and records nothing
@@ -22,20 +30,35 @@ Three kinds of keys, all under a prefix (``RFC9309_REDIS_PREFIX``, default
   not agree.
 
 A resolution costs at most two round trips, one Lua script each
-(``EVALSHA``; the scripts are loaded once per connection when the server does
-not know them): :meth:`lookup` reads the entry and, when it is not fresh,
-takes the lease in the same atomic step; :meth:`store` writes the entry (one
-``HSET`` and its ``PEXPIRE``), notes the robots.txt request's start for
-Crawl-delay when the file has one, and releases the lease.  A fresh entry
-costs one round trip.  The leases a store holds are renewed together, by one
-timer of the store (not a task per lease), in one pipeline.
+(``EVALSHA``; the scripts are loaded when the store opens, on every master of
+a cluster, and again on a node that does not know them, e.g. a replica
+promoted since): :meth:`lookup` reads the entry (and its body) and, when it is
+not fresh, takes the lease in the same atomic step; :meth:`store` writes the
+entry and its body, notes the robots.txt request's start for Crawl-delay when
+the file has one, and releases the lease.  A fresh entry costs one round
+trip.  On a cluster a body's key is on the node its digest hashes to, so the
+body is written by a script call of its own sent with the store's, and read
+after the entry (a fresh entry: two round trips).  The leases a store holds
+are renewed together, by one timer of the store (not a task per lease), in
+one pipeline (on a cluster, one call per lease, sent at once).
+
+Every key read is hostile until checked: a key of another type, a lock
+without a TTL, a pace value that is garbage or ahead of the clock, an entry
+out of range (:func:`.entries.read`) cost the origin a miss, never the store.
 
 Every failure (refused, reset, timeout, an error reply) is raised as
 :class:`~.base.StorageUnavailable`; the middleware decides what it means.
 The client gives up quickly (no backoff, one reconnection attempt, 5 s socket
 timeouts unless the URL says otherwise, e.g. ``?socket_timeout=2``), and opens
-at most :data:`MAX_CONNECTIONS` connections (``?max_connections=N``): a
-command waits for a free one rather than failing.
+at most :data:`MAX_CONNECTIONS` connections (``?max_connections=N``; on a
+cluster, commands in flight, so at most that many connections to each node):
+a command waits for a free one rather than failing.
+
+A plain ``redis://`` URL that names a node of a cluster is refused when the
+store opens (``INFO cluster``, in the round trip that loads the scripts), with
+the ``redis+cluster://`` URL to use instead: the cluster would answer the first
+lookup of most origins with ``MOVED``, and the crawl would go on without its
+shared store.
 """
 
 from __future__ import annotations
@@ -46,6 +69,7 @@ import secrets
 import time
 from collections.abc import Awaitable
 from typing import Any, Literal, TypeVar
+from urllib.parse import parse_qs, urlsplit
 
 from . import entries
 from .base import STALE_MAX_SECONDS, Lease, RobotsEntry, RobotsStorage, StorageUnavailable, display_url
@@ -61,6 +85,8 @@ SOCKET_TIMEOUT = 5.0
 #: connections to the server at most (``?max_connections=N`` in the URL sets another);
 #: commands beyond wait for one: a few are enough for thousands of origins a second
 MAX_CONNECTIONS = 32
+#: URL schemes of a Redis Cluster (any node of it); the scheme without ``+cluster`` is the node's
+CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
 #: Redis keeps a body this much longer than the entry that last named it
 BODY_MARGIN_MS = 60_000
 #: a body larger than this is compressed in a thread (zlib on 500 KB takes ~25 ms)
@@ -223,8 +249,12 @@ class RedisStorage(RobotsStorage):
         lock_seconds: float = LOCK_SECONDS,
     ) -> None:
         self._aioredis = _import_redis()  # fail at start-up, not at the first request
-        self._connect_url = url
+        #: a Redis Cluster (``redis+cluster://``), reached through the cluster client
+        self.cluster = url.lower().startswith(CLUSTER_SCHEMES)
+        self._connect_url = _node_url(url) if self.cluster else url
         self.url = display_url(url)  # for messages
+        if self.cluster:
+            _check_cluster_url(self.url, self._connect_url, prefix)
         self.prefix = prefix
         self.keep_seconds = keep_seconds
         self.lock_seconds = lock_seconds
@@ -234,9 +264,12 @@ class RedisStorage(RobotsStorage):
         #: leases held now (lock key -> lease), renewed together by :meth:`_renew_leases`
         self._held: dict[str, _RedisLease] = {}
         self._renewal: asyncio.Future[None] | None = None
+        #: on a cluster, the commands in flight (redis-py's cluster client refuses a command
+        #: past its connections to a node instead of waiting for one)
+        self._in_flight: asyncio.Semaphore | None = None
         #: bodies are read and written with commands of their own, not inside the origin's
-        #: scripts: on a Redis Cluster, where a body's key is on another node than its origin's
-        self.bodies_apart = False
+        #: scripts: on a Redis Cluster a body's key is on another node than its origin's
+        self.bodies_apart = self.cluster
 
     # -- life ------------------------------------------------------------------
     async def open(self) -> None:
@@ -250,22 +283,29 @@ class RedisStorage(RobotsStorage):
                 f"{self.url}: the Redis store needs the asyncio reactor: TWISTED_REACTOR = "
                 "'twisted.internet.asyncioreactor.AsyncioSelectorReactor'"
             ) from None
+        options = {
+            "socket_timeout": SOCKET_TIMEOUT,
+            "socket_connect_timeout": SOCKET_TIMEOUT,
+            "retry": Retry(NoBackoff(), 1),
+            "decode_responses": False,
+        }
         try:
-            # a bounded pool that waits for a free connection: redis-py's default pool
-            # raises "Too many connections" past 100 commands in flight, which a burst
-            # of new origins reaches (each one's lookup is a command)
-            self._pool = self._aioredis.BlockingConnectionPool.from_url(
-                self._connect_url,
-                max_connections=MAX_CONNECTIONS,
-                timeout=SOCKET_TIMEOUT,
-                socket_timeout=SOCKET_TIMEOUT,
-                socket_connect_timeout=SOCKET_TIMEOUT,
-                retry=Retry(NoBackoff(), 1),
-                decode_responses=False,
-            )
+            if self.cluster:
+                # max_connections is per node; the semaphore keeps the commands in flight within it
+                self._client = self._aioredis.RedisCluster.from_url(
+                    self._connect_url, max_connections=MAX_CONNECTIONS, **options
+                )
+                self._in_flight = asyncio.Semaphore(_max_connections(self._connect_url))
+            else:
+                # a bounded pool that waits for a free connection: redis-py's default pool
+                # raises "Too many connections" past 100 commands in flight, which a burst
+                # of new origins reaches (each one's lookup is a command)
+                self._pool = self._aioredis.BlockingConnectionPool.from_url(
+                    self._connect_url, max_connections=MAX_CONNECTIONS, timeout=SOCKET_TIMEOUT, **options
+                )
+                self._client = self._aioredis.Redis(connection_pool=self._pool)
         except ValueError as exc:
             raise StorageUnavailable(f"{self.url}: {exc}") from exc
-        self._client = self._aioredis.Redis(connection_pool=self._pool)
         for name, source in (
             ("pace", _PACE),
             ("renew", _RENEW),
@@ -276,12 +316,35 @@ class RedisStorage(RobotsStorage):
             ("body", _BODY),
         ):
             self._scripts[name] = self._client.register_script(source)
-        # load them now, in one round trip: no first call per script meets NOSCRIPT and sends it again
+        if self.cluster:
+            await self._guard(self._client.initialize())
+            # SCRIPT LOAD goes to every master: no first call per script meets NOSCRIPT
+            await self._guard(asyncio.gather(*(self._client.script_load(s.script) for s in self._scripts.values())))
+        else:
+            await self._open_server()
+        self._renewal = asyncio.ensure_future(self._renew_leases())
+
+    async def _open_server(self) -> None:
+        """Load the scripts in one round trip (no first call per script meets
+        NOSCRIPT and sends it again), and refuse a node of a cluster."""
         pipe = self._client.pipeline(transaction=False)
+        pipe.info("cluster")
         for script in self._scripts.values():
             pipe.script_load(script.script)
-        await self._guard(pipe.execute())
-        self._renewal = asyncio.ensure_future(self._renew_leases())
+        info, *loaded = await self._guard(pipe.execute(raise_on_error=False))
+        for answer in loaded:
+            if isinstance(answer, Exception):
+                await self._guard(_raise(answer))
+        # a server without INFO (renamed away) or a cluster section is not a cluster node
+        if isinstance(info, dict) and str(info.get("cluster_enabled", "0")) == "1":
+            raise StorageUnavailable(self._is_a_cluster_node())
+
+    def _is_a_cluster_node(self) -> str:
+        """The refusal of a ``redis://`` URL that names a node of a Redis Cluster."""
+        return (
+            f"{self.url} is a node of a Redis Cluster: set RFC9309_STORAGE = {_cluster_url(self.url)!r} "
+            "(the cluster client keeps each origin's keys on the node that owns them)"
+        )
 
     async def close(self) -> None:
         if self._renewal is not None:
@@ -377,12 +440,8 @@ class RedisStorage(RobotsStorage):
                 body = [self._body_key(digest), packed, keep + BODY_MARGIN_MS, most]
         else:
             args.append(b"")
-        client = self._redis()
-        if body and self.bodies_apart:
-            pipe = client.pipeline(transaction=False)
-            await self._scripts["body"](keys=body[:1], args=body[1:], client=pipe)
-            await self._scripts["store"](keys=keys, args=args, client=pipe)
-            await self._guard(pipe.execute())
+        if body and self.bodies_apart:  # the body's node and the origin's, together
+            await self._run_many([("body", body[:1], body[1:]), ("store", keys, args)])
         else:
             await self._run_keys("store", keys + body[:1], args + body[1:])
         if lease is not None and not token:
@@ -402,18 +461,16 @@ class RedisStorage(RobotsStorage):
         return lease
 
     async def _renew_leases(self) -> None:
-        """Every third of a lease's life, renew every lease held, in one pipeline."""
+        """Every third of a lease's life, renew every lease held, in one pipeline (on a
+        cluster, one call per lease, all sent at once)."""
         interval = self.lock_seconds / 3
         while True:
             await asyncio.sleep(interval)
             if not self._held or self._client is None:
                 continue
             held = list(self._held.values())
-            pipe = self._client.pipeline(transaction=False)
-            for lease in held:
-                await self._scripts["renew"](keys=[lease.key], args=[lease.token, lease.ttl_ms], client=pipe)
             try:
-                answers = await self._guard(pipe.execute())
+                answers = await self._run_many([("renew", [lease.key], [lease.token, lease.ttl_ms]) for lease in held])
             except StorageUnavailable:
                 continue  # the store is gone; the service notices on its next call
             for lease, renewed in zip(held, answers):
@@ -422,6 +479,22 @@ class RedisStorage(RobotsStorage):
                     logger.warning(
                         "lost the robots.txt fetch lease %s (expired): another worker may fetch too", lease.key
                     )
+
+    async def _run_many(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+        """Run script calls ``(name, keys, args)`` together and return their answers: one
+        pipeline on one server; on a cluster, whose pipelines refuse scripts in redis-py,
+        each call on its own, all at once (each to the node owning its keys)."""
+        if self.cluster:
+            return list(await asyncio.gather(*(self._run_keys(name, keys, args) for name, keys, args in calls)))
+        pipe = self._redis().pipeline(transaction=False)
+        for name, keys, args in calls:
+            pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
+        answers = list(await self._guard(pipe.execute(raise_on_error=False)))
+        for i, answer in enumerate(answers):
+            if isinstance(answer, Exception):  # NOSCRIPT (a server restarted since), or the call's own error
+                name, keys, args = calls[i]
+                answers[i] = await self._run_keys(name, keys, args)
+        return answers
 
     # -- Crawl-delay across workers ----------------------------------------------------------
     async def take_turn(self, origin: str, floor: float) -> float:
@@ -433,7 +506,7 @@ class RedisStorage(RobotsStorage):
 
     # -- helpers -------------------------------------------------------------------------
     def _key(self, kind: str, origin: str) -> str:
-        return f"{self.prefix}{kind}:{origin}"
+        return key_of(self.prefix, kind, origin)
 
     def _body_key(self, digest: bytes) -> str:
         return self._key("body", digest.hex())
@@ -458,16 +531,109 @@ class RedisStorage(RobotsStorage):
 
     async def _guard(self, call: Awaitable[T]) -> T:
         """Await a client call; any failure becomes StorageUnavailable."""
-        from redis.exceptions import RedisError
+        from redis.exceptions import ClusterCrossSlotError, MovedError, RedisClusterException, RedisError
 
+        limit = self._in_flight
         try:
-            return await call
+            if limit is None:
+                return await call
+            try:
+                if limit.locked():  # all taken: wait for one, for as long as for a connection
+                    await asyncio.wait_for(limit.acquire(), SOCKET_TIMEOUT)
+                else:
+                    await limit.acquire()  # at once
+            except asyncio.TimeoutError:
+                _close(call)
+                raise StorageUnavailable(f"{self.url}: no free connection within {SOCKET_TIMEOUT:g} s") from None
+            except BaseException:  # cancelled while waiting
+                _close(call)
+                raise
+            try:
+                return await call
+            finally:
+                limit.release()
+        except (MovedError, ClusterCrossSlotError) as exc:
+            if not self.cluster:  # a node of a cluster, not a server of its own
+                raise StorageUnavailable(self._is_a_cluster_node()) from exc
+            raise StorageUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+        except RedisClusterException as exc:
+            if "not enabled" in str(exc):
+                raise StorageUnavailable(
+                    f"{self.url} is not a node of a Redis Cluster: set RFC9309_STORAGE = {_server_url(self.url)!r}"
+                ) from exc
+            raise StorageUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
         except (RedisError, OSError, asyncio.TimeoutError) as exc:
             raise StorageUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
 
 
+def key_of(prefix: str, kind: str, origin: str) -> str:
+    """The key of ``origin``'s ``kind`` (``robots``, ``lock``, ``pace``):
+    ``<prefix><kind>:{<origin>}``.  The braces are a Redis Cluster hash tag: every
+    key of an origin lands in one slot, so one node runs each script on all of them."""
+    return f"{prefix}{kind}:{{{origin}}}"
+
+
+def _node_url(url: str) -> str:
+    """``redis+cluster://...`` -> ``redis://...`` (what redis-py reads), ``rediss`` alike."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme.lower().removesuffix('+cluster')}://{rest}"
+
+
+def _cluster_url(url: str) -> str:
+    """The ``+cluster`` URL of the node a server URL names (database 0 only)."""
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() not in ("redis", "rediss"):
+        return "redis+cluster://host:port"
+    parts = urlsplit(f"{scheme}://{rest}")
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{scheme.lower()}+cluster://{parts.netloc}{query}"
+
+
+def _server_url(url: str) -> str:
+    """The plain URL of the server a ``+cluster`` URL names."""
+    parts = urlsplit(_node_url(url))
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme}://{parts.netloc}/0{query}"
+
+
+def _check_cluster_url(shown: str, url: str, prefix: str) -> None:
+    """A cluster URL has no database but 0, and keys built on ``prefix`` keep one hash slot
+    per origin: ``ValueError`` otherwise (at start-up)."""
+    database = urlsplit(url).path.strip("/")
+    if database not in ("", "0"):
+        raise ValueError(
+            f"RFC9309_STORAGE={shown!r}: a Redis Cluster has database 0 only; "
+            "give a prefix of its own instead (RFC9309_REDIS_PREFIX)"
+        )
+    if "{" in prefix or "}" in prefix:
+        raise ValueError(
+            f"RFC9309_REDIS_PREFIX={prefix!r}: no braces on a Redis Cluster; the store puts each origin "
+            "in braces itself, so that all keys of an origin share one hash slot"
+        )
+
+
+def _max_connections(url: str) -> int:
+    """``?max_connections=N`` of the URL, else :data:`MAX_CONNECTIONS`."""
+    values = parse_qs(urlsplit(url).query).get("max_connections")
+    try:
+        return max(1, int(values[-1])) if values else MAX_CONNECTIONS
+    except ValueError:
+        return MAX_CONNECTIONS
+
+
+async def _raise(exc: Exception) -> None:
+    raise exc
+
+
+def _close(call: Awaitable[Any]) -> None:
+    """Close a coroutine that will not be awaited (no "never awaited" warning)."""
+    close = getattr(call, "close", None)
+    if close is not None:
+        close()
+
+
 class _RedisLease(Lease):
-    """A held ``<prefix>lock:<origin>`` key; its store renews it while held."""
+    """A held ``<prefix>lock:{<origin>}`` key; its store renews it while held."""
 
     __slots__ = ("store", "key", "token", "ttl_ms")
 

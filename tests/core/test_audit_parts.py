@@ -131,3 +131,60 @@ def test_a_trail_cut_mid_line_is_read_and_an_altered_body_is_refused(tmp_path):
         trail.robots_of(state)
     with pytest.raises(TrailError, match="no robots.txt of http://b.example:80"):
         trail.state_for("http://b.example:80", "http://b.example/")
+
+
+class _Named:
+    def __init__(self, name: str, **attrs: object) -> None:
+        self.name = name
+        self.__dict__.update(attrs)
+
+
+@pytest.mark.parametrize(
+    ("template", "name", "expected"),
+    [
+        ("audit/%(name)s.jsonl", "../../../escaped", "audit/.._.._.._escaped.jsonl"),
+        ("audit/%(name)s/trail.jsonl", "..", "audit/__/trail.jsonl"),
+        ("audit/%(name)s.jsonl", "a\\b\x00c", "audit/a_b_c.jsonl"),
+        ("audit/%(job)s.jsonl", "s", "audit/_etc_passwd.jsonl"),
+    ],
+)
+def test_placeholders_cannot_leave_the_directory_the_setting_names(template, name, expected):
+    assert audit_path(template, _Named(name, job="/etc/passwd"), 0) == expected
+
+
+def test_a_template_whose_result_leaves_its_directory_is_refused():
+    with pytest.raises(ValueError, match="outside"):
+        audit_path("audit/%(name)s/../../x.jsonl", _Named("s"), 0)
+
+
+def test_a_stalled_disk_bounds_the_queue_and_counts_what_was_not_written(tmp_path, monkeypatch):
+    """The trail is a FIFO nobody reads: once the pipe's buffer is full the
+    writer thread's write never returns, as on a hung mount."""
+    import os
+
+    from scrapy_rfc9309.audit import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "MAX_PENDING", 500)
+    fifo = tmp_path / "trail.jsonl"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # never read
+    try:
+        writer = writer_module.Writer(str(fifo))
+        record = {"type": "denied", "url": "http://example.com/" + "x" * 1000}
+        for _ in range(100):  # 100 KB: more than the pipe holds
+            writer.put(record)
+        writer._wake.set()
+        deadline = time.monotonic() + 10
+        while writer._writing != 100 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert writer._writing == 100  # the thread is stuck in its write
+        for _ in range(5_000):
+            writer.put(record)
+        assert isinstance(writer.error, writer_module.TrailBehind)
+        assert len(writer._queue) == 500
+        writer.close(timeout=0.5)
+        assert (writer.written, writer.unwritten) == (0, 5_100)
+    finally:
+        os.close(reader)  # the stuck write ends (EPIPE), the thread with it
+    writer._thread.join(5)
+    assert not writer._thread.is_alive()

@@ -27,6 +27,7 @@ import pytest
 from scrapy_rfc9309 import Verdict, parse
 from scrapy_rfc9309.robots.decode import DEFAULT_PARSE_BYTES, decode_body
 from scrapy_rfc9309.robots.diagnostics import DiagnosticLog
+from scrapy_rfc9309.robots.dots import remove_dot_segments
 
 googlebot = pytest.importorskip("jwm.robotstxt.googlebot", reason="jwm-robotstxt (Google's parser) is not installed")
 
@@ -59,7 +60,8 @@ KEYS = "j_key_prefix_not_a_key"
 PERCENT = "b_percent_encoding"
 OUTSIDE_URI = "i_characters_outside_uri_encoded"
 OTHER_LINES = "c_other_records_end_group"
-CLASSES = (ROBOTS_TXT, TRUNCATED, NON_UTF8, UTF16, WHITESPACE, KEYS, PERCENT, OUTSIDE_URI, OTHER_LINES)
+DOT_SEGMENTS = "l_dot_segments_removed"
+CLASSES = (ROBOTS_TXT, DOT_SEGMENTS, TRUNCATED, NON_UTF8, UTF16, WHITESPACE, KEYS, PERCENT, OUTSIDE_URI, OTHER_LINES)
 
 
 def _need_corpus(*parts: str) -> Path:
@@ -114,9 +116,12 @@ _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _RESERVED = frozenset(":/?#[]@!$&'()*+,;=")
 # RFC 3986: ASCII characters in neither set (nor "%"), allowed in a URI only
-# percent-encoded; and a "%" that starts no escape (RFC 3986 2.4).
+# percent-encoded, and "[" "]", allowed raw only in a host (3.2.2: a path or a
+# query holds them encoded); and a "%" that starts no escape (RFC 3986 2.4).
 _OUTSIDE_URI = re.compile(
-    "[" + re.escape("".join(c for c in map(chr, range(128)) if c not in _UNRESERVED | _RESERVED | {"%"})) + "]"
+    "["
+    + re.escape("".join(c for c in map(chr, range(128)) if c not in _UNRESERVED | _RESERVED | {"%"} or c in "[]"))
+    + "]"
 )
 _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
@@ -256,6 +261,11 @@ class Classifier:
     def classify(self, token: str, url: str, ours: bool, verdict: Verdict) -> str | None:
         if verdict is Verdict.ALLOWED_ROBOTS_TXT:  # (a)
             return ROBOTS_TXT
+        if not ours and ("/." in url or "%2" in url):  # (l) denied as the server would resolve it
+            path = neutral_path(url)
+            resolved = remove_dot_segments(path)
+            if resolved != path and google_allows(self.body, token, ORIGIN + resolved) is False:
+                return DOT_SEGMENTS
         urls = (url, ORIGIN + neutral_path(url), ORIGIN + neutral_path(url, outside=True))
         for cls, body, neutral in self.steps():
             if google_allows(body, token, urls[neutral]) == ours:
@@ -407,11 +417,20 @@ DEVIATIONS = [
     (b"User-agent: *\nDisallow: /b/*?*|\n", "/b/x?_trkparms=a%7Cb", OUTSIDE_URI),
     (b"User-agent: *\nDisallow: /a%2\n", "/a%2F", OUTSIDE_URI),
     (b"User-agent: *\nAllow: /a*b\nDisallow: /a<\n", "/a<b", OUTSIDE_URI),
+    # a real one (a forum's file): "[" "]" are escaped in a path or query, as Scrapy sends them
+    (
+        b"User-agent: *\nDisallow: /search.php\nAllow: /search.php?filter[type]=thread&\n",
+        "/search.php?filter%5Btype%5D=thread&q=1",
+        OUTSIDE_URI,
+    ),
+    (b"User-agent: *\nDisallow: /a%5Bb\n", "/a[b", OUTSIDE_URI),
     (b"User-agent: *\nAllow: /\nUser-agent must match exactly: see the docs\nDisallow: /y\n", "/y", KEYS),
     (b"User-agent: *\nDisallow /a:b\n", "/a:b", KEYS),
     (b"User-agent: *\nDisallowance /x\n", "/x", KEYS),
     ("\ufeffUser-agent: *\r\nDisallow: /store/cart/\r\n".encode("utf-16-le"), "/store/cart/", UTF16),
     ("\ufeffUser-agent: *\r\nDisallow: /store/cart/\r\n".encode("utf-16-be"), "/store/cart/", UTF16),
+    (b"User-agent: *\nDisallow: /private\n", "/x/../private", DOT_SEGMENTS),
+    (b"User-agent: *\nDisallow: /private\n", "/x/%2E%2E/private", DOT_SEGMENTS),
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from scrapy_rfc9309.origins import origin_of, robots_url
@@ -98,9 +100,13 @@ def test_origin_overrides_resolve_to_canonical_keys():
             },
         }
     )
-    assert s.for_origin("https://intranet.example:443") == OriginPolicy(False, "ExampleBot", "wait")
+    # from USER_AGENT: a request's own User-Agent header comes first (Scrapy's order), not
+    # where a per-origin user_agent names the token
+    assert s.for_origin("https://intranet.example:443") == OriginPolicy(
+        False, "ExampleBot", "wait", from_user_agent=True
+    )
     assert s.for_origin("http://partner.example:8080") == OriginPolicy(True, "PartnerBot", "allow")
-    assert s.for_origin("http://other.example:80") == OriginPolicy(True, "ExampleBot", "wait")
+    assert s.for_origin("http://other.example:80") == OriginPolicy(True, "ExampleBot", "wait", from_user_agent=True)
 
 
 def test_origins_from_the_command_line_as_json():
@@ -118,3 +124,60 @@ def test_request_origin_matches_url_origin(url):
     from scrapy_rfc9309.origins import origin_of_request
 
     assert origin_of_request(Request(url)) == origin_of(url)
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ({"RFC9309_FETCH_TIMEOUT": float("nan")}, "RFC9309_FETCH_TIMEOUT=nan is not a finite number"),
+        ({"RFC9309_FETCH_TIMEOUT": "inf"}, "RFC9309_FETCH_TIMEOUT='inf' is not a finite number"),
+        ({"RFC9309_CACHE_SECONDS": "nan"}, "RFC9309_CACHE_SECONDS='nan' is not a finite number"),
+        ({"RFC9309_MAX_CRAWL_DELAY": float("nan")}, "RFC9309_MAX_CRAWL_DELAY=nan is not a finite number"),
+        ({"RFC9309_UNREACHABLE_WAIT": float("-inf")}, "RFC9309_UNREACHABLE_WAIT=-inf is not a finite number"),
+        ({"RFC9309_MAX_BYTES": float("inf")}, "RFC9309_MAX_BYTES=inf is not a finite number"),
+        ({"RFC9309_MAX_REDIRECTS": 2.7}, "RFC9309_MAX_REDIRECTS=2.7 is not a whole number"),
+        ({"RFC9309_MAX_REDIRECTS": "2.7"}, "RFC9309_MAX_REDIRECTS='2.7' is not a whole number"),
+        ({"RFC9309_CACHE_MAX_ORIGINS": 100.5}, "RFC9309_CACHE_MAX_ORIGINS=100.5 is not a whole number"),
+        ({"RFC9309_ORIGINS": "not json"}, "RFC9309_ORIGINS is not valid JSON"),
+    ],
+)
+def test_non_finite_and_fractional_numbers_and_bad_json_name_the_setting(bad, says):
+    with pytest.raises(ValueError) as raised:
+        Rfc9309Settings.from_settings({"USER_AGENT": "ExampleBot", **bad})
+    assert str(raised.value).startswith(says), raised.value
+    assert "\n" not in str(raised.value)
+
+
+def test_whole_numbers_written_as_floats_or_strings_are_accepted():
+    s = Rfc9309Settings.from_settings({"RFC9309_MAX_REDIRECTS": 3.0, "RFC9309_MAX_BYTES": "600000"})
+    assert (s.max_redirects, s.max_bytes) == (3, 600_000)
+    assert isinstance(s.max_redirects, int)
+
+
+def test_usage_settings_are_read_once_and_validated():
+    s = Rfc9309Settings.from_settings({})
+    assert (s.usage, s.usage_header, s.usage_unknown_denies) == ((), "drop", False)
+    s = Rfc9309Settings.from_settings(
+        {
+            "RFC9309_USAGE": ["ai-train", "search", "train-ai"],
+            "RFC9309_USAGE_HEADER": "Mark",
+            "RFC9309_USAGE_UNKNOWN": "deny",
+            "RFC9309_ORIGINS": {"https://a.example": {"usage": []}, "https://b.example": {"obey": True}},
+        }
+    )
+    assert (s.usage, s.usage_header, s.usage_unknown_denies) == (("train-ai", "search"), "mark", True)
+    assert s.for_origin("https://a.example:443").usage == ()
+    assert s.for_origin("https://b.example:443").usage == ("train-ai", "search")
+    assert s.for_origin("https://c.example:443").usage == ("train-ai", "search")
+    # from the command line: a JSON list or commas
+    assert Rfc9309Settings.from_settings({"RFC9309_USAGE": '["train-ai"]'}).usage == ("train-ai",)
+    assert Rfc9309Settings.from_settings({"RFC9309_USAGE": "train-ai, ai-input"}).usage == ("train-ai", "ai-input")
+    for bad, name in (
+        ({"RFC9309_USAGE": ["training"]}, "RFC9309_USAGE"),
+        ({"RFC9309_USAGE": 3}, "RFC9309_USAGE"),
+        ({"RFC9309_USAGE_HEADER": "keep"}, "RFC9309_USAGE_HEADER"),
+        ({"RFC9309_USAGE_UNKNOWN": True}, "RFC9309_USAGE_UNKNOWN"),
+        ({"RFC9309_ORIGINS": {"https://a.example": {"usage": ["x"]}}}, "['usage']"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(name)):
+            Rfc9309Settings.from_settings(bad)

@@ -43,6 +43,8 @@ CHUNKS = [
     # characters outside RFC 3986's grammar, raw and escaped (raw blanks only
     # inside a chunk: the parser strips them at the ends of a value)
     "<", "%3C", "%3c", "a b", "%20", "|", "%7C", "{}", "%7B%7D", '"', "^", "`", "\\", "%5C", "\x01", "%7F",
+    # "[" and "]": reserved, but RFC 3986 allows them raw only in a host; a path holds them escaped
+    "[", "]", "%5B", "%5d", "f[t]=1",
 ]  # fmt: skip
 chunk = st.sampled_from(CHUNKS)
 path_text = st.lists(chunk, max_size=8).map(lambda parts: "/" + "".join(parts))
@@ -185,6 +187,8 @@ def test_answers_do_not_depend_on_the_urls_asked_before(body: str, urls: list[st
 _HEX_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _RESERVED = set(":/?#[]@!$&'()*+,;=")
+# RFC 3986 3.2.2, 3.3, 3.4: "[" and "]" are raw only in a host, escaped in a path or query
+_HOST_ONLY = set("[]")
 
 
 def ref_encode(text: str, decode_star_dollar: bool) -> str:
@@ -196,7 +200,7 @@ def ref_encode(text: str, decode_star_dollar: bool) -> str:
     def octets(i: int, c: str) -> str:
         if c == "%" and not _HEX_ESCAPE.match(text, i):
             return "%25"
-        if ord(c) < 128 and (c in _UNRESERVED or c in _RESERVED or c == "%"):
+        if ord(c) < 128 and (c in _UNRESERVED or c in _RESERVED or c == "%") and c not in _HOST_ONLY:
             return c
         return "".join(f"%{b:02X}" for b in c.encode())
 
@@ -320,6 +324,11 @@ SPELLINGS = {
     "%5C": ["%5C", "\\"],
     "\x01": ["\x01", "%01"],
     "%7F": ["%7F", "\x7f", "%7f"],
+    "[": ["[", "%5B", "%5b"],
+    "]": ["]", "%5D", "%5d"],
+    "%5B": ["%5B", "["],
+    "%5d": ["%5d", "]", "%5D"],
+    "f[t]=1": ["f[t]=1", "f%5Bt%5D=1", "f%5bt]=1"],
 }
 
 

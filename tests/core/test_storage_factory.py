@@ -60,7 +60,7 @@ def test_a_class_path_still_works_and_nonsense_is_refused():
     assert Rfc9309Settings.from_settings({"RFC9309_STALE_IF_UNREACHABLE": "false"}).stale_if_unreachable is False
 
 
-def test_display_url_masks_only_passwords():
+def test_display_url_masks_passwords():
     assert display_url("redis://user:secret@host:6379/0") == "redis://user:***@host:6379/0"
     assert display_url("rediss://:secret@host/0") == "rediss://:***@host/0"
     assert display_url("redis://host:6379/0") == "redis://host:6379/0"

@@ -153,6 +153,7 @@ def test_fallback_keeps_working_when_the_file_is_lost_and_comes_back(tmp_path, c
     run(primary.open())  # back: the next call uses it again
     assert run(store.get("http://a:80")) == run(primary.get("http://a:80")) is not None
     assert any("answers again" in r.getMessage() for r in caplog.records)
+    assert counted.count("storage/recoveries") == 1
     run(store.close())
 
 

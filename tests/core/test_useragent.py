@@ -54,7 +54,19 @@ def test_lenient_token(user_agent, token):
     assert lenient_token(user_agent) == token
 
 
-@pytest.mark.parametrize("user_agent", ["my bot/1.0 (+http://x)", "Other Bot/2.0", "my bot", "Example\tBot/1"])
+@pytest.mark.parametrize(
+    "user_agent",
+    [
+        "my bot/1.0 (+http://x)",
+        "Other Bot/2.0",
+        "my bot",
+        "Example\tBot/1",
+        # one rule: the product after "compatible;" is held to it too (it used to give "Foo")
+        "Mozilla/5.0 (compatible; Foo Bar/1.0)",
+        "Mozilla/5.0 (compatible; Foo Bar/1.0; +https://example.com/bot)",
+        b"Mozilla/5.0 (compatible; my bot)",
+    ],
+)
 def test_a_name_with_a_space_is_ambiguous_and_refused_not_cut(user_agent):
     with pytest.raises(ValueError, match="ambiguous"):
         derive_token(user_agent)

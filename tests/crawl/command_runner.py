@@ -21,3 +21,48 @@ def scrapy_robots(*args: str, cwd, stdin: str | None = None) -> subprocess.Compl
         text=True,
         timeout=TIMEOUT,
     )
+
+
+#: a spider of its own project, run with ``scrapy crawl``: it requests ``URLS``
+CRAWL_SPIDER = """
+import scrapy
+
+class Probe(scrapy.Spider):
+    name = {name!r}
+    custom_settings = {custom!r}
+
+    async def start(self):
+        for url in {urls!r}:
+            yield scrapy.Request(url, dont_filter=True)
+
+    def parse(self, response):
+        yield {{"status": response.status}}
+"""
+
+
+def scrapy_crawl(
+    tmp_path, urls: list[str], *args: str, name: str = "probe", custom: dict | None = None, timeout: float = TIMEOUT
+) -> subprocess.CompletedProcess:
+    """``scrapy crawl <name> [args]`` in a one-spider project made under
+    ``tmp_path`` (the plugin through its add-on); what a cron job would see:
+    the exit status, stdout and stderr (the log)."""
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = probe_project.settings\n")
+    package = tmp_path / "probe_project"
+    (package / "spiders").mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "spiders" / "__init__.py").write_text("")
+    (package / "spiders" / "probe.py").write_text(CRAWL_SPIDER.format(name=name, urls=urls, custom=custom or {}))
+    (package / "settings.py").write_text(
+        'BOT_NAME = "probe_project"\nSPIDER_MODULES = ["probe_project.spiders"]\n'
+        'ADDONS = {"scrapy_rfc9309.Addon": 0}\nROBOTSTXT_OBEY = True\nTELNETCONSOLE_ENABLED = False\n'
+        'LOG_LEVEL = "INFO"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", name, *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -56,6 +56,8 @@ class Req:
     then: list[Req] = field(default_factory=list)
     pause: float = 0.0
     dont_filter: bool = True
+    #: the request's own headers (e.g. a User-Agent of its own)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,7 +113,14 @@ class ProbeSpider(scrapy.Spider):
         self.counter[0] += 1
         meta = dict(spec.meta)
         meta["probe"] = spec
-        return scrapy.Request(spec.url, callback=self.ok, errback=self.failed, meta=meta, dont_filter=spec.dont_filter)
+        return scrapy.Request(
+            spec.url,
+            callback=self.ok,
+            errback=self.failed,
+            meta=meta,
+            dont_filter=spec.dont_filter,
+            headers=spec.headers or None,
+        )
 
     async def start(self):
         for spec in self.plan:

@@ -197,3 +197,56 @@ def test_inside_a_project_with_the_add_on_the_answer_is_the_same_as_outside(serv
     assert answers["inside"] == answers["outside"]
     assert answers["inside"].startswith("DENIED") and "line 3503" in answers["inside"]
     assert site.count("/robots.txt") == 2  # once per run
+
+
+# -- issue 24: unknown options, --spider ------------------------------------------------------
+def test_an_unknown_option_is_said_to_be_one(site, tmp_path):
+    process = scrapy_robots("--bogus", site.url("/public"), cwd=tmp_path)
+    assert process.returncode == 2
+    assert "unknown option '--bogus'" in process.stderr and "absolute http(s) URL" not in process.stderr
+    assert site.count("/robots.txt") == 0
+
+
+SPIDER = """
+import scrapy
+
+
+class ProbeSpider(scrapy.Spider):
+    name = "probe"
+    custom_settings = {custom}
+"""
+
+
+def test_spider_uses_that_spiders_settings_token_origins_and_store(servers, tmp_path):
+    site, other = servers("127.0.0.1"), servers("127.0.0.2")
+    rules = "User-agent: spiderbot\nDisallow: /spider-only\n\nUser-agent: *\nDisallow: /everyone\n"
+    site.routes["/robots.txt"] = robots(rules)
+    other.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /\n")
+    store = tmp_path / "robots.sqlite"
+    custom = {
+        "ROBOTSTXT_USER_AGENT": "SpiderBot",
+        "RFC9309_ORIGINS": {other.origin: {"obey": False}},
+        "RFC9309_STORAGE": f"sqlite://{store}",
+    }
+    make_project(tmp_path, 'ADDONS = {"scrapy_rfc9309.Addon": 0}\nSPIDER_MODULES = ["probe_project.spiders"]\n')
+    (tmp_path / "probe_project" / "spiders.py").write_text(SPIDER.format(custom=repr(custom)))
+    urls = [site.url("/spider-only/a"), site.url("/everyone/b"), other.url("/x")]
+
+    process = scrapy_robots(*urls, "--spider", "probe", cwd=tmp_path)
+    out = blocks(process.stdout)
+    assert process.returncode == 1, process.stderr
+    assert "agent:        SpiderBot" in out[site.origin]
+    assert verdict(out[site.origin], urls[0]).startswith("DENIED disallowed_explicit (line 2")
+    assert verdict(out[site.origin], urls[1]) == "ALLOWED allowed_implicit"
+    assert verdict(out[other.origin], urls[2]).startswith("ALLOWED allowed_not_obeyed")
+    assert store.exists() and other.count("/robots.txt") == 0
+
+    # without --spider: the project's settings (Scrapy's default USER_AGENT: the token "Scrapy")
+    process = scrapy_robots(*urls, cwd=tmp_path)
+    out = blocks(process.stdout)
+    assert verdict(out[site.origin], urls[0]) == "ALLOWED allowed_implicit"
+    assert verdict(out[site.origin], urls[1]).startswith("DENIED disallowed_explicit (line 5")
+    assert verdict(out[other.origin], urls[2]).startswith("DENIED")
+
+    process = scrapy_robots(urls[0], "--spider", "nobody", cwd=tmp_path)
+    assert process.returncode == 2 and "--spider 'nobody': no such spider" in process.stderr

@@ -178,8 +178,9 @@ def test_agent_takes_a_full_user_agent_string_by_the_same_rule_as_settings(robot
         "/public", "--agent", "PartnerBot/2.0 (+https://x)", "--file", str(robots_file), cwd=tmp_path
     )
     assert by_string.returncode == by_token.returncode and by_string.stdout == by_token.stdout
-    ambiguous = scrapy_robots("/public", "--agent", "my bot/1.0", "--file", str(robots_file), cwd=tmp_path)
-    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr
+    for agent in ("my bot/1.0", "Mozilla/5.0 (compatible; Foo Bar/1.0)"):  # one rule, wherever
+        ambiguous = scrapy_robots("/public", "--agent", agent, "--file", str(robots_file), cwd=tmp_path)
+        assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr, agent
 
 
 def test_a_target_that_is_neither_path_nor_url_is_a_usage_error(robots_file, tmp_path):

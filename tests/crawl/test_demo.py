@@ -24,18 +24,18 @@ TIMEOUT = 90
 
 
 def _free_port() -> int:
-    """A port free on every demo host (127.0.0.1-12), not only on 127.0.0.1:
+    """A port free on every demo host (127.0.0.1-14), not only on 127.0.0.1:
     other tests' servers take ephemeral ports on 127.0.0.2 and 127.0.0.3."""
-    hosts = [f"127.0.0.{i}" for i in range(1, 13)] if _multi_host() else ["127.0.0.1"]
+    hosts = [f"127.0.0.{i}" for i in range(1, 15)] if _multi_host() else ["127.0.0.1"]
     for _ in range(50):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        if port + 11 > 65535:
+        if port + 13 > 65535:
             continue
         try:
             for host in hosts:
-                for offset in range(11) if host == "127.0.0.1" else (0,):
+                for offset in range(13) if host == "127.0.0.1" else (0,):
                     with socket.socket() as sock:
                         sock.bind((host, port + offset))
         except OSError:
@@ -122,8 +122,8 @@ def test_demo_ends_with_one_table_on_stdout(demo, table):
     title, blocks, footer = table
     # the spider-level override (custom_settings) beats settings.py's USER_AGENT (ExampleBot)
     assert "product token 'DemoBot' (from ROBOTSTXT_USER_AGENT)" in title
-    assert len(blocks) == 10
-    assert footer[0].startswith("16 pages allowed, 10 denied, 0 errors")
+    assert len(blocks) == 12
+    assert footer[0].startswith("17 pages allowed, 10 denied, 3 skipped by usage preferences, 0 errors")
     # nothing but the table on stdout; Scrapy's log went to stderr, before the table was printed
     assert process.stdout.startswith("scrapy-rfc9309 demo:")
     assert "Spider closed (finished)" in process.stderr and "Spider closed" not in process.stdout
@@ -211,6 +211,26 @@ def test_per_origin_override_is_never_fetched(table):
     assert set(intranet.pages.values()) == {"allowed  allowed_not_obeyed"}
 
 
+def test_usage_preferences_skip_what_the_spider_may_not_train_on(demo, table):
+    """The demo spider declares train-ai (RFC9309_USAGE): robots.txt Content-Usage
+    and Content-Signal lines skip pages before the download, naming the line; a
+    page's own Content-Usage header drops it after."""
+    usage = table[1]["Content-Usage rules"]
+    assert usage.pages["/news.html"] == "SKIPPED  train-ai disallowed by robots.txt line 3: Content-Usage: train-ai=n"
+    assert usage.pages["/blog/post.html"] == "allowed  allowed_implicit; train-ai=y (line 4)"
+    assert usage.pages["/blog/no-ai.html"] == (
+        "SKIPPED  train-ai disallowed by header: Content-Usage: train-ai=n (downloaded, dropped)"
+    )
+    signal = table[1]["Content-Signal line"]
+    assert signal.pages["/index.html"] == (
+        "SKIPPED  train-ai disallowed by robots.txt line 2: Content-Signal: search=yes, ai-train=no"
+    )
+    _, _, footer = table
+    # skipped by robots.txt: never downloaded (the header page was, by design)
+    assert "denied pages that reached a server: 0" in footer[0]
+    assert any(line.startswith("SKIPPED: robots.txt allows the page") for line in footer)
+
+
 def test_sitemap_spider_reads_sitemaps_without_a_second_robots_download():
     process = _scrapy("crawl", "sitemap_demo", port=_free_port())
     assert process.returncode == 0, process.stderr[-3000:]
@@ -262,11 +282,11 @@ def test_one_host_layout_keeps_each_origin_on_its_own_slot():
     process = _scrapy("crawl", "demo", port=port, RFC9309_DEMO_ONE_HOST="1")
     assert process.returncode == 0, process.stderr[-3000:]
     _, blocks, footer = parse_table(process.stdout)
-    assert {block.address for block in blocks.values()} == {f"127.0.0.1:{port + i}" for i in range(11) if i != 6}
+    assert {block.address for block in blocks.values()} == {f"127.0.0.1:{port + i}" for i in range(13) if i != 6}
     delay = blocks["Crawl-delay: 1"]
     assert delay.delay == "1 s" and float(delay.gap.split()[0]) >= 0.9
     # the floor stayed on the Crawl-delay origin's own slot: another origin's
     # pages came well within the floor (on a shared slot they would be a floor apart)
     assert float(blocks["wildcards * and $"].gap.split()[0]) < float(delay.gap.split()[0]) / 2
     assert blocks["redirect to other port"].robots[1] == f"(file at 127.0.0.1:{port + 6})"
-    assert footer[0].startswith("16 pages allowed, 10 denied, 0 errors")
+    assert footer[0].startswith("17 pages allowed, 10 denied, 3 skipped by usage preferences, 0 errors")

@@ -124,3 +124,74 @@ async def test_file_content_and_urls_are_logged_with_a_length_bound(servers, cap
         ((len(r.getMessage()), r.getMessage()[:120]) for r in ours if len(r.getMessage()) > LOG_BOUND), reverse=True
     )
     assert too_long == [], too_long
+
+
+# -- secrets in page URLs, robots.txt URLs and store URLs (issue 23) -------------------------------
+TOKEN = "tok-9309-XYZZY-secret"
+
+
+def _ours(caplog) -> str:
+    """Every record the plugin logged (Scrapy's own lines print whole URLs: they are Scrapy's)."""
+    return "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("scrapy_rfc9309"))
+
+
+def _assert_no_token(text: str) -> None:
+    for secret in (PASSWORD, TOKEN):
+        assert secret not in text, (
+            f"{secret!r} leaked: ...{text[max(0, text.find(secret) - 200) : text.find(secret) + 50]}..."
+        )
+
+
+@pytest_twisted.ensureDeferred
+async def test_secrets_in_page_and_robots_urls_reach_no_log_stat_record_or_provenance(servers, tmp_path, caplog):
+    site, moved = servers("127.0.0.2"), servers("127.0.0.3")
+    # robots.txt redirects to a URL with a token (the server chooses the Location)
+    site.routes["/robots.txt"] = redirect(f"http://127.0.0.3:{moved.port}/rules.txt?access_token={TOKEN}&v=1")
+    moved.routes[f"/rules.txt?access_token={TOKEN}&v=1"] = robots("User-agent: *\nDisallow: /private\n")
+    with_secrets = f"http://alice:{PASSWORD}@127.0.0.2:{site.port}"
+    # Scrapy cannot download a URL with userinfo ("invalid hostname"): only the denied page has one
+    denied, allowed = f"{with_secrets}/private?password={TOKEN}", site.url(f"/public?api_key={TOKEN}#token={TOKEN}")
+    trail = tmp_path / "trail.jsonl"
+    settings = {"LOG_LEVEL": "DEBUG", "RFC9309_AUDIT": str(trail), "RFC9309_AUDIT_ALLOWED": True}
+    with caplog.at_level(logging.DEBUG):
+        result, _ = await crawl_within(BOUND, [denied, allowed], settings)
+
+    check_accounting(result)
+    assert_verdict(result.outcome(denied), Verdict.DISALLOWED_EXPLICIT)
+    assert_verdict(result.outcome(allowed), Verdict.ALLOWED_IMPLICIT)
+    provenance = result.outcome(allowed).provenance
+    assert provenance["robots_url"] == f"http://127.0.0.3:{moved.port}/rules.txt?access_token=***&v=1"
+    logged = _ours(caplog)
+    assert f"<GET http://alice:***@127.0.0.2:{site.port}/private?password=***>" in logged  # the DEBUG denial line
+    text = trail.read_text(encoding="utf-8")
+    assert f'"url":"http://127.0.0.2:{site.port}/public?api_key=***#token=***"' in text
+    assert f'"url":"http://alice:***@127.0.0.2:{site.port}/private?password=***"' in text
+    for where in (logged, repr(result.stats), text, repr(provenance)):
+        _assert_no_token(where)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_store_url_with_a_password_is_masked_in_the_start_up_and_error_lines(servers, caplog):
+    site = servers("127.0.0.2")
+    store = f"redis://:{PASSWORD}@127.0.0.1:{closed_port('127.0.0.1')}/0?password={TOKEN}&socket_timeout=1"
+    with caplog.at_level(logging.DEBUG):
+        result, _ = await crawl_within(BOUND, [site.url("/a")], {"RFC9309_STORAGE": store})
+    assert result.stats["finish_reason"] == "rfc9309_storage_unavailable"
+    logged = _everything_logged(caplog)
+    assert "robots.txt store: redis://:***@127.0.0.1:" in logged  # the INFO start-up line
+    assert any(r.levelno == logging.ERROR and "RFC9309_STORAGE" in r.getMessage() for r in caplog.records)
+    _assert_no_token(logged)
+    _assert_no_token(repr(result.stats))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_robots_redirect_with_credentials_is_not_followed_and_not_logged(servers, caplog):
+    site, other = servers("127.0.0.2"), servers("127.0.0.3")
+    site.routes["/robots.txt"] = redirect(f"http://{USER}:{PASSWORD}@127.0.0.3:{other.port}/robots.txt")
+    with caplog.at_level(logging.DEBUG):
+        result, _ = await crawl_within(BOUND, [site.url("/a")], {"LOG_LEVEL": "DEBUG"})
+    check_accounting(result)
+    # Scrapy cannot send them ("invalid hostname"): a redirect that cannot be followed, not an internal error
+    assert_verdict(result.outcome(site.url("/a")), Verdict.ALLOWED_UNAVAILABLE)
+    assert result.stat("fetch/3xx_unfollowable") == 1 and other.hits == []
+    _assert_no_secret(_everything_logged(caplog))

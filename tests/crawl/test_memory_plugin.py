@@ -35,9 +35,9 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
 from scrapy_rfc9309 import CrawlDelayExtension, RobotsTxt, governing_robots, robots_service
+from scrapy_rfc9309.lifecycle import held_requests
 from scrapy_rfc9309.storage import RobotsEntry
 from scrapy_rfc9309.storage.sqlite import SqliteStorage
-from scrapy_rfc9309.wiring import held_requests
 
 from .faults import statm_rss
 from .harness import Runner, run

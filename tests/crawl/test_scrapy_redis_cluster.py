@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from scrapy_rfc9309.service import CLAIM_POLL_MAX
-from scrapy_rfc9309.storage.redis import LOCK_SECONDS
+from scrapy_rfc9309.storage.redis import LOCK_SECONDS, key_of
 
 from .redisd import RedisServer
 from .scrapy_redis_cluster import (
@@ -235,7 +235,10 @@ def test_three_workers_one_robots_txt_per_origin_and_one_crawl_delay(redis_serve
 
     # one robots.txt request per origin for the whole cluster, seen by the servers
     assert {o.server.origin: o.server.count("/robots.txt") for o in origins} == {o.server.origin: 1 for o in origins}
-    assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0  # the others read them from Redis
+    # the workers that did not fetch an origin read it from Redis; under load one worker
+    # may start so early that it takes every request (then no other worker checked any)
+    if sum(1 for r in reports if r["rfc9309"].get("requests/checked", 0)) > 1:
+        assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0
 
     # Crawl-delay across the cluster: every request, robots.txt included, a delay apart
     delayed = [o for o in origins if o.kind == "delayed"]
@@ -365,7 +368,7 @@ def _restart_scenario(redis: PersistentRedis, servers, tmp_path: Path) -> None:
     def page_of_after(hit: Hit) -> Reply:
         # the start this request was given was taken in Redis, on Redis's clock, just now
         seconds, micros = client.time()
-        taken = client.get(f"rfc9309:pace:{after.origin}")
+        taken = client.get(key_of("rfc9309:", "pace", after.origin))
         turns.append(taken is not None and 0 <= seconds * 1e6 + micros - int(taken) < 0.5e6)
         return Reply(200, "<html>page</html>", {"Content-Type": "text/html"})
 

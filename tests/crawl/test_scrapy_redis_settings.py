@@ -23,6 +23,7 @@ from scrapy.settings import Settings
 from scrapy_rfc9309.settings import Rfc9309Settings
 from scrapy_rfc9309.storage import FallbackStorage, MemoryStorage, build_storage
 from scrapy_rfc9309.storage.factory import scrapy_redis_url, uses_scrapy_redis
+from scrapy_rfc9309.storage.redis import key_of
 
 from .harness import check_accounting, crawl
 from .redisd import RedisServer
@@ -126,7 +127,7 @@ async def test_a_scrapy_redis_crawl_in_this_process(servers, tmp_path):
     finally:
         redis.stop()
 
-    assert stored == [f"rfc9309:robots:{site.origin}".encode()]  # the store is REDIS_URL's server
+    assert stored == [key_of("rfc9309:", "robots", site.origin).encode()]  # the store is REDIS_URL's server
     assert site.count("/robots.txt") == 1 and sorted(site.paths()) == ["/a", "/b", "/robots.txt"]
     for url in urls[2:]:
         assert (

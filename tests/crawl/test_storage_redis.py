@@ -30,7 +30,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from scrapy_rfc9309.storage import RobotsEntry, entries
-from scrapy_rfc9309.storage.redis import RedisStorage
+from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
 from .harness import Req, check_accounting, crawl
 from .redisd import RedisServer, require_redis
@@ -72,7 +72,14 @@ def gaps(times: list[float]) -> list[float]:
 
 # -- a cluster of three processes ------------------------------------------------------
 def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server, servers, tmp_path):
-    site = servers("127.0.0.2")
+    three_workers_crawl(redis_server.url, servers("127.0.0.2"), tmp_path)
+
+
+def three_workers_crawl(store_url: str, site, tmp_path: Path, prefix: str = "cluster:") -> list[dict]:
+    """Three worker processes (``cluster_worker.py``) started at one moment, each
+    crawling ``site`` (two pages and a disallowed one, ``Crawl-delay: 1``) through
+    the store at ``store_url``: one robots.txt fetch in all, and every request of
+    all three at least the Crawl-delay apart at the server.  Their reports."""
     # a slow robots.txt: all three workers ask for it while it is being fetched
     site.routes["/robots.txt"] = Reply(200, RULES, {"Content-Type": "text/plain"}, delay=0.3)
     workers = []
@@ -81,7 +88,7 @@ def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server
         out = tmp_path / f"worker{i}.json"
         log = open(tmp_path / f"worker{i}.log", "w")
         proc = subprocess.Popen(
-            [sys.executable, str(WORKER), redis_server.url, "cluster:", str(out), *urls],
+            [sys.executable, str(WORKER), store_url, prefix, str(out), *urls],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -111,7 +118,7 @@ def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server
     assert sorted(hit.path for hit in pages) == sorted(f"/w{i}/{p}" for i in range(3) for p in "ab")
     # all requests, robots.txt included, of all workers together: Crawl-delay apart
     measured = gaps([hit.at for hit in site.hits])
-    print("three workers, Crawl-delay: 1, server-side gaps:", measured)
+    print(f"three workers on {store_url}, Crawl-delay: 1, server-side gaps:", measured)
     assert min(measured) >= 1.0 - TOLERANCE, measured
     for report in reports:
         assert report["finish_reason"] == "finished"
@@ -122,11 +129,13 @@ def test_three_workers_one_fetch_and_crawl_delay_across_the_cluster(redis_server
         assert sum(1 for o in outcomes.values() if o.get("status") == 200) == 2
     stats = [r["rfc9309"] for r in reports]
     assert sum(s.get("fetch/count", 0) for s in stats) == 1
-    # the two others read the fetching worker's result from Redis
+    assert not any(s.get("storage/errors") for s in stats), stats  # the store answered throughout
+    # the two others read the fetching worker's result from the store
     assert sum(s.get("cache/storage_hits", 0) for s in stats) == 2
     # the turns were waited for held, off the download slots; how many depends on when each
     # worker's requests came (fewer on a loaded machine): the gaps above are the guarantee
     assert sum(s.get("crawl_delay/cluster/requests_held", 0) for s in stats) >= 1
+    return reports
 
 
 # -- the store itself ------------------------------------------------------------------------
@@ -182,9 +191,9 @@ async def test_fetch_lease_is_exclusive_renewed_and_expires_with_its_holder(redi
             await sleep(0.6)
             taken = await other.claim(origin)
             assert taken is not None
-            assert redis_server.client().get(f"l:lock:{origin}") is not None
+            assert redis_server.client().get(key_of("l:", "lock", origin)) is not None
             await taken.release()
-            assert redis_server.client().get(f"l:lock:{origin}") is None
+            assert redis_server.client().get(key_of("l:", "lock", origin)) is None
         finally:
             await other.close()
 
@@ -214,15 +223,16 @@ async def test_entries_round_trip_with_retention_and_prefix(redis_server):
 
             client = redis_server.client()
             keys = sorted(k.decode() for k in client.keys("*"))
+            # every key of an origin carries it as a hash tag (one Redis Cluster slot); a body its digest
             body = entries.digest_of(entry.body).hex()
             assert keys == [
-                f"myproject:robots:body:{body}",
-                "myproject:robots:pace:http://a:80",
-                "myproject:robots:robots:http://a:80",
-                "myproject:robots:robots:http://b:80",
+                f"myproject:robots:body:{{{body}}}",
+                "myproject:robots:pace:{http://a:80}",
+                "myproject:robots:robots:{http://a:80}",
+                "myproject:robots:robots:{http://b:80}",
             ]
             # kept while the copy may stand in for an unreachable file: 30 days after the fetch
-            ttl = client.pttl("myproject:robots:robots:http://a:80") / 1000
+            ttl = client.pttl("myproject:robots:robots:{http://a:80}") / 1000
             assert 29.9 * 86_400 < ttl <= 30 * 86_400 + 1
         finally:
             await store.close()
@@ -318,7 +328,7 @@ async def test_a_dead_lease_holder_is_waited_for_no_longer_than_its_lease(redis_
 
     def die_while_fetching() -> None:
         # what a worker that died while fetching leaves behind: a lease with 1.5 s to live
-        redis_server.client().set(f"d:lock:{site.origin}", b"dead-worker", px=1500)
+        redis_server.client().set(key_of("d:", "lock", site.origin), b"dead-worker", px=1500)
         left.append(time.monotonic())
 
     first = starter(servers, die_while_fetching)
@@ -391,7 +401,7 @@ async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, ca
         result = await crawl(plan, {**redis_settings(redis_server, "k:"), "EXTENSIONS": CRAWL_DELAY})
 
     assert not redis_server.running
-    assert seen_in_redis == [[f"k:robots:{one.origin}".encode()]]  # Redis was in use until then
+    assert seen_in_redis == [[key_of("k:", "robots", one.origin).encode()]]  # Redis was in use until then
     assert result.stats["finish_reason"] == "finished"
     check_accounting(result)  # every request ended once, as a response or an IgnoreRequest
     assert len(result.outcomes) == 9

@@ -60,7 +60,8 @@ async def test_with_the_add_on_obey_true_or_unset_means_ours_alone(site, caplog,
         result = await crawl([site.url("/private/a"), site.url("/ok")], settings)
     assert result.outcome(site.url("/private/a")).message.startswith("Forbidden by robots.txt: disallowed_explicit")
     assert site.count("/robots.txt") == 1
-    assert not any(k.startswith("robotstxt/") for k in result.stats)  # Scrapy's middleware did not run
+    # Scrapy's middleware did not run: one robots.txt request, the plugin's (it writes Scrapy's stats too)
+    assert result.stats["robotstxt/request_count"] == 1 and result.stats["rfc9309/fetch/count"] == 1
     assert result.stats["rfc9309/crawl_delay/origins"] == 1
     assert not info_lines(caplog, "is off") and not info_lines(caplog, "enabled next to")
     check_accounting(result)

@@ -15,6 +15,7 @@ input are asserted:
 * the verdict agrees with ``allowed`` and with the deciding rule;
 * asking twice gives the same answer, bytes and text parse alike;
 * crawl-rate answers are finite and non-negative;
+* usage preferences never raise, and a disallowed URL has none;
 * one input never takes longer than ``--slow`` seconds (default 2).
 
 Seeds: a sample of the files of ``../shared/corpus/robots/``, when present,
@@ -81,6 +82,9 @@ def one_input(data: bytes) -> None:
         assert value is None or (math.isfinite(value) and value >= 0), value
     rate = robots.request_rate(token)
     assert rate is None or (rate[0] > 0 and math.isfinite(rate[1]) and rate[1] > 0), rate
+    usage = robots.usage(url, token)  # AI usage preferences: never raise, none where disallowed
+    assert set(usage) == {"train-ai", "search", "ai-input"}, usage
+    assert decision.allowed or not usage, (decision, usage)
     for diagnostic in robots.diagnostics:
         assert diagnostic.line >= 0 and len(diagnostic.message) < 1000, diagnostic
     if not as_text and content_type is None:

@@ -12,6 +12,9 @@ from ..demo_site import DemoSite
 from ..table import PageRow
 
 FORBIDDEN = "Forbidden by robots.txt: "
+#: a page whose usage preferences disallow a declared purpose (RFC9309_USAGE): not
+#: downloaded (robots.txt said so), or downloaded and dropped (its Content-Usage header)
+USAGE = {"Forbidden by usage preferences: ": "", "Dropped by usage preferences: ": " (downloaded, dropped)"}
 
 
 def dropped_row(failure: Any) -> PageRow:
@@ -21,6 +24,9 @@ def dropped_row(failure: Any) -> PageRow:
     message = str(failure.value)
     if failure.check(IgnoreRequest) and message.startswith(FORBIDDEN):
         return PageRow(request.meta["demo_path"], "DENIED", message[len(FORBIDDEN) :])
+    for prefix, note in USAGE.items():
+        if failure.check(IgnoreRequest) and message.startswith(prefix):
+            return PageRow(request.meta["demo_path"], "SKIPPED", message[len(prefix) :] + note)
     return PageRow(request.meta["demo_path"], "ERROR", f"{type(failure.value).__name__}: {message}")
 
 

@@ -19,10 +19,10 @@ from typing import Any
 import scrapy
 
 from scrapy_rfc9309 import RobotsTxt, Verdict, robots_service
+from scrapy_rfc9309.lifecycle import rfc9309_settings
 from scrapy_rfc9309.origins import origin_of
 from scrapy_rfc9309.service import Known
 from scrapy_rfc9309.signals import robots_txt_ready
-from scrapy_rfc9309.wiring import rfc9309_settings
 
 from ..demo_site import ONE_HOST
 from ..report import demo_table
@@ -39,6 +39,9 @@ class DemoSpider(DemoSiteSpider):
         "ROBOTSTXT_USER_AGENT": "DemoBot",
         # The site is local: give up on a robots.txt after 5 s, not the default 30 s.
         "RFC9309_FETCH_TIMEOUT": 5,
+        # What the pages are for: a page whose usage preferences (Content-Usage,
+        # Content-Signal) say no to AI training is skipped. Without it they are only reported.
+        "RFC9309_USAGE": ["train-ai"],
     }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -56,6 +59,8 @@ class DemoSpider(DemoSiteSpider):
 
     async def start(self):
         for origin in self.site.origins:
+            if origin.spider not in (None, self.name):
+                continue
             for path in origin.pages:
                 meta: dict[str, Any] = {"demo_origin": origin.name, "demo_path": path}
                 if ONE_HOST:
@@ -78,6 +83,7 @@ class DemoSpider(DemoSiteSpider):
         else:
             robots, token = known
             reason = robots.check(request.url, token).reason  # the same object the plugin decided with
+        reason += _stated(response.meta.get("rfc9309") or {})
         self._add(request, PageRow(request.meta["demo_path"], "allowed", reason))
 
     def dropped(self, failure: Any) -> None:
@@ -91,6 +97,18 @@ class DemoSpider(DemoSiteSpider):
         service = robots_service(self.crawler)
         floors = {origin.origin: _floor(service.known(origin.origin)) for origin in self.site.origins}
         return demo_table(self.site, rfc9309_settings(self.crawler), self.robots, floors, self.rows)
+
+
+def _stated(provenance: dict[str, Any]) -> str:
+    """``; train-ai=y (robots.txt line 4)``: the usage preferences stated for the page, if any."""
+    said = []
+    for label, item in (provenance.get("usage") or {}).items():
+        if item["value"] is not None:
+            where = ", ".join(
+                f"line {s['line']}" if s["origin"] == "robots.txt" else s["origin"] for s in item["sources"]
+            )
+            said.append(f"{label}={'y' if item['value'] else 'n'} ({where})")
+    return "; " + ", ".join(said) if said else ""
 
 
 def _floor(known: Known | None) -> float | None:

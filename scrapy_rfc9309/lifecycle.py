@@ -1,4 +1,6 @@
-"""One robots service per crawl, and its ties to the crawl's life.
+"""The per-crawl registry: one robots service per crawl, and its lifecycle.
+
+(This module was ``wiring.py``.)
 
 ``robots_service(crawler)`` is the one documented way to reach the service:
 the middleware, the Crawl-delay extension, ``scrapy robots`` and the sitemaps
@@ -34,6 +36,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from . import compat
 from .fetch import RobotsFetcher
 from .interop import RobotParserAdapter
+from .masking import mask_url
 from .origins import origin_of, robots_url
 from .robots.text import shorten
 from .service import Known, RobotsService
@@ -83,7 +86,11 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
         switch = _switched_off(crawler.settings, settings)
         if switch:
             settings = replace(settings, enabled=False)
-            logger.info("scrapy-rfc9309 is off (%s): robots.txt is not consulted in this crawl", switch)
+            builtin = switch != "ROBOTSTXT_OBEY = False" and _builtin_enabled(crawler.settings)
+            logger.info(
+                "scrapy-rfc9309 is off (%s): %s", switch, "Scrapy's own RobotsTxtMiddleware obeys robots.txt "
+                "(ROBOTSTXT_OBEY = True)" if builtin else "robots.txt is not consulted in this crawl",
+            )  # fmt: skip
         elif _builtin_enabled(crawler.settings):
             logger.warning(
                 "Scrapy's own RobotsTxtMiddleware is enabled next to scrapy-rfc9309's: robots.txt is fetched "
@@ -142,7 +149,7 @@ async def governing_robots(crawler: Crawler, url: str) -> RobotsTxt | None:
     when ``RFC9309_ENABLED`` is False."""
     origin = origin_of(url)
     if origin is None:
-        raise ValueError(f"{shorten(url)!r} is not an http(s) URL")
+        raise ValueError(f"{shorten(mask_url(url))!r} is not an http(s) URL")
     if not rfc9309_settings(crawler).enabled:
         raise RuntimeError("scrapy-rfc9309 is not enabled in this crawl (RFC9309_ENABLED is False)")
     if crawler.engine is None or not crawler.engine.running:
@@ -184,6 +191,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
                 exc, extra={"spider": spider},
             )  # fmt: skip
             service.shutdown()  # no robots.txt fetch starts meanwhile
+            compat.fail_exit_status(crawler)  # a cron job sees the failure
             compat.close_at_open(crawler, STORAGE_UNAVAILABLE)  # raises CloseSpider where Scrapy honours it
             return
         state.watcher = compat.every(CLOSING_POLL_SECONDS, lambda: _watch(crawler, state))

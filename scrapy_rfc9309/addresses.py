@@ -1,0 +1,125 @@
+"""Which addresses are internal, and which origins are themselves private.
+
+A robots.txt redirect is chosen by the server.  Followed blindly, a public
+site's ``/robots.txt`` could send the crawler to ``http://127.0.0.1:6379/``,
+to a router's admin page or to a cloud metadata service
+(``http://169.254.169.254/``), past ``allowed_domains`` (robots.txt is
+fetched on any host), with the answer kept in the store and the audit trail.
+So for a *public* origin the fetch uses no answer that comes from an
+*internal* address (see ``RobotsFetcher`` in :mod:`.fetch`).
+
+Internal, by default: every address that is not globally routable
+(loopback, RFC 1918, shared 100.64/10, link-local including
+169.254.169.254, IPv6 unique-local and link-local, unspecified, reserved,
+documentation ranges) and multicast; an IPv6 address that embeds an IPv4
+one (``::ffff:a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4) is judged by the
+embedded address.  ``RFC9309_INTERNAL_NETWORKS`` replaces that default with
+a list of networks.
+
+An origin is private (its robots.txt may redirect within private space) when
+its host is an internal IP address, or a name outside the public DNS:
+``localhost``, a single label (``intranet``), or a name under ``local``,
+``localhost``, ``internal``, ``home.arpa``, ``lan``, ``intranet``, ``corp``
+or ``private``.  Any other name is public, also when it resolves to an
+internal address: that is the case the check is for.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+#: name suffixes outside the public DNS (special-use and de-facto private)
+PRIVATE_SUFFIXES = ("local", "localhost", "internal", "home.arpa", "lan", "intranet", "corp", "private")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+#: the legacy IPv4 forms getaddrinfo accepts: "127.1", "0x7f.0.0.1", "2130706433"
+_LEGACY_IPV4 = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
+
+
+def parse_networks(value: object, name: str) -> tuple[IPNetwork, ...] | None:
+    """A setting's list of networks (``["10.0.0.0/8", "fd00::/8"]``, or a JSON /
+    comma-separated string of them); None for None (the default set).
+    ``ValueError`` naming the setting for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            import json
+
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise ValueError(f"{name}={value!r} is not a valid JSON list of networks") from None
+        else:
+            value = [part for part in (p.strip() for p in text.split(",")) if part]
+    if not isinstance(value, Iterable) or isinstance(value, (bytes, dict)):
+        raise ValueError(f"{name}={value!r} must be a list of networks such as ['10.0.0.0/8']")
+    networks = []
+    for item in value:
+        try:
+            networks.append(ipaddress.ip_network(str(item).strip(), strict=False))
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is not an IP network such as '10.0.0.0/8'") from None
+    return tuple(networks)
+
+
+class AddressPolicy:
+    """Tells internal addresses and private origins apart (see the module docstring)."""
+
+    def __init__(self, networks: tuple[IPNetwork, ...] | None = None) -> None:
+        #: the networks that count as internal, or None for "not globally routable"
+        self.networks = networks
+
+    def internal(self, address: IPAddress | str) -> bool:
+        ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+        if isinstance(ip, ipaddress.IPv6Address):
+            embedded = ip.ipv4_mapped or ip.sixtofour
+            if embedded is None and ip in _NAT64:
+                embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+            if embedded is not None and self._internal(embedded):
+                return True
+        return self._internal(ip)
+
+    def _internal(self, ip: IPAddress) -> bool:
+        if self.networks is not None:
+            return any(ip.version == net.version and ip in net for net in self.networks)
+        return not ip.is_global or ip.is_multicast
+
+    def internal_literal(self, url: str) -> str | None:
+        """The host of ``url`` when it is an IP address (in any form a resolver
+        accepts) that is internal; else None."""
+        host = urlsplit(url).hostname or ""
+        address = ip_literal(host)
+        return host if address is not None and self.internal(address) else None
+
+    def private_origin(self, origin: str) -> bool:
+        """Whether the canonical origin ``scheme://host:port`` is itself private."""
+        host = origin.partition("://")[2].rpartition(":")[0].strip("[]").lower().rstrip(".")
+        address = ip_literal(host)
+        if address is not None:
+            return self.internal(address)
+        if "." not in host:
+            return True  # localhost, a single-label intranet name
+        return host.endswith(tuple("." + suffix for suffix in PRIVATE_SUFFIXES)) or host in PRIVATE_SUFFIXES
+
+
+def ip_literal(host: str) -> IPAddress | None:
+    """``host`` as an IP address, also in the legacy IPv4 forms; None for a name."""
+    host = host.strip("[]")
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if _LEGACY_IPV4.fullmatch(host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None

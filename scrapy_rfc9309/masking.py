@@ -1,0 +1,75 @@
+"""The one function that keeps secrets out of what the plugin writes.
+
+Every URL the plugin puts into a log line, a stat, an audit record, the
+provenance of a response or the output of ``scrapy robots`` goes through
+:func:`mask_url` first: page URLs (``http://alice:pw@host/``), robots.txt URLs
+after redirects (a server chooses the ``Location``) and store URLs
+(``redis://:pw@host:6379/0?password=...``).  Masked:
+
+* the userinfo's password (``user:***@``), and a userinfo without a colon
+  as a whole (``***@``: ``https://<token>@host/`` is a common way to pass a
+  token);
+* the value of every query (or fragment) parameter whose name, lower-cased, contains
+  ``pass``, ``pwd``, ``token``, ``secret``, ``key``, ``auth``, ``sig``,
+  ``session``, ``credential`` or ``cookie`` (``password=``, ``access_token=``,
+  ``api_key=``, ``X-Amz-Signature=``, ``sessionid=`` ...).  Masking a harmless
+  value (``keyword=``) costs nothing; printing a secret cannot be undone.
+
+Pure standard library; a URL without ``@``, ``?`` and ``#`` is returned as
+it is, at the cost of three substring searches.  :func:`mask_text` masks
+every URL inside a text (an error message names the URL it failed on).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+#: what a masked part is replaced with
+MASK = "***"
+#: a query parameter whose lower-cased name contains one of these has its value masked
+SECRET_NAMES = ("pass", "pwd", "token", "secret", "key", "auth", "sig", "session", "credential", "cookie")
+_SECRET_NAME = re.compile("|".join(SECRET_NAMES))
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its secrets masked (see the module docstring)."""
+    if "@" not in url and "?" not in url and "#" not in url:
+        return url
+    return _mask(url)
+
+
+@lru_cache(maxsize=1024)
+def _mask(url: str) -> str:
+    head, hash_, fragment = url.partition("#")
+    head, question, query = head.partition("?")
+    scheme, sep, rest = head.partition("://")
+    if sep:
+        authority, slash, path = rest.partition("/")
+        userinfo, at, host = authority.rpartition("@")
+        if at:
+            user, colon, _ = userinfo.partition(":")
+            userinfo = f"{user}:{MASK}" if colon else MASK
+            head = f"{scheme}{sep}{userinfo}@{host}{slash}{path}"
+    if question:
+        query = "&".join(_mask_pair(pair) for pair in query.split("&"))
+    if hash_ and "=" in fragment:  # OAuth puts tokens there: #access_token=...
+        fragment = "&".join(_mask_pair(pair) for pair in fragment.split("&"))
+    return f"{head}{question}{query}{hash_}{fragment}"
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def mask_text(text: str) -> str:
+    """``text`` (an error message, say) with every URL in it masked."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda found: mask_url(found.group(0)), text)
+
+
+def _mask_pair(pair: str) -> str:
+    name, equals, value = pair.partition("=")
+    if equals and value and _SECRET_NAME.search(name.lower()):
+        return f"{name}={MASK}"
+    return pair

@@ -1,0 +1,396 @@
+"""AI usage preferences: what a site says may be *done* with what it serves.
+
+Two forms are read (see docs/usage_preferences.md for the drafts and the
+versions read):
+
+* IETF AI Preferences (``draft-ietf-aipref-attach``, ``draft-ietf-aipref-vocab``):
+  a ``Content-Usage`` rule in a robots.txt group, ``Content-Usage: [path]
+  train-ai=n``, matched to a URL like Allow/Disallow (longest path, in
+  encoded octets, same percent-encoding rules, :mod:`.patterns`); and the
+  ``Content-Usage`` HTTP response header, for that one response.  The value
+  is an RFC 9651 Dictionary: known labels with the Token ``y`` or ``n``.
+* Content Signals (contentsignals.org): a group-level ``Content-Signal:
+  search=yes, ai-input=yes, ai-train=no`` line.
+
+Each category ends up allowed (``True``), disallowed (``False``) or unknown
+(``None``); several statements about one resource combine per category, the
+most restrictive winning (disallowed over allowed over unknown, vocab 7.1).
+
+Nothing here raises on any input: a value that does not parse is a
+diagnostic and states nothing (all unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from . import patterns
+from .diagnostics import DiagnosticLog
+
+if TYPE_CHECKING:
+    from .parser import Group
+    from .robotstxt import RobotsTxt
+
+import http_sf as _sf  # RFC 9651 structured fields
+
+#: The categories reported, in this order.
+CATEGORIES = ("train-ai", "search", "ai-input")
+#: Content-Usage labels (draft-ietf-aipref-vocab) -> category
+USAGE_LABELS = {"train-ai": "train-ai", "search": "search"}
+#: Content-Signal labels (contentsignals.org) -> category
+SIGNAL_LABELS = {"ai-train": "train-ai", "search": "search", "ai-input": "ai-input"}
+#: every spelling accepted for a declared purpose (RFC9309_USAGE) -> category
+PURPOSES = {"train-ai": "train-ai", "ai-train": "train-ai", "search": "search", "ai-input": "ai-input"}
+_USAGE_VALUES = {"y": True, "n": False}
+_SIGNAL_VALUES = {"yes": True, "no": False}
+#: a Content-Usage header longer than this is not parsed (it states nothing)
+MAX_HEADER_BYTES = 16_384
+
+# Rule forms
+CONTENT_USAGE, CONTENT_SIGNAL = 0, 1
+_FORM_NAMES = ("Content-Usage", "Content-Signal")
+
+
+class Source(NamedTuple):
+    """Where a statement came from: ``"robots.txt"`` (with its line) or
+    ``"header"`` (line 0), and the statement as written."""
+
+    origin: str
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        if self.origin == "robots.txt":
+            return f"robots.txt line {self.line}: {self.text}"
+        return f"{self.origin}: {self.text}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"origin": self.origin, "line": self.line, "text": self.text}
+
+
+class Usage(Mapping[str, "bool | None"]):
+    """The preferences for one resource: category -> ``True`` (allowed),
+    ``False`` (disallowed) or ``None`` (unknown), and ``sources``: category
+    -> the statements that gave its value (none for unknown)."""
+
+    __slots__ = ("_values", "sources")
+
+    def __init__(
+        self,
+        values: Mapping[str, bool | None] | None = None,
+        sources: Mapping[str, Sequence[Source]] | None = None,
+    ) -> None:
+        values = values or {}
+        self._values: dict[str, bool | None] = {c: values.get(c) for c in CATEGORIES}
+        self.sources: dict[str, tuple[Source, ...]] = {
+            c: tuple(sources.get(c, ())) if sources and self._values[c] is not None else () for c in CATEGORIES
+        }
+
+    def __getitem__(self, label: str) -> bool | None:
+        return self._values[PURPOSES.get(label, label)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __bool__(self) -> bool:
+        """Whether anything is stated (some category not unknown)."""
+        return any(v is not None for v in self._values.values())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Usage):
+            return self._values == other._values and self.sources == other.sources
+        if isinstance(other, Mapping):
+            return self._values == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<Usage {self.describe()}>"
+
+    def describe(self) -> str:
+        """``train-ai=n, search=y, ai-input=?``"""
+        marks = {True: "y", False: "n", None: "?"}
+        return ", ".join(f"{c}={marks[v]}" for c, v in self._values.items())
+
+    def combine(self, *others: Usage) -> Usage:
+        """This and ``others`` as one statement: the most restrictive wins."""
+        return combine((self, *others))
+
+    def denies(self, purposes: Iterable[str], unknown_denies: bool = False) -> tuple[str, tuple[Source, ...]] | None:
+        """The first of ``purposes`` (categories) these preferences disallow
+        (or leave unknown, with ``unknown_denies``), with the statements
+        behind it; None when every purpose may go ahead."""
+        for purpose in purposes:
+            label = PURPOSES.get(purpose, purpose)
+            value = self._values.get(label)
+            if value is False or (value is None and unknown_denies):
+                return label, self.sources.get(label, ())
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe form: ``{"train-ai": {"value": false, "sources": [...]}, ...}``."""
+        return {c: {"value": v, "sources": [s.to_dict() for s in self.sources[c]]} for c, v in self._values.items()}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Usage:
+        """The inverse of :meth:`to_dict`; anything malformed is unknown."""
+        values: dict[str, bool | None] = {}
+        sources: dict[str, list[Source]] = {}
+        if isinstance(data, Mapping):
+            for c in CATEGORIES:
+                item = data.get(c)
+                if not isinstance(item, Mapping) or not isinstance(item.get("value"), bool):
+                    continue
+                values[c] = item["value"]
+                for s in item.get("sources") or ():
+                    if isinstance(s, Mapping):
+                        sources.setdefault(c, []).append(
+                            Source(str(s.get("origin", "")), int(s.get("line") or 0), str(s.get("text", "")))
+                        )
+        return cls(values, sources)
+
+
+#: no statement at all
+UNKNOWN = Usage()
+
+
+def combine(usages: Iterable[Usage]) -> Usage:
+    """Several statements about one resource, per category: disallowed if
+    any disallows, else allowed if any allows, else unknown (vocab 7.1).
+    The sources kept are those of the winning value."""
+    values: dict[str, bool | None] = {}
+    sources: dict[str, list[Source]] = {}
+    for usage in usages:
+        for c in CATEGORIES:
+            v = usage._values[c]
+            if v is None:
+                continue
+            old = values.get(c)
+            if old is None or (old and not v):
+                values[c] = v
+                sources[c] = list(usage.sources[c])
+            elif old == v:
+                sources[c].extend(s for s in usage.sources[c] if s not in sources[c])
+    return Usage(values, sources)
+
+
+# -- values -----------------------------------------------------------------
+
+
+def parse_dictionary(value: bytes | str) -> tuple[dict[str, Any] | None, str | None]:
+    """An RFC 9651 Dictionary as ``{key: bare value}`` (parameters dropped),
+    or ``(None, why)``.  Never raises."""
+    try:
+        data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
+        if len(data) > MAX_HEADER_BYTES:
+            return None, f"longer than {MAX_HEADER_BYTES:,} bytes"
+        parsed = _sf.parse(data, tltype="dictionary")
+        if not isinstance(parsed, dict):  # pragma: no cover - the library's contract
+            return None, "not a dictionary"
+        return {str(k): cast("tuple[Any, Any]", member)[0] for k, member in parsed.items()}, None
+    except Exception as exc:  # noqa: BLE001 - hostile input: any failure is "does not parse"
+        return None, str(exc) or type(exc).__name__
+
+
+def _token(value: Any) -> str | None:
+    """The text of a Token value, else None (a String "n" is no Token)."""
+    if isinstance(value, _sf.Token):
+        return str(value)
+    return None
+
+
+def read_preferences(value: bytes | str, form: int = CONTENT_USAGE) -> tuple[dict[str, bool], list[str], str | None]:
+    """``(category -> allowed, unknown labels, error)`` for one expression.
+    A value that does not parse gives ``({}, [], why)``: all unknown."""
+    members, error = parse_dictionary(value)
+    if members is None:
+        return {}, [], error
+    labels, answers = (USAGE_LABELS, _USAGE_VALUES) if form == CONTENT_USAGE else (SIGNAL_LABELS, _SIGNAL_VALUES)
+    prefs: dict[str, bool] = {}
+    unknown: list[str] = []
+    for key, member in members.items():
+        category = labels.get(key)
+        if category is None:
+            unknown.append(key)
+            continue
+        answer = answers.get(_token(member) or "")
+        if answer is None:
+            unknown.append(f"{key}={_short(member)}")
+        else:
+            prefs[category] = answer
+    return prefs, unknown, None
+
+
+def _short(member: Any) -> str:
+    text = str(member) if _token(member) is not None else repr(member)
+    return text if len(text) <= 20 else text[:20] + "..."
+
+
+def from_header(values: Iterable[bytes | str] | bytes | str | None) -> Usage:
+    """The preferences of a ``Content-Usage`` response header (all its field
+    lines, joined with ", " as RFC 9651 4.2 says).  Never raises."""
+    if values is None:
+        return UNKNOWN
+    if isinstance(values, (bytes, str)):
+        values = [values]
+    parts = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in values]
+    if not parts:
+        return UNKNOWN
+    text = ", ".join(parts)
+    prefs, _, _ = read_preferences(text, CONTENT_USAGE)
+    if not prefs:
+        return UNKNOWN
+    source = Source("header", 0, f"Content-Usage: {_clip(text)}")
+    return Usage(prefs, {c: (source,) for c in prefs})
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+# -- robots.txt rules -------------------------------------------------------
+
+
+class UsageRule:
+    """One Content-Usage or Content-Signal line of a group, parsed."""
+
+    __slots__ = ("form", "line", "path", "prefs", "text", "_compiled")
+
+    def __init__(self, form: int, line: int, path: str | None, prefs: dict[str, bool], text: str) -> None:
+        self.form = form
+        self.line = line
+        self.path = path  # None: no path (the whole site; read as "/")
+        self.prefs = prefs
+        self.text = text
+        self._compiled: tuple[int, Any, str, int, int] | None = None
+
+    @property
+    def source(self) -> Source:
+        return Source("robots.txt", self.line, f"{_FORM_NAMES[self.form]}: {self.text}")
+
+    def usage(self) -> Usage:
+        source = self.source
+        return Usage(self.prefs, {c: (source,) for c in self.prefs})
+
+    def compiled(self) -> tuple[int, Any, str, int, int]:
+        if self._compiled is None:
+            self._compiled = patterns.compile_pattern(self.path or "/")
+        return self._compiled
+
+    def __repr__(self) -> str:
+        return f"<UsageRule line {self.line}: {_FORM_NAMES[self.form]}: {self.text}>"
+
+
+def read_rule(group: Group, form: int, value: str, number: int, diags: DiagnosticLog) -> None:
+    """The parser's hook: read the value of a Content-Usage (``form`` 0) or
+    Content-Signal (1) line of ``group`` (already cut at "#" and stripped)."""
+    path: str | None = None
+    expression = value
+    if form == CONTENT_USAGE and value[:1] == "/":
+        cut = len(value)
+        for blank in (" ", "\t"):
+            at = value.find(blank)
+            if 0 <= at < cut:
+                cut = at
+        path, expression = value[:cut], value[cut:].lstrip(" \t")
+    prefs, unknown, error = read_preferences(expression, form)
+    name = _FORM_NAMES[form]
+    if error is not None:
+        diags.add(number, "usage_unparsable", f"{name}: {value!r}: {error}")
+    elif not expression:
+        diags.add(number, "usage_unparsable", f"{name}: {value!r}: no preference expression")
+    elif unknown:
+        diags.add(number, "usage_unknown_label", f"{name}: {', '.join(unknown)}")
+    rule = UsageRule(form, number, path, prefs, value)
+    if group.usage is None:
+        group.usage = [rule]
+    else:
+        group.usage.append(rule)
+
+
+class UsageMatcher:
+    """The usage rules of the groups selected for one crawler token."""
+
+    __slots__ = ("rules", "signals")
+
+    def __init__(self, groups: Iterable[Group]) -> None:
+        rules: list[tuple[int, UsageRule]] = []
+        signals: list[Usage] = []
+        for group in groups:
+            for rule in group.usage or ():
+                if rule.form == CONTENT_SIGNAL:
+                    signals.append(rule.usage())
+                else:
+                    rules.append((rule.compiled()[4], rule))
+        # longest first, then file order
+        rules.sort(key=lambda item: (-item[0], item[1].line))
+        self.rules = rules
+        #: the group-level Content-Signal statements, combined once
+        self.signals = combine(signals) if signals else None
+
+    def usage(self, path: str) -> Usage:
+        """The preferences for a (normalised) path the crawler may fetch."""
+        best: int | None = None
+        found: list[Usage] = []
+        for priority, rule in self.rules:
+            if best is not None and priority < best:
+                break
+            if _matches(path, rule.compiled()):
+                best = priority
+                found.append(rule.usage())
+        # Content-Usage (longest match; identical paths combined) and the
+        # group's Content-Signal lines are separate statements: combined.
+        if self.signals is not None:
+            found.append(self.signals)
+        if not found:
+            return UNKNOWN
+        return found[0] if len(found) == 1 else combine(found)
+
+
+def _matches(path: str, compiled: tuple[int, Any, str, int, int]) -> bool:
+    """Whether a pattern compiled by :func:`.patterns.compile_pattern` matches ``path``."""
+    kind, a, b, n, _ = compiled
+    if kind == patterns.PREFIX:
+        return path.startswith(a)
+    if kind == patterns.EXACT:
+        return path == str(a)
+    if kind == patterns.SUB:
+        return path.startswith(a) and path.find(b, n) >= 0
+    if kind == patterns.SUB_END:
+        return path.endswith(b) and len(path) >= n and path.startswith(a)
+    return patterns.wild_match(path, a, kind == patterns.WILD_END)
+
+
+def usage_of(robots: RobotsTxt, url: str, user_agent: str, cache: dict[str, Any]) -> Usage:
+    """:meth:`.RobotsTxt.usage`: the robots.txt preferences for ``url``.
+    ``cache`` is the file's own (token -> matcher, None when its groups hold
+    no usage rule: most files, answered at once); ``ValueError`` for an
+    invalid token, as ``check``."""
+    matcher = cache.get(user_agent, cache)
+    if matcher is None:
+        return UNKNOWN
+    if matcher is cache:
+        groups = robots.groups_for(user_agent)  # validates the token
+        matcher = cache[user_agent] = UsageMatcher(groups) if any(g.usage for g in groups) else None
+        if matcher is None:
+            return UNKNOWN
+    if not robots.check(url, user_agent).allowed:
+        return UNKNOWN  # a disallowed resource has no preferences
+    return cast(UsageMatcher, matcher).usage(patterns.path_of(url))
+
+
+def usage_for(robots: RobotsTxt, url: str, tokens: Sequence[str]) -> Usage:
+    """The preferences for ``url`` of every one of ``tokens``, combined."""
+    if len(tokens) == 1:
+        return robots.usage(url, tokens[0])
+    return combine([robots.usage(url, token) for token in tokens])
+
+
+def rules_of(groups: Iterable[Group]) -> list[UsageRule]:
+    """Every usage rule of ``groups``, in file order."""
+    return sorted((r for g in groups for r in g.usage or ()), key=lambda r: r.line)
