@@ -155,9 +155,11 @@ class SqliteStorage(RobotsStorage):
     async def close(self) -> None:
         self._closing = True
         try:
-            if self._loop() is not None and self._executor is not None:
+            if self._executor is not None:
                 await self._flush_now()
-            await self._call(self._close)
+                await self._call(self._close)
+            elif self._loop() is None:  # inline (or never opened: nothing to close)
+                self._close()
         finally:
             self._shutdown_threads()
 
