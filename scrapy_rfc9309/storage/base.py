@@ -8,8 +8,8 @@ stores bytes, and the reader parses them again.
 
 Two optional parts only matter to a store that other processes share
 (``shared = True``, Redis): a lease, so that one worker of a cluster fetches
-an origin's robots.txt while the others wait for its result, and time-slot
-reservations, so that the workers together keep an origin's Crawl-delay.
+an origin's robots.txt while the others wait for its result, and turns, so
+that the workers together keep an origin's Crawl-delay.
 The defaults suit a store of one process: the lease is always granted and no
 turn ever waits.
 
@@ -149,7 +149,7 @@ class RobotsStorage(ABC):
 
     async def note_start(self, origin: str, floor: float) -> None:  # noqa: B027 - optional
         """Record that a request to ``origin`` (its robots.txt) started now,
-        so the next reservation is ``floor`` seconds later."""
+        so the next turn is ``floor`` seconds later."""
 
     # -- the two steps of a resolution -------------------------------------------------
     async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
