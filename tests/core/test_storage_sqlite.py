@@ -292,3 +292,45 @@ def test_the_index_is_only_dropped_on_the_loop_thread(tmp_path):
         await ours.close()
 
     in_loop(go)
+
+
+def test_a_file_of_the_layout_before_is_emptied_not_moved_aside(tmp_path, caplog):
+    path = tmp_path / "robots.sqlite"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE robots (origin TEXT PRIMARY KEY, access TEXT NOT NULL, status INTEGER, body BLOB NOT NULL,"
+        " content_type TEXT, fetched_at REAL NOT NULL, expires_at REAL NOT NULL, url TEXT NOT NULL) WITHOUT ROWID"
+    )
+    now = time.time()
+    old.execute("INSERT INTO robots VALUES ('http://a:80', 'success', 200, x'00', NULL, ?, ?, '')", (now, now + 60))
+    old.execute("PRAGMA user_version = 1")
+    old.commit()
+    old.close()
+    with caplog.at_level(logging.INFO):
+        store = opened(path)
+    assert store.moved_to is None and run(store.get("http://a:80")) is None  # fetched again
+    assert any("older layout" in r.getMessage() for r in caplog.records)
+    run(store.put("http://a:80", entry()))
+    run(store.close())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"entries", "bodies"}
+
+
+def test_bodies_are_kept_once_and_swept_when_no_entry_names_them(tmp_path):
+    path = tmp_path / "robots.sqlite"
+    store = opened(path)
+    shared = b"User-agent: *\nDisallow: /wp-admin/\n"
+    for origin in ("http://a:80", "http://b:80", "http://c:80"):
+        run(store.put(origin, entry(body=shared)))
+    run(store.put("http://a:80", entry(body=b"User-agent: *\nDisallow: /old\n")))
+    run(store.put("http://a:80", entry(body=b"User-agent: *\nDisallow: /new\n")))  # /old is named no more
+    run(store.close())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM bodies").fetchone()[0] == 3
+    again = opened(path)  # the sweep at open
+    assert run(again.get("http://b:80")).body == shared and run(again.get("http://a:80")).body.endswith(b"/new\n")
+    run(again.close())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM bodies").fetchone()[0] == 2

@@ -513,3 +513,32 @@ async def test_bodies_kept_apart_from_their_origins_keys(redis_server):
             await store.close()
 
     await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_shared_body_lives_as_long_as_the_longest_kept_entry_naming_it(redis_server):
+    async def scenario() -> None:
+        store = RedisStorage(redis_server.url, prefix="ttl:")
+        await store.open()
+        try:
+            now = time.time()
+            body = b"User-agent: *\nDisallow: /wp-admin/\n"
+            # kept 30 days after its fetch (it may stand in for an unreachable file), then 10 days
+            recent = RobotsEntry("success", 200, body, "text/plain", now, now + 60, "")
+            older = replace(recent, fetched_at=now - 20 * 86_400, expires_at=now - 20 * 86_400 + 60)
+            await store.put("http://recent:80", recent)
+            await store.put("http://older:80", older)  # a shorter life does not shorten the body's
+            client = redis_server.client()
+            key = store._body_key(entries.digest_of(body))
+            entry_ttl = client.pttl(store._key("robots", "http://recent:80")) / 1000
+            body_ttl = client.pttl(key) / 1000
+            assert entry_ttl <= body_ttl <= entry_ttl + 61
+            assert client.pttl(store._key("robots", "http://older:80")) / 1000 < 10.1 * 86_400
+            # garbage under the body's key (a body of no SHA-256, no TTL) is replaced by the next store
+            client.set(key, b"garbage")
+            await store.put("http://third:80", recent)
+            assert 29 * 86_400 < client.pttl(key) / 1000 and (await store.get("http://recent:80")) == recent
+        finally:
+            await store.close()
+
+    await in_task(scenario())
