@@ -13,9 +13,10 @@ is stored"):
 Everything read back from a store is hostile until checked (another program,
 an older version, a bug or an attacker may have written it): :func:`decode`
 raises :class:`BadEntry` for an entry that is malformed or out of range, and
-caps the expiry at 24 hours after the last fetch (RFC 9309 section 2.4); the
-store turns :class:`BadEntry` into a miss for that origin, with a warning and
-a stat (:meth:`~.base.RobotsStorage.ignore`).
+caps the expiry at 24 hours after the last fetch (RFC 9309 section 2.4);
+:func:`read` (:func:`check` in a store's thread, then :func:`report` on the
+crawl's) makes a bad entry a miss for that origin, with a warning and a stat
+through the store's ``count`` hook.
 
 The entry, big-endian::
 
@@ -34,7 +35,7 @@ import logging
 import math
 import struct
 import zlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .base import RobotsEntry, RobotsStorage
 
@@ -192,23 +193,51 @@ def decode(origin: str, data: object, body: object, now: float) -> RobotsEntry:
     return checked(entry, now)
 
 
-def read(store: RobotsStorage, origin: str, data: object, body: object, now: float) -> RobotsEntry | None:
-    """:func:`decode`, for ``store``: None for an entry it cannot use (a miss:
-    robots.txt is fetched again), with one WARNING and
-    ``rfc9309/storage/invalid_entries`` (an entry of another layout version:
-    ``storage/old_entries``, no warning); a capped expiry counts
-    ``storage/expiries_capped``."""
+@dataclass(frozen=True)
+class Read:
+    """What :func:`check` made of a stored entry (no log, no stat: any thread)."""
+
+    #: the entry to use, or None
+    entry: RobotsEntry | None
+    #: why the stored entry cannot be used (None: it can, or there was none)
+    problem: str | None = None
+    #: an entry of another layout version (a plain miss)
+    old: bool = False
+    #: its expiry was capped at 24 hours after the last fetch
+    capped: bool = False
+
+
+def check(origin: str, data: object, body: object, now: float) -> Read:
+    """:func:`decode`, its failures as a :class:`Read` (``data`` None: no entry)."""
+    if data is None:
+        return Read(None)
     try:
         entry = decode(origin, data, body, now)
     except OtherVersion:
-        store.count("storage/old_entries")
-        return None
+        return Read(None, old=True)
     except BadEntry as exc:
-        invalid(store, origin, str(exc))
-        return None
-    if entry.expires_at != _struct_expiry(data):
+        return Read(None, problem=str(exc))
+    assert isinstance(data, bytes)
+    return Read(entry, capped=entry.expires_at != _HEAD.unpack_from(data)[4])
+
+
+def report(store: RobotsStorage, origin: str, read: Read) -> RobotsEntry | None:
+    """The entry of ``read``, told about for ``store`` (on the crawl's thread): an
+    unusable one is None (a miss: robots.txt is fetched again), with one WARNING
+    and ``rfc9309/storage/invalid_entries``; one of another layout version
+    ``storage/old_entries`` (no warning); a capped expiry ``storage/expiries_capped``."""
+    if read.problem is not None:
+        invalid(store, origin, read.problem)
+    elif read.old:
+        store.count("storage/old_entries")
+    elif read.capped:
         store.count("storage/expiries_capped")
-    return entry
+    return read.entry
+
+
+def read(store: RobotsStorage, origin: str, data: object, body: object, now: float) -> RobotsEntry | None:
+    """:func:`check`, then :func:`report`."""
+    return report(store, origin, check(origin, data, body, now))
 
 
 def invalid(store: RobotsStorage, origin: str, reason: str) -> None:
@@ -217,11 +246,6 @@ def invalid(store: RobotsStorage, origin: str, reason: str) -> None:
     logger.warning(
         "robots.txt store %s: the entry of %s is unusable (%s); fetching robots.txt again", store.url, origin, reason
     )
-
-
-def _struct_expiry(data: object) -> float:
-    assert isinstance(data, bytes)
-    return float(_HEAD.unpack_from(data)[4])
 
 
 def inflate(body: object, digest: bytes) -> bytes:

@@ -176,7 +176,7 @@ class SqliteStorage(RobotsStorage):
         index = self._known()
         if index is not None and origin not in index:
             return None  # not in the file: no hand-off to a worker thread
-        return await self._call(self._get, origin, reading=True)
+        return entries.report(self, origin, await self._call(self._get, origin, reading=True))
 
     async def put(self, origin: str, entry: RobotsEntry) -> None:
         await self._write(origin, entry)
@@ -394,7 +394,8 @@ class SqliteStorage(RobotsStorage):
             self._open()
             self._reopen = False
 
-    def _get(self, origin: str) -> RobotsEntry | None:
+    def _get(self, origin: str) -> entries.Read:
+        """The origin's row, checked (told about on the loop's thread: :func:`.entries.report`)."""
         self._ensure_open()
         conn = self._reader or self._connection()
         row = self._execute(
@@ -403,9 +404,9 @@ class SqliteStorage(RobotsStorage):
             conn,
         ).fetchone()
         if row is None:
-            return None
+            return entries.Read(None)
         data, body = row
-        return entries.read(self, origin, data, body, time.time())
+        return entries.check(origin, data, body, time.time())
 
     def _apply(self, writes: dict[str, RobotsEntry]) -> None:
         """Write a batch in one transaction (``_Locked`` when another process holds the lock)."""
