@@ -149,37 +149,27 @@ def decode(origin: str, data: object, body: object, now: float) -> RobotsEntry:
     at = _HEAD.size
     digest = None
     if flags & _DIGEST:
-        digest = data[at : at + DIGEST_SIZE]
+        digest = _take(data, at, DIGEST_SIZE)
         at += DIGEST_SIZE
     checked_at = None
     if flags & _CHECKED:
-        if len(data) < at + _DOUBLE.size:
-            raise BadEntry("cut short")
-        (checked_at,) = _DOUBLE.unpack_from(data, at)
+        (checked_at,) = _DOUBLE.unpack(_take(data, at, _DOUBLE.size))
         at += _DOUBLE.size
     content_type: str | None = DEFAULT_CONTENT_TYPE
     if flags & _NO_TYPE:
         content_type = None
     elif flags & _TYPE:
-        if len(data) < at + _LENGTH.size:
-            raise BadEntry("cut short")
-        (length,) = _LENGTH.unpack_from(data, at)
+        (length,) = _LENGTH.unpack(_take(data, at, _LENGTH.size))
         at += _LENGTH.size
-        if len(data) < at + length:
-            raise BadEntry("cut short")
-        content_type = _text(data[at : at + length], "content type")
+        content_type = _text(_take(data, at, length), "content type")
         at += length
     url = robots_url_of(origin)
     if flags & _URL:
         url = _text(data[at:], "url")
         at = len(data)
     if at != len(data):
-        raise BadEntry("trailing bytes" if at < len(data) else "cut short")
-    text = b""
-    if digest is not None:
-        if len(digest) != DIGEST_SIZE:
-            raise BadEntry("cut short")
-        text = inflate(body, digest)
+        raise BadEntry("trailing bytes")
+    text = inflate(body, digest) if digest is not None else b""
     entry = RobotsEntry(
         access=_ACCESS_OF[access],
         status=status or None,
@@ -304,6 +294,13 @@ def _time(value: object, what: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise BadEntry(f"{what} {value!r}")
     return float(value)
+
+
+def _take(data: bytes, at: int, size: int) -> bytes:
+    """``size`` bytes of ``data`` from ``at``; :class:`BadEntry` when it is shorter."""
+    if len(data) < at + size:
+        raise BadEntry("cut short")
+    return data[at : at + size]
 
 
 def _text(data: bytes, what: str) -> str:

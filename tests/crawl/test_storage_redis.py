@@ -22,7 +22,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 import pytest_twisted
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import reactor
@@ -41,14 +40,6 @@ WORKER = Path(__file__).with_name("cluster_worker.py")
 WORKER_TIMEOUT = 60
 CRAWL_DELAY = {"scrapy_rfc9309.CrawlDelayExtension": 0}
 RULES = "User-agent: *\nCrawl-delay: 1\nDisallow: /private\n"
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    require_redis()
-    server = RedisServer(tmp_path / "redis")
-    yield server
-    server.stop()
 
 
 def redis_settings(server: RedisServer, prefix: str = "test:") -> dict:

@@ -20,7 +20,6 @@ import time
 import zlib
 from pathlib import Path
 
-import pytest
 import pytest_twisted
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
@@ -29,7 +28,7 @@ from scrapy_rfc9309.storage import entries
 from scrapy_rfc9309.storage.redis import RedisStorage
 
 from .harness import Req, check_accounting, crawl
-from .redisd import RedisServer, require_redis
+from .redisd import RedisServer
 from .servers import robots
 
 HOUR = 3600.0
@@ -123,14 +122,6 @@ async def test_sqlite_garbage_rows_are_misses_fetched_again(servers, tmp_path, c
 
 
 # -- Redis -------------------------------------------------------------------------------------
-@pytest.fixture
-def redis_server(tmp_path):
-    require_redis()
-    server = RedisServer(tmp_path / "redis")
-    yield server
-    server.stop()
-
-
 def keys_of(server: RedisServer, prefix: str) -> RedisStorage:
     """A store object only for its key names (not opened)."""
     return RedisStorage(server.url, prefix=prefix)
