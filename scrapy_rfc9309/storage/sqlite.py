@@ -302,7 +302,7 @@ class SqliteStorage(RobotsStorage):
         self._conn.execute(f"PRAGMA busy_timeout = {int(WRITE_BUSY_SECONDS * 1000)}")
         self._tidy()
         self._ready = True
-        if not self.threaded or self._loop_less():
+        if self._executor is None:  # inline: no reader thread, no index
             return None
         self._reader = sqlite3.connect(
             self.path, timeout=READ_BUSY_SECONDS, isolation_level=None, check_same_thread=False
@@ -467,9 +467,6 @@ class SqliteStorage(RobotsStorage):
             return asyncio.get_running_loop()
         except RuntimeError:
             return None
-
-    def _loop_less(self) -> bool:
-        return self._executor is None
 
     async def _call(self, fn: Callable[..., T], *args: Any, reading: bool = False) -> T:
         loop = self._loop()
