@@ -470,7 +470,7 @@ class RobotsService:
             # unreachable one.  fetched_at stays that of the copy.
             assert stale is not None
             self.counts.inc("cache/stale_used")
-            return replace(stale, expires_at=entry.expires_at)
+            return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
         return entry
 
     async def _fetch_once(self, origin: str, trigger: Any, pending: _Pending) -> FetchResult:
