@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from twisted.internet.defer import Deferred
 
-from . import compat
+from . import compat, internals
 from .storage.factory import uses_scrapy_redis
 
 if TYPE_CHECKING:
@@ -349,13 +349,13 @@ class HeldRequests:
         engine = self._crawler.engine
         assert engine is not None, "requests are held only while the crawl runs"
         downloader = engine.downloader
-        key, slot = compat.get_slot(self._crawler, request)
+        key, slot = internals.get_slot(self._crawler, request)
         keep_slot_concurrency(slot)
         relieve = self.relieved < self.limit and request in downloader.active
         if relieve:
             downloader.active.discard(request)
             self.relieved += 1
-            compat.wake_engine(self._crawler)  # the place it gave back may be used now
+            internals.wake_engine(self._crawler)  # the place it gave back may be used now
         slot.active.add(request)
         self.count += 1
         try:

@@ -82,8 +82,6 @@ class Recorder:
         self._ticker = compat.every(FLUSH_SECONDS, self._tick)
 
     async def _closed(self, spider: Any, reason: str) -> None:
-        from twisted.internet.threads import deferToThread
-
         from .. import compat
 
         if self._writer is None:
@@ -98,7 +96,7 @@ class Recorder:
         self._put({"type": "closed", "at": iso(time.time()), "reason": reason})
         writer, self._writer = self._writer, None
         self.active = self.allowed_records = False
-        await compat.wait_for(deferToThread(writer.close))
+        await compat.run_in_thread(writer.close)
         self.service.counts.inc("audit/records", writer.written)
         self.service.counts.flush()
         self.crawler.stats.set_value("rfc9309/audit/writer_cpu_seconds", round(writer.cpu, 3))

@@ -17,15 +17,16 @@ from typing import Any
 import pytest
 import pytest_twisted
 from scrapy import Request, Spider
-from scrapy.crawler import Crawler, CrawlerRunner
-from twisted.internet import reactor
+from scrapy.crawler import Crawler
+from twisted.internet.defer import Deferred
 
-from .harness import MIDDLEWARES
+from .harness import MIDDLEWARES, MODE_SETTINGS, Runner, clock, run
 from .servers import Reply, Server, robots
 
 TOLERANCE = 0.1
 
 BASE_SETTINGS: dict[str, Any] = {
+    **MODE_SETTINGS,
     "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
     "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayExtension": 0},
     "AUTOTHROTTLE_ENABLED": True,
@@ -85,10 +86,10 @@ def gaps(hits) -> list[float]:
 
 
 async def crawl(requests: Iterable[Request], follow=None, **settings: Any) -> Crawler:
-    runner = CrawlerRunner({**BASE_SETTINGS, **settings})
+    runner = Runner({**BASE_SETTINGS, **settings})
     crawler = runner.create_crawler(PagesSpider)
-    done = runner.crawl(crawler, requests=list(requests), follow=follow)
-    await done.addTimeout(CRAWL_TIMEOUT, reactor)
+    done = Deferred.fromCoroutine(run(runner, crawler, requests=list(requests), follow=follow))
+    await done.addTimeout(CRAWL_TIMEOUT, clock())
     return crawler
 
 

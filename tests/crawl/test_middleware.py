@@ -11,7 +11,7 @@ import pytest_twisted
 from scrapy_rfc9309 import RobotsTxt, Verdict, compat
 from scrapy_rfc9309.interop import RobotParserAdapter
 
-from .harness import Req, check_accounting, crawl
+from .harness import REACTORLESS, Req, check_accounting, crawl
 from .servers import Reply, redirect, robots
 
 DISALLOW_PRIVATE = "User-agent: *\nDisallow: /private\n"
@@ -41,6 +41,8 @@ async def test_fetch_starts_when_the_request_is_scheduled_with_early_fetch(serve
     the downloader.  With ``RFC9309_EARLY_FETCH`` the robots.txt of an origin
     whose request is scheduled meanwhile is fetched at once; by default, once
     that request reaches the downloader, after the held one is done."""
+    if early and REACTORLESS:
+        pytest.skip("the aiohttp download handler (no reactor) opens at most CONCURRENT_REQUESTS connections")
     seed, slow, other = servers("127.0.0.1"), servers("127.0.0.2"), servers("127.0.0.3")
     slow.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", delay=1.0)
     plan = [Req(seed.url("/seed"), then=[Req(slow.url("/a")), Req(other.url("/b"))])]
