@@ -1,10 +1,12 @@
-"""The one place that knows which Scrapy runs.
+"""The one place that knows which Scrapy runs, and on which loop.
 
 Everything that differs between the Scrapy releases this plugin supports, or
-that reaches into Scrapy's engine, is a small function here, so the rest of
-the package is written once, for the newest Scrapy.  Supported: 2.13 to 2.19
-(setup.cfg; CI runs the whole suite on 2.19 and tests/crawl on 2.13).  What
-differs:
+between running on a Twisted reactor and on asyncio alone, is a small
+function here, so the rest of the package is written once, for the newest
+Scrapy.  Supported: 2.13 and later, tested with 2.13 to 2.19 (CI runs the
+whole suite on 2.19, tests/crawl on 2.13, and tests/crawl on 2.19 without a
+reactor).  The private Scrapy names the plugin needs are in
+:mod:`.internals`, checked when the spider opens.  What differs:
 
 ========================================  =====================================
 2.13 only                                 ``process_request(request, spider)``
@@ -20,6 +22,12 @@ before 2.16                               ``Slot.lastseen`` on ``time.time``
 before 2.18                               no ``robots_parsed`` signal;
                                           ``CloseSpider`` from ``spider_opened``
                                           ignored (:func:`close_at_open`)
+2.15+, ``TWISTED_REACTOR_ENABLED =        no reactor: importing
+False``                                   ``twisted.internet.reactor`` raises;
+                                          timers, sleeps and threads come from
+                                          asyncio (:func:`sleep`, :func:`every`,
+                                          :func:`call_later`,
+                                          :func:`run_in_thread`)
 ========================================  =====================================
 
 (The jitter of a download slot, ``Slot.jitter`` in 2.19 and
@@ -365,13 +373,11 @@ def offsite_filter(crawler: Crawler) -> Callable[[Request], bool] | None:
     ``should_follow`` is honoured."""
     from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 
-    engine = crawler.engine
-    if engine is None or engine.downloader is None:
+    if crawler.engine is None:
         return None
-    found = next((mw for mw in engine.downloader.middleware.middlewares if isinstance(mw, OffsiteMiddleware)), None)
-    if found is None:
+    offsite: Any = crawler.get_downloader_middleware(OffsiteMiddleware)  # public since Scrapy 2.12
+    if offsite is None:
         return None
-    offsite: Any = found
 
     def will_drop(request: Request) -> bool:
         if request.dont_filter or request.meta.get("allow_offsite"):

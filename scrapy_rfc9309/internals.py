@@ -115,16 +115,13 @@ def is_data_loss(reason: Any) -> bool:
 
 
 # -- the contract -----------------------------------------------------------------------------
-def check(crawler: Crawler, *, offsite: bool = False) -> None:
+def check(crawler: Crawler) -> None:
     """Verify every internal the plugin uses on the running crawl (call it from
     ``spider_opened``: the engine holds the spider, no request has started).
     Raises :class:`InternalsChanged` naming the first one missing or changed;
-    on a Scrapy newer than :data:`NEWEST_TESTED` warns once per process.
-    ``offsite``: also what ``RFC9309_EARLY_FETCH`` asks of the offsite middleware."""
+    on a Scrapy newer than :data:`NEWEST_TESTED` warns once per process."""
     _check_engine(crawler)
     _check_downloader(crawler)
-    if offsite:
-        _check_offsite(crawler)
     if SCRAPY_VERSION < (2, 15):  # pragma: no cover - Twisted's errors unwrapped
         from twisted.web import http
 
@@ -194,17 +191,6 @@ def _check_slot(slot: Any) -> None:
         _need(isinstance(getattr(slot, "randomize_delay", None), bool), "Slot.randomize_delay", "is not a bool")
     for name in ("download_delay", "free_transfer_slots", "close"):
         _need(callable(getattr(slot, name, None)), f"Slot.{name}", "is missing")
-
-
-def _check_offsite(crawler: Crawler) -> None:
-    engine: Any = crawler.engine
-    manager = getattr(engine.downloader, "middleware", None)
-    middlewares = getattr(manager, "middlewares", None)
-    _need(
-        isinstance(middlewares, (list, tuple)),
-        "DownloaderMiddlewareManager.middlewares",
-        "is not a list (RFC9309_EARLY_FETCH asks the offsite middleware)",
-    )
 
 
 def _warn_if_newer() -> None:

@@ -2,8 +2,10 @@
 
 Scrapy has no public way to say "never start requests on this slot closer
 than X seconds". The Crawl-delay floor needs one, so everything it touches
-inside the downloader lives in this module, and a future Scrapy throttling
-API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
+inside the downloader lives in this module (the private names in
+:mod:`.internals`, which checks all of the below when the spider opens), and
+a future Scrapy throttling API can replace this file alone. What it relies on
+(tested with Scrapy 2.13 to 2.19):
 
 * ``crawler.engine.downloader.slots`` maps a slot key to a ``Slot``;
   ``Downloader.get_slot_key(request)`` and the ``download_slot`` meta key

@@ -178,7 +178,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
 
     async def opened(spider: Any) -> None:
         try:  # first: no store, timer or request of the plugin starts on a Scrapy it cannot drive
-            internals.check(crawler, offsite=settings.early_fetch)
+            internals.check(crawler)
         except internals.InternalsChanged as exc:
             logger.error("%s", exc, extra={"spider": spider})
             service.shutdown()
