@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["HeldRequests", "SlotFloors", "keep_slot_concurrency", "seconds_until_free"]
+__all__ = ["HeldRequests", "SlotFloors", "keep_slot_concurrency", "seconds_until_free", "slot_of"]
 
 #: seconds between two sweeps of the floors of slots Scrapy has discarded
 SWEEP_SECONDS = 60.0
@@ -128,10 +128,7 @@ class SlotFloors:
 
     def key_of(self, request: Request) -> str:
         """The slot key Scrapy uses (or will use) for *request*."""
-        key = request.meta.get("download_slot")
-        if key is not None:
-            return str(key)
-        return self._downloader().get_slot_key(request)
+        return slot_of(self._crawler, request)[0]
 
     def floor_of(self, key: str) -> float | None:
         state = self._floors.get(key)
@@ -186,11 +183,6 @@ class SlotFloors:
 
     # -- internals ---------------------------------------------------------------
 
-    def _downloader(self) -> Any:
-        engine = self._crawler.engine
-        assert engine is not None, "the downloader exists only once the crawl runs"
-        return engine.downloader
-
     def _live_slots(self) -> dict[str, Any]:
         engine = self._crawler.engine
         if engine is None or engine.downloader is None:
@@ -240,6 +232,21 @@ class SlotFloors:
             self.enforce(key)
 
 
+def slot_of(crawler: Crawler, request: Request, create: bool = False) -> tuple[str, Any]:
+    """The download slot of *request*, the one lookup of the plugin: ``(key,
+    Slot)``, or ``(key, None)`` while the slot does not exist.  The key is
+    Scrapy's (``DOWNLOAD_SLOTS``, a user's ``download_slot`` meta key, per-IP
+    slots); ``create`` makes the slot as the downloader will."""
+    engine = crawler.engine
+    assert engine is not None and engine.downloader is not None, "the downloader exists only once the crawl runs"
+    if create:
+        return internals.get_slot(crawler, request)
+    downloader = engine.downloader
+    key = request.meta.get("download_slot")  # set once the request reached the downloader
+    key = str(key) if key is not None else downloader.get_slot_key(request)
+    return key, downloader.slots.get(key)
+
+
 def seconds_until_free(crawler: Crawler, request: Request) -> float:
     """How long until the download slot of *request* would surely start it
     without waiting: its last start plus the longest delay its jitter allows,
@@ -247,9 +254,7 @@ def seconds_until_free(crawler: Crawler, request: Request) -> float:
     engine = crawler.engine
     if engine is None or engine.downloader is None:
         return 0.0
-    downloader = engine.downloader
-    key = request.meta.get("download_slot")
-    slot = downloader.slots.get(str(key) if key is not None else downloader.get_slot_key(request))
+    slot = slot_of(crawler, request)[1]
     if slot is None or not slot.lastseen:
         return 0.0
     longest = slot.delay * (1 + _get_jitter(slot))
@@ -351,7 +356,7 @@ class HeldRequests:
         engine = self._crawler.engine
         assert engine is not None, "requests are held only while the crawl runs"
         downloader = engine.downloader
-        key, slot = internals.get_slot(self._crawler, request)
+        key, slot = slot_of(self._crawler, request, create=True)
         keep_slot_concurrency(slot)
         relieve = self.relieved < self.limit and request in downloader.active
         if relieve:
