@@ -235,12 +235,13 @@ def close_at_open(crawler: Crawler, reason: str) -> None:
     nothing of its own starts meanwhile)."""
     if SCRAPY_VERSION >= (2, 18):
         raise CloseSpider(reason)
+    closed: list[bool] = []  # pragma: no cover - 2.13 to 2.17 (below too)
+    crawler.signals.connect(lambda: closed.append(True), signal=signals.spider_closed, weak=False)
 
     def close_when_running() -> None:  # pragma: no cover - 2.13 to 2.17
-        from .internals import engine_closed
-
+        # asks no internal: this also refuses a crawl whose engine internals moved
         engine = crawler.engine
-        if engine is None or crawler.spider is None or engine_closed(crawler):
+        if engine is None or crawler.spider is None or closed:
             return  # already closed
         if not engine.running:
             call_later(0, close_when_running)

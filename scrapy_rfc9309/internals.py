@@ -101,11 +101,6 @@ def get_slot(crawler: Crawler, request: Request) -> tuple[str, Any]:
     return engine.downloader._get_slot(request, crawler.spider)  # pragma: no cover
 
 
-def engine_closed(crawler: Crawler) -> bool:
-    """Whether the engine no longer holds a spider (closed, or never opened)."""
-    return _engine_slot(crawler) is None
-
-
 def is_data_loss(reason: Any) -> bool:
     """Whether a Twisted ``Failure`` inside ``ResponseFailed.reasons`` is a cut
     body (``twisted.web.http._DataLoss``; Scrapy < 2.15 lets it through)."""

@@ -10,14 +10,17 @@ or dropped one by one.
 
 from __future__ import annotations
 
+import ast
 import logging
 import sys
+from pathlib import Path
 
 import pytest
 import pytest_twisted
 from scrapy.core.downloader import Downloader
 from scrapy.core.engine import ExecutionEngine
 
+import scrapy_rfc9309
 from scrapy_rfc9309 import compat, internals
 from scrapy_rfc9309.compat import version_tuple
 
@@ -158,3 +161,50 @@ def test_the_version_of_this_scrapy_parses():
     assert compat.SCRAPY_VERSION >= compat.OLDEST_SCRAPY
     with pytest.raises(ValueError, match="not a version"):
         version_tuple("dev")
+
+
+PACKAGE = Path(scrapy_rfc9309.__file__).parent
+#: the plugin's own objects reached from a helper class of the same module
+OWN = {("storage/redis.py", "self.store._held"), ("storage/redis.py", "self.store._run_script")}
+
+
+def _sources() -> list[tuple[str, ast.AST]]:
+    return [(str(p.relative_to(PACKAGE)), ast.parse(p.read_text(encoding="utf-8"))) for p in PACKAGE.rglob("*.py")]
+
+
+def test_only_internals_py_names_a_private_attribute_of_another_object():
+    found = []
+    for name, tree in _sources():
+        if name == "internals.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                    continue
+                if (name, ast.unparse(node)) not in OWN:
+                    found.append((name, node.lineno, ast.unparse(node)))
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+            ):
+                literal = node.args[1] if len(node.args) > 1 else None
+                value = str(literal.value) if isinstance(literal, ast.Constant) else ""
+                if value.startswith("_") and not value.startswith("__"):
+                    found.append((name, node.lineno, ast.unparse(node)))
+            parts = node.module.split(".") if isinstance(node, ast.ImportFrom) and node.module else []
+            if any(part.startswith("_") and not part.startswith("__") for part in parts):
+                found.append((name, node.lineno, ast.unparse(node)))
+    assert found == []
+
+
+def test_only_compat_py_imports_the_reactor():
+    found = []
+    for name, tree in _sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "twisted.internet":
+                if any(alias.name == "reactor" for alias in node.names) and name != "compat.py":
+                    found.append((name, node.lineno))
+            if isinstance(node, ast.Import) and any(a.name.startswith("twisted.internet.reactor") for a in node.names):
+                found.append((name, node.lineno))
+    assert found == []
