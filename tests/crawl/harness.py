@@ -37,6 +37,8 @@ MIDDLEWARES = {
 REACTORLESS = os.environ.get("RFC9309_TEST_REACTORLESS") == "1"
 #: what a crawl of this run needs to say about the reactor (Scrapy 2.15+)
 MODE_SETTINGS: dict[str, Any] = {"TWISTED_REACTOR_ENABLED": False} if REACTORLESS else {}
+#: the same, for a ``scrapy crawl`` / ``scrapy robots`` command line
+MODE_ARGS: tuple[str, ...] = ("-s", "TWISTED_REACTOR_ENABLED=False") if REACTORLESS else ()
 
 BASE_SETTINGS: dict[str, Any] = {
     **MODE_SETTINGS,
