@@ -115,12 +115,17 @@ def check(crawler: Crawler) -> None:
     ``spider_opened``: the engine holds the spider, no request has started).
     Raises :class:`InternalsChanged` naming the first one missing or changed;
     on a Scrapy newer than :data:`NEWEST_TESTED` warns once per process."""
-    _check_engine(crawler)
-    _check_downloader(crawler)
-    if SCRAPY_VERSION < (2, 15):  # pragma: no cover - Twisted's errors unwrapped
-        from twisted.web import http
+    try:
+        _check_engine(crawler)
+        _check_downloader(crawler)
+        if SCRAPY_VERSION < (2, 15):  # pragma: no cover - Twisted's errors unwrapped
+            from twisted.web import http
 
-        _need(isinstance(getattr(http, "_DataLoss", None), type), "twisted.web.http._DataLoss", "is missing")
+            _need(isinstance(getattr(http, "_DataLoss", None), type), "twisted.web.http._DataLoss", "is missing")
+    except InternalsChanged:
+        raise
+    except Exception as exc:  # an internal with a shape the checks did not foresee
+        raise InternalsChanged("an internal", f"could not be checked ({type(exc).__name__}: {exc})") from exc
     _warn_if_newer()
 
 

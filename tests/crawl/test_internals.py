@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import pytest_twisted
-from scrapy.core.downloader import Downloader
+from scrapy.core.downloader import Downloader, Slot
 from scrapy.core.engine import ExecutionEngine
 
 import scrapy_rfc9309
@@ -107,6 +107,19 @@ async def test_a_renamed_downloader_get_slot_refuses_the_crawl(servers, caplog, 
 async def test_a_removed_downloader_method_refuses_the_crawl(servers, caplog, monkeypatch):
     monkeypatch.delattr(Downloader, "needs_backout")
     await _refused(servers, caplog, "Downloader.needs_backout")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_changed_slot_queue_refuses_the_crawl(servers, caplog, monkeypatch):
+    """A slot queue of another type: the per-domain burst workaround would not hold."""
+    made = Slot.__init__
+
+    def init(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        self.queue = list(self.queue)
+
+    monkeypatch.setattr(Slot, "__init__", init)
+    await _refused(servers, caplog, "Slot.queue is not a collections.deque")
 
 
 @pytest_twisted.ensureDeferred
