@@ -46,7 +46,7 @@ at once; a fetch waits for a place of that lane, not for a page's.  Through
 the engine, each hop joins ``Downloader.active`` like any download (so the
 "Crawled" line, the signals, the stats and the engine's close see it), and
 the downloader's bound is widened by one while it is there
-(:func:`.compat.widen_concurrency`): from just before the hop enters the
+(:func:`.internals.widen_concurrency`): from just before the hop enters the
 downloader until ``request_left_downloader`` (or the end of the hop, when it
 never reached the network).  In the downloader the hop is queued on its own
 origin's download slot, where it counts as that slot's request.  Why this
@@ -67,7 +67,7 @@ from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from twisted.internet.defer import CancelledError, DeferredSemaphore
 
-from . import compat
+from . import compat, internals
 from .addresses import AddressPolicy, ip_literal
 from .origins import robots_url
 from .robots.access import Access, classify_error, classify_status, freshness
@@ -226,7 +226,7 @@ class RobotsFetcher:
             transfer = request.meta[FETCH_META_KEY]
             try:
                 self._listen(1)
-                transfer.widened = compat.widen_concurrency(self.crawler, 1)
+                transfer.widened = internals.widen_concurrency(self.crawler, 1)
                 try:
                     response = await compat.download(self.crawler, request)
                 finally:
@@ -353,7 +353,7 @@ class RobotsFetcher:
         """Give back the place the hop took outside CONCURRENT_REQUESTS (once)."""
         if transfer.widened:
             transfer.widened = False
-            compat.widen_concurrency(self.crawler, -1)
+            internals.widen_concurrency(self.crawler, -1)
 
     def _request_left(self, request: Request, spider: Any = None) -> None:
         # Sent as the transfer ends, while the hop is still in Downloader.active: the

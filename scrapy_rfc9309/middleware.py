@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
-from . import compat
+from . import compat, internals
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
 from .lifecycle import held_requests, rfc9309_settings, robots_service
@@ -298,7 +298,7 @@ class RobotsTxtMiddleware:
             self._drop_closing(request)
 
     def _closing(self) -> bool:  # the engine asked directly: the service's watcher polls
-        return self.service.closed or compat.engine_closing(self.crawler)
+        return self.service.closed or internals.engine_closing(self.crawler)
 
     def _drop_closing(self, request: Request) -> NoReturn:
         self._counts.inc(DROPPED_CLOSING)

@@ -17,7 +17,8 @@ part of the plugin: the middleware (the decision), the Crawl-delay extension
 
 It imports no Scrapy module: the fetcher is handed in (:mod:`.fetch` is the
 Scrapy download), and so are the stats collector and the "is the engine
-closing?" question; timers come from :mod:`.compat`.
+closing?" question; timers and sleeps come from :mod:`.compat` (the
+reactor's, or asyncio's when the crawl runs without a reactor).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ CLAIM_POLL_MAX = 0.5
 #: seconds waited for a live lease holder beyond its longest possible fetch
 CLAIM_MARGIN = 10.0
 #: a robots.txt body larger than this is parsed, and compiled for the origin's
-#: token, in steps of at most PARSE_STEP_SECONDS, the reactor getting a turn
+#: token, in steps of at most PARSE_STEP_SECONDS, the loop getting a turn
 #: between them: at once, a 500 KiB file of 20,000 rules would hold every
 #: download for 50 to 140 ms (docs/reliability.md, "Hostile files"); up to
 #: this size the costliest file takes a few milliseconds

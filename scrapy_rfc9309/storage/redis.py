@@ -280,8 +280,8 @@ class RedisStorage(RobotsStorage):
             asyncio.get_running_loop()
         except RuntimeError:
             raise StorageUnavailable(
-                f"{self.url}: the Redis store needs the asyncio reactor: TWISTED_REACTOR = "
-                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor'"
+                f"{self.url}: the Redis store needs asyncio: the asyncio reactor (TWISTED_REACTOR = "
+                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor') or TWISTED_REACTOR_ENABLED = False"
             ) from None
         options = {
             "socket_timeout": SOCKET_TIMEOUT,

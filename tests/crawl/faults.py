@@ -39,7 +39,7 @@ from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309 import Verdict
 
-from .harness import Outcome, Result, crawl
+from .harness import Outcome, Result, clock, crawl
 
 #: no connection is served longer than this, whatever its fault
 MAX_SECONDS = 20.0
@@ -505,11 +505,9 @@ async def crawl_within(seconds: float, plan: list, settings: dict | None = None,
     then fails with ``twisted.internet.defer.TimeoutError``) if it takes longer
     than ``seconds``, so a hang fails instead of hanging the suite.  Returns the
     result and the seconds taken."""
-    from twisted.internet import reactor
-
     start = time.monotonic()
     crawling = Deferred.fromCoroutine(crawl(plan, {**FAST, **(settings or {})}, **kwargs))
-    crawling.addTimeout(seconds, reactor)
+    crawling.addTimeout(seconds, clock())
     result = await crawling
     return result, time.monotonic() - start
 

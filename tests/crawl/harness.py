@@ -10,6 +10,7 @@ signals the plugin sent.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,15 @@ MIDDLEWARES = {
     "scrapy_rfc9309.RobotsTxtMiddleware": 100,
 }
 
+#: the run has no Twisted reactor (``-p no:twisted --reactor=none``, tests/conftest.py)
+REACTORLESS = os.environ.get("RFC9309_TEST_REACTORLESS") == "1"
+#: what a crawl of this run needs to say about the reactor (Scrapy 2.15+)
+MODE_SETTINGS: dict[str, Any] = {"TWISTED_REACTOR_ENABLED": False} if REACTORLESS else {}
+#: the same, for a ``scrapy crawl`` / ``scrapy robots`` command line
+MODE_ARGS: tuple[str, ...] = ("-s", "TWISTED_REACTOR_ENABLED=False") if REACTORLESS else ()
+
 BASE_SETTINGS: dict[str, Any] = {
+    **MODE_SETTINGS,
     "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
     "USER_AGENT": "ExampleBot/1.0 (+https://example.com/bot)",
     "TELNETCONSOLE_ENABLED": False,
@@ -239,3 +248,53 @@ def check_accounting(result: Result) -> None:
 def _terminal(key: str) -> bool:
     name = key[len("fetch/") :]
     return name not in ("count", "3xx", "truncated", "bytes_truncated")
+
+
+# -- the loop of this run: the reactor, or asyncio alone (REACTORLESS) ---------------------
+class _Delayed:
+    def __init__(self, handle: asyncio.TimerHandle) -> None:
+        self._handle = handle
+        self._done = False
+
+    def active(self) -> bool:
+        return not self._done and not self._handle.cancelled()
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
+class _LoopClock:
+    """The part of Twisted's ``IReactorTime`` / ``IReactorThreads`` the tests use,
+    on the running asyncio loop (``Deferred.addTimeout(seconds, clock())``)."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    def callLater(self, delay: float, func: Any, *args: Any, **kwargs: Any) -> _Delayed:  # noqa: N802
+        delayed: _Delayed
+
+        def call() -> None:
+            delayed._done = True
+            func(*args, **kwargs)
+
+        delayed = _Delayed(self._loop.call_later(delay, call))
+        return delayed
+
+    def callFromThread(self, func: Any, *args: Any) -> None:  # noqa: N802
+        self._loop.call_soon_threadsafe(func, *args)
+
+
+def clock() -> Any:
+    """The reactor, or the running asyncio loop dressed as one (reactorless runs)."""
+    if REACTORLESS:
+        return _LoopClock()
+    from twisted.internet import reactor
+
+    return reactor
+
+
+async def sleep(seconds: float) -> None:
+    """Sleep on this run's loop (from a test driven by ``Deferred.fromCoroutine``)."""
+    waiter: Deferred = Deferred()
+    clock().callLater(seconds, waiter.callback, None)
+    await waiter

@@ -23,15 +23,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest_twisted
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet import reactor
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
-from twisted.internet.task import deferLater
 
 from scrapy_rfc9309.storage import RobotsEntry, entries
 from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
-from .harness import Req, check_accounting, crawl
+from .harness import Req, check_accounting, clock, crawl
 from .redisd import RedisServer, require_redis
 from .servers import Hit, Reply, closed_port, robots
 
@@ -50,10 +48,6 @@ def in_task(coro):
     """Run ``coro`` as an asyncio task (as Scrapy runs the middleware's code):
     redis.asyncio needs one; the test itself is driven by Twisted."""
     return deferred_from_coro(coro)
-
-
-async def sleep(seconds: float) -> None:
-    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
 
 
 def gaps(times: list[float]) -> list[float]:
@@ -166,7 +160,7 @@ async def test_fetch_lease_is_exclusive_renewed_and_expires_with_its_holder(redi
             lease = await holder.claim(origin)
             assert lease is not None
             assert await other.claim(origin) is None
-            await sleep(1.0)  # > 3 lease lifetimes: only renewal keeps it
+            await asyncio.sleep(1.0)  # > 3 lease lifetimes: only renewal keeps it
             assert await other.claim(origin) is None
             await lease.release()
             second = await other.claim(origin)
@@ -179,7 +173,7 @@ async def test_fetch_lease_is_exclusive_renewed_and_expires_with_its_holder(redi
             assert lease is not None
             await holder.close()
             assert await other.claim(origin) is None
-            await sleep(0.6)
+            await asyncio.sleep(0.6)
             taken = await other.claim(origin)
             assert taken is not None
             assert redis_server.client().get(key_of("l:", "lock", origin)) is not None
@@ -288,13 +282,14 @@ async def test_a_crawl_waits_for_the_result_another_worker_is_fetching(redis_ser
     published: list[Deferred] = []
 
     async def publish() -> None:
-        await sleep(0.8)
+        await asyncio.sleep(0.8)
         now = time.time()
         body = b"User-agent: *\nDisallow: /theirs\n"
         await other.put(site.origin, RobotsEntry("success", 200, body, "text/plain", now, now + 3600, ""))
         await lease.release()
 
-    first = starter(servers, lambda: reactor.callFromThread(lambda: published.append(in_task(publish()))))
+    loop = clock()
+    first = starter(servers, lambda: loop.callFromThread(lambda: published.append(in_task(publish()))))
     first.then = [Req(site.url("/theirs")), Req(site.url("/page"))]
     try:
         result = await crawl([first], redis_settings(redis_server, "w:"))
