@@ -183,7 +183,14 @@ def test_the_version_of_this_scrapy_parses():
 
 PACKAGE = Path(scrapy_rfc9309.__file__).parent
 #: the plugin's own objects reached from a helper class of the same module
-OWN = {("storage/redis.py", "self.store._held"), ("storage/redis.py", "self.store._run_script")}
+#: the plugin's own private attributes, reached from a helper of the same module
+OWN = {
+    ("storage/redis.py", "self.store._held"),
+    ("storage/redis.py", "self.store._run_script"),
+    ("slots.py", "self._held._wait_for_room"),
+    ("robots/usage.py", "other._values"),
+    ("robots/usage.py", "usage._values"),
+}
 
 
 def _sources() -> list[tuple[str, ast.AST]]:

@@ -16,7 +16,7 @@ import logging
 
 import pytest_twisted
 
-from scrapy_rfc9309 import slots, wiring
+from scrapy_rfc9309 import lifecycle, slots
 
 from .harness import check_accounting, crawl
 from .servers import Reply, robots
@@ -33,7 +33,7 @@ async def test_every_timer_runs_and_no_signal_handler_fails(servers, caplog, mon
     (closed in a worker thread) work; the crawl ends with no error."""
     watched: list[object] = []
     swept: list[object] = []
-    watch, sweep = wiring._watch, slots.SlotFloors.sweep
+    watch, sweep = lifecycle._watch, slots.SlotFloors.sweep
 
     def counting_watch(crawler, state):
         watched.append(crawler)
@@ -43,7 +43,7 @@ async def test_every_timer_runs_and_no_signal_handler_fails(servers, caplog, mon
         swept.append(self)
         sweep(self)
 
-    monkeypatch.setattr(wiring, "_watch", counting_watch)
+    monkeypatch.setattr(lifecycle, "_watch", counting_watch)
     monkeypatch.setattr(slots.SlotFloors, "sweep", counting_sweep)
     monkeypatch.setattr(slots, "SWEEP_SECONDS", 0.1)
     site = servers("127.0.0.2")
