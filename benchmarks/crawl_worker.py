@@ -227,6 +227,7 @@ class BenchSpider(scrapy.Spider):
                     self.profiler = cProfile.Profile(clock)
                     self.profiler.enable()
             self.wall0, self.cpu0 = time.perf_counter(), _cpu()
+            self.system0 = resource.getrusage(resource.RUSAGE_SELF).ru_stime
             for url in urls:
                 yield scrapy.Request(url, callback=self.page, errback=self.failed, dont_filter=True)
             wall, cpu = await maybe_deferred_to_future(self.finished)
@@ -240,6 +241,7 @@ class BenchSpider(scrapy.Spider):
                     "errors": self.errors,
                     "robots_fetches": _robots_served(self.control) - robots_before,
                     "load": os.getloadavg()[0],
+                    "system_cpu": self.system_cpu,
                 }
             )
         self.out["receivers"] = receivers(self.crawler)
@@ -264,6 +266,8 @@ class BenchSpider(scrapy.Spider):
         self.ended += 1
         if self.ended == self.expected:
             wall, cpu = time.perf_counter() - self.wall0, _cpu() - self.cpu0
+            #: of which the kernel's (system time: sockets, the loopback network)
+            self.system_cpu = resource.getrusage(resource.RUSAGE_SELF).ru_stime - self.system0
             if self.profiler is not None:
                 self.profiler.disable()
                 self.profiler.dump_stats(self.profile_path)

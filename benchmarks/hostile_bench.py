@@ -10,7 +10,9 @@ the worst, the median and the best):
   parses a large body and compiles it for the crawler in short steps with
   the reactor getting a turn between them; the SQLite and Redis stores; then
   the checks on the reactor thread), in a fresh process running Scrapy's
-  asyncio reactor.  There a ``LoopingCall`` ticks every millisecond and
+  asyncio reactor; beside each shape, what Scrapy's built-in middleware does
+  with the same body on the reactor (decode, ``Protego.parse``, the first
+  ``can_fetch``), for comparison.  There a ``LoopingCall`` ticks every millisecond and
   records the longest time between two ticks in which the process ran (the
   gap, or the process's CPU time in it when that is shorter,
   ``time.process_time``): the longest time anything held the reactor while
@@ -68,6 +70,79 @@ def spread_file() -> bytes:
 
 def long_line() -> bytes:
     return b"User-agent: *\nDisallow: /" + b"x" * 1_000_000
+
+
+def issue_file() -> bytes:
+    """500 KiB, 20,000 rules like ``Disallow: /123456/*`` and ``Allow: /654321/*.php``
+    in one ``User-agent: *`` group (the shape of issue 26)."""
+    rules = "".join(
+        f"Disallow: /{(i * 7919) % 1_000_000:06d}/*\nAllow: /{(i * 104_729) % 1_000_000:06d}/*.php\n"
+        for i in range(10_000)
+    )
+    return ("User-agent: *\n" + rules).encode()[:512_000]
+
+
+def groups_file() -> bytes:
+    """60 groups of 300 wildcard rules each (and a ``*`` group like them)."""
+    groups = [f"User-agent: bot{_letters(g)}\n" for g in range(60)] + ["User-agent: *\n"]
+    return "".join(
+        head + "".join(f"Disallow: /{LETTERS[i % 62]}*x{g}-{i}*.php\n" for i in range(300))
+        for g, head in enumerate(groups)
+    ).encode()[:512_000]
+
+
+def prefix_file() -> bytes:
+    """500 KiB of plain prefix rules (``Disallow: /p123/x``), most in one bucket."""
+    return ("User-agent: *\n" + "".join(f"Disallow: /p{i}/x\n" for i in range(40_000))).encode()[:512_000]
+
+
+def agents_file() -> bytes:
+    """500 KiB of 30,000 User-agent lines, then one rule."""
+    return ("".join(f"User-agent: bot{i}\n" for i in range(30_000)) + "Disallow: /x\n").encode()[:512_000]
+
+
+def long_literals_file() -> bytes:
+    """1,000 wildcard rules whose literals are 480 random characters each: filing
+    them in the literal index is the costliest step of a preparation."""
+    import random
+
+    def literal(seed: int) -> str:
+        rnd = random.Random(seed)
+        return "".join(rnd.choice(string.ascii_lowercase + string.digits) for _ in range(480))
+
+    return ("User-agent: *\n" + "".join(f"Disallow: /a*{literal(i)}\n" for i in range(1_000))).encode()[:512_000]
+
+
+def _letters(n: int) -> str:
+    """``n`` written with the letters a-j (product tokens have no digits)."""
+    return "".join(chr(ord("a") + int(d)) for d in str(n))
+
+
+#: the shapes measured as the crawl runs them: file, then the paths of the first checks
+#: (a short one and one of 2 KB in each bucket the file uses)
+LONG = "x" * 2048
+
+
+def crawl_shapes() -> dict[str, tuple[bytes, list[str]]]:
+    return {
+        "500 KiB file of 20,000 rules": (section_file(), ["/section-19999/x/page", "/section-" + LONG]),
+        "500 KiB file of 20,000 rules over 62 buckets": (
+            spread_file(),
+            [f"/{c}s-00001/x/page" for c in LETTERS] + [f"/{c}s-{LONG}" for c in LETTERS],
+        ),
+        "500 KiB of Disallow: /123456/* and Allow: /654321/*.php": (
+            issue_file(),
+            [f"/{d}23456/x.php" for d in "0123456789"] + [f"/{d}23456/{LONG}.php" for d in "0123456789"],
+        ),
+        "60 groups of 300 wildcard rules": (
+            groups_file(),
+            [f"/{c}/x1-1/a.php" for c in LETTERS] + [f"/{c}/{LONG}.php" for c in LETTERS],
+        ),
+        "500 KiB of plain prefix rules": (prefix_file(), ["/p1/x", "/p39999/x", "/p1/" + LONG, "/q"]),
+        "1,000 wildcard rules of 480-character literals": (long_literals_file(), ["/a", "/a" + LONG, "/b" + LONG]),
+        "a line of 1 MB": (long_line(), ["/" + "x" * 100, "/" + LONG]),
+        "500 KiB of 30,000 User-agent lines": (agents_file(), ["/x", "/" + LONG]),
+    }
 
 
 def _samples(fn: Callable[[], object], rounds: int) -> list[float]:
@@ -214,7 +289,7 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
     #: the budget while the process ran less than half of it (not running: see _Ticks)
     descheduled: dict[str, list[tuple[float, float]]] = {}
 
-    async def held(work: Callable[[], object]) -> float:
+    async def held(work: Callable[[], object], ours: bool = True) -> float:
         """The longest hold of the reactor while ``await work()`` runs: the
         time between two ticks in which the process ran (after a full
         collection: each window starts from the same heap)."""
@@ -223,7 +298,8 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
         ticks.reset()
         await work()  # type: ignore[misc]
         await compat.sleep(0.003)  # the tick that ends the last gap
-        gc_pauses.append(ticks.gc_worst)
+        if ours:
+            gc_pauses.append(ticks.gc_worst)
         return ticks.worst_cpu
 
     def entry(body: bytes) -> RobotsEntry:
@@ -231,27 +307,28 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
         return RobotsEntry("success", 200, body, "text/plain", now, now + 3600, origin + "/robots.txt")
 
     rows: dict[str, list[float]] = {}
-    FILE, SPREAD = "500 KiB file of 20,000 rules", "500 KiB file of 20,000 rules over 62 buckets"  # noqa: N806
+    FILE = "500 KiB file of 20,000 rules"  # noqa: N806
 
     def add(name: str, value: float) -> None:
         rows.setdefault(name, []).append(value)
 
-    async def hold(name: str, work: Callable[[], object]) -> None:
-        """A row of :func:`held`; a round in which a full collection ran is
-        reported apart (a collection of the whole heap, which any allocation
-        of the process may start, is not robots.txt work)."""
-        gap = await held(work)
+    async def hold(name: str, work: Callable[[], object], ours: bool = True) -> None:
+        """A row of :func:`held`; a round of ours in which a full collection
+        ran is reported apart (a collection of the whole heap, which any
+        allocation of the process may start, is not robots.txt work).  The
+        built-in's rows keep theirs: its own allocations start them."""
+        gap = await held(work, ours)
         wall, used = ticks.worst_gap
         if wall > BUDGET and used < wall / 2:
             descheduled.setdefault(name, []).append((wall, used))
-        if ticks.gc_worst:
+        if ticks.gc_worst and ours:
             left_out.setdefault(name, []).append((gap, ticks.gc_worst))
             rows.setdefault(name, [])
         else:
             add(name, gap)
 
-    section, spread, line = entry(section_file()), entry(spread_file()), entry(long_line())
-    agents = entry(("".join(f"User-agent: bot{i}\n" for i in range(30_000)) + "Disallow: /x\n").encode()[:512_000])
+    section = entry(section_file())
+    shapes = {name: (entry(body), urls) for name, (body, urls) in crawl_shapes().items()}
     tmp = tempfile.mkdtemp(prefix="hostile-bench-")
     sqlite = SqliteStorage(os.path.join(tmp, "robots.sqlite"))
     await sqlite.open()
@@ -268,33 +345,45 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
         work = deferToThread(lambda: service.policy_of(e, policy.unreachable).prepare(TOKEN))
         result.append(await compat.wait_for(work))
 
+    try:
+        from protego import Protego
+    except ImportError:  # pragma: no cover - Scrapy requires it
+        Protego = None  # noqa: N806
+
+    async def _builtin(e: RobotsEntry, url: str) -> None:
+        """What Scrapy's RobotsTxtMiddleware does on the reactor with a body:
+        decode, Protego.parse, then the first can_fetch."""
+        Protego.parse(e.body.decode("utf-8", "ignore")).can_fetch(origin + url, TOKEN)
+
+    builtin = _builtin if Protego is not None else None
+
     async def from_store(store: object) -> None:
         stored = await store.get(origin)  # type: ignore[attr-defined]
         await policy_of(stored)
 
-    def first_checks(urls: list[str]) -> float:
-        """The longest first check among ``urls`` (a fresh bucket each)."""
-        robots, worst = result.pop(), 0.0
+    def longest_check(robots: object, urls: list[str]) -> float:
+        """The longest check among ``urls``, in process time (as the holds)."""
+        worst = 0.0
         for url in urls:
-            start = time.perf_counter()
-            robots.check(url, TOKEN)
-            worst = max(worst, time.perf_counter() - start)
+            start = time.process_time()
+            robots.check(origin + url, TOKEN)  # type: ignore[attr-defined]
+            worst = max(worst, time.process_time() - start)
         return worst
 
     try:
         for _ in range(rounds):
             await hold("idle reactor (the 1 ms timer's own jitter, over 100 ms)", lambda: compat.sleep(0.1))
-            await hold(f"{FILE}: parse + compile, in steps", lambda: policy_of(section))
-            add("same file, first check", first_checks([origin + "/section-19999/x/page"]))
-            await hold(f"{SPREAD}: parse + compile, in steps", lambda: policy_of(spread))
-            add(
-                "same file, first check of each of its 62 buckets (the longest)",
-                first_checks([f"{origin}/{char}s-00001/x/page" for char in LETTERS]),
-            )
-            await hold("a line of 1 MB: parse, in steps", lambda: policy_of(line))
-            result.pop()
-            await hold("500 KiB of 30,000 User-agent lines: parse, in steps", lambda: policy_of(agents))
-            result.pop()
+            for name, (e, urls) in shapes.items():
+                await hold(f"{name}: parse + compile, in steps", lambda e=e: policy_of(e))
+                robots = result.pop()
+                add(f"{name}: first checks (the longest)", longest_check(robots, urls))
+                add(f"{name}: later checks (the longest)", longest_check(robots, urls))
+                if builtin is not None:
+                    await hold(
+                        f"{name}: Scrapy's built-in, for comparison (full collections included)",
+                        lambda e=e, u=urls[0]: builtin(e, u),
+                        ours=False,
+                    )
             await hold(f"{FILE}, read from SQLite: decode + parse + compile", lambda: from_store(sqlite))
             result.pop()
             if redis_store is not None:

@@ -16,8 +16,8 @@ _SCRAPY_LAYER = {
     "RobotsTxtMiddleware": "scrapy_rfc9309.middleware",
     "CrawlDelayExtension": "scrapy_rfc9309.throttle",
     "Addon": "scrapy_rfc9309.addon",
-    "robots_service": "scrapy_rfc9309.wiring",
-    "governing_robots": "scrapy_rfc9309.wiring",
+    "robots_service": "scrapy_rfc9309.lifecycle",
+    "governing_robots": "scrapy_rfc9309.lifecycle",
 }
 
 __all__ = [

@@ -34,7 +34,7 @@ class Addon:
 
         if _enabled(settings):
             compat.disable_component(settings, "DOWNLOADER_MIDDLEWARES", BuiltinMiddleware)
-        # else Scrapy's own stays; ours is NotConfigured and says so (wiring.rfc9309_settings)
+        # else Scrapy's own stays; ours is NotConfigured and says so (lifecycle.rfc9309_settings)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, MIDDLEWARE_PRIORITY)
         settings.set_in_component_priority_dict("EXTENSIONS", CrawlDelayExtension, EXTENSION_PRIORITY)
 

@@ -1,10 +1,12 @@
-"""The one place that knows which Scrapy runs.
+"""The one place that knows which Scrapy runs, and on which loop.
 
 Everything that differs between the Scrapy releases this plugin supports, or
-that reaches into Scrapy's engine, is a small function here, so the rest of
-the package is written once, for the newest Scrapy.  Supported: 2.13 to 2.19
-(setup.cfg; CI runs the whole suite on 2.19 and tests/crawl on 2.13).  What
-differs:
+between running on a Twisted reactor and on asyncio alone, is a small
+function here, so the rest of the package is written once, for the newest
+Scrapy.  Supported: 2.13 and later, tested with 2.13 to 2.19 (CI runs the
+whole suite on 2.19, tests/crawl on 2.13, and tests/crawl on 2.19 without a
+reactor).  The private Scrapy names the plugin needs are in
+:mod:`.internals`, checked when the spider opens.  What differs:
 
 ========================================  =====================================
 2.13 only                                 ``process_request(request, spider)``
@@ -12,7 +14,9 @@ differs:
                                           ``engine.download``, deferred signals,
                                           ``Downloader._get_slot(request, spider)``,
                                           component dicts keyed by import path,
-                                          downloads start at once
+                                          downloads start at once,
+                                          ``CONCURRENT_REQUESTS = 0`` is no
+                                          "no bound" (:func:`.internals.widen_concurrency`)
 before 2.15                               Twisted's network errors unwrapped
                                           (:func:`network_error_name`)
 before 2.16                               ``Slot.lastseen`` on ``time.time``
@@ -20,6 +24,12 @@ before 2.16                               ``Slot.lastseen`` on ``time.time``
 before 2.18                               no ``robots_parsed`` signal;
                                           ``CloseSpider`` from ``spider_opened``
                                           ignored (:func:`close_at_open`)
+2.15+, ``TWISTED_REACTOR_ENABLED =        no reactor: importing
+False``                                   ``twisted.internet.reactor`` raises;
+                                          timers, sleeps and threads come from
+                                          asyncio (:func:`sleep`, :func:`every`,
+                                          :func:`call_later`,
+                                          :func:`run_in_thread`)
 ========================================  =====================================
 
 (The jitter of a download slot, ``Slot.jitter`` in 2.19 and
@@ -29,11 +39,14 @@ around the slots.)
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
+import re
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import scrapy
 from scrapy import signals
@@ -51,7 +64,17 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCRAPY_VERSION: tuple[int, int] = tuple(int(part) for part in scrapy.__version__.split(".")[:2])  # type: ignore[assignment]
+
+def version_tuple(version: str) -> tuple[int, int]:
+    """``(major, minor)`` of a version string, pre-releases and dev builds
+    included (``2.20.0a1``, ``2.20.0.dev0``, ``2.20rc1`` -> ``(2, 20)``)."""
+    found = re.match(r"\s*v?(\d+)(?:\.(\d+))?", version)
+    if found is None:
+        raise ValueError(f"not a version: {version!r}")
+    return int(found.group(1)), int(found.group(2) or 0)
+
+
+SCRAPY_VERSION: tuple[int, int] = version_tuple(scrapy.__version__)
 
 #: the oldest Scrapy this module knows; setup.cfg's install_requires says the same
 OLDEST_SCRAPY = (2, 13)
@@ -75,9 +98,23 @@ _PASSES_SPIDER = SCRAPY_VERSION < (2, 14)
 ROBOTS_PARSED: object | None = getattr(signals, "robots_parsed", None)
 
 
-# -- awaiting Twisted from coroutines ------------------------------------------------
+# -- the loop the crawl runs on ---------------------------------------------------------
+# Scrapy 2.15+ can run without a Twisted reactor (TWISTED_REACTOR_ENABLED = False, asyncio
+# alone); it then forbids importing twisted.internet.reactor.  Every timer, sleep and thread
+# hand-off of the plugin comes from here, which asks the reactor only when one is installed.
+def reactor_installed() -> bool:
+    """Whether the crawl runs on a Twisted reactor (else: on asyncio alone)."""
+    return "twisted.internet.reactor" in sys.modules
+
+
+def _reactor() -> Any:
+    from twisted.internet import reactor  # only ever imported when already installed
+
+    return reactor
+
+
 def wait_for(deferred: Deferred) -> Awaitable[Any]:
-    """Await a Deferred from a coroutine, whichever reactor runs."""
+    """Await a Deferred from a coroutine, whichever loop runs."""
     return maybe_deferred_to_future(deferred)
 
 
@@ -87,52 +124,112 @@ def spawn(coro: Coroutine[Any, Any, T]) -> Deferred:
 
 
 async def sleep(seconds: float) -> None:
-    """A reactor timer: cancelled with the task that awaits it."""
-    from twisted.internet import reactor
+    """A timer of the crawl's loop: cancelled with the task that awaits it."""
+    if not reactor_installed():
+        await asyncio.sleep(seconds)
+        return
     from twisted.internet.task import deferLater
 
-    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
+    await maybe_deferred_to_future(deferLater(_reactor(), seconds, lambda: None))
 
 
 async def in_steps(steps: Generator[object, None, T], budget: float) -> T:
     """Run ``steps`` (a generator of short steps, see
-    :mod:`scrapy_rfc9309.robots.steps`) on the reactor thread, giving the
-    reactor a turn (network I/O, timers, other callbacks) whenever ``budget``
-    seconds of steps have run; what the generator returns."""
-    deadline = time.perf_counter() + budget
+    :mod:`scrapy_rfc9309.robots.steps`) on the loop's thread, giving the loop
+    a turn (network I/O, timers, other callbacks) whenever ``budget`` seconds
+    of steps have run; what the generator returns."""
+    from .robots.steps import Paused, run
+
     while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            value: T = done.value
+        value = run(steps, budget)
+        if not isinstance(value, Paused):
             return value
-        if time.perf_counter() >= deadline:
-            await sleep(0)
-            deadline = time.perf_counter() + budget
+        await sleep(0)
 
 
 async def resolve(host: str) -> str | None:
-    """The IPv4 address the crawl's resolver (Scrapy's ``DNS_RESOLVER``, cached)
-    gives ``host``; None when it gives none (the download then says why)."""
-    from twisted.internet import reactor
-
-    clock: Any = reactor
+    """The IPv4 address the crawl's resolver gives ``host`` (Scrapy's
+    ``DNS_RESOLVER``, cached, on the reactor; the loop's ``getaddrinfo``
+    without one); None when it gives none (the download then says why)."""
     try:
-        address: str = await maybe_deferred_to_future(clock.resolve(host))
-    except CancelledError:
+        if reactor_installed():
+            address: str = await maybe_deferred_to_future(_reactor().resolve(host))
+            return address
+        import socket
+
+        found = await asyncio.get_running_loop().getaddrinfo(host, None, family=socket.AF_INET)
+    except (CancelledError, asyncio.CancelledError):
         raise  # the crawl is closing
     except Exception:  # DNSLookupError, a timeout: the download will meet it too
         return None
-    return address
+    return str(found[0][4][0]) if found else None
 
 
-def every(seconds: float, func: Callable[[], object]) -> Any:
+class Repeating(Protocol):
+    """What :func:`every` returns (a Twisted ``LoopingCall`` or its asyncio twin)."""
+
+    @property
+    def running(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+
+class _AsyncioRepeating:
+    """``func`` every ``seconds`` on the running asyncio loop (first call after one period)."""
+
+    def __init__(self, seconds: float, func: Callable[[], object]) -> None:
+        self._seconds = seconds
+        self._func = func
+        self._handle: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(seconds, self._call)
+
+    @property
+    def running(self) -> bool:
+        return self._handle is not None
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _call(self) -> None:
+        if self._handle is None:
+            return
+        self._handle = asyncio.get_running_loop().call_later(self._seconds, self._call)
+        try:
+            self._func()
+        except Exception:
+            # as a LoopingCall does: a failing call ends the repetition (and is logged)
+            logger.exception("scrapy-rfc9309: a periodic task failed and was stopped")
+            self.stop()
+
+
+def every(seconds: float, func: Callable[[], object]) -> Repeating:
     """Call ``func`` every ``seconds`` (first call after one period); ``.stop()``."""
+    if not reactor_installed():
+        return _AsyncioRepeating(seconds, func)
     from twisted.internet.task import LoopingCall
 
     loop = LoopingCall(func)
     loop.start(seconds, now=False)
     return loop
+
+
+def call_later(seconds: float, func: Callable[[], object]) -> None:
+    """Call ``func`` once, ``seconds`` from now, on the crawl's loop."""
+    if not reactor_installed():
+        asyncio.get_running_loop().call_later(seconds, func)
+    else:
+        _reactor().callLater(seconds, func)
+
+
+async def run_in_thread(func: Callable[[], T]) -> T:
+    """``func()`` in a worker thread, awaited without holding the loop."""
+    if not reactor_installed():
+        return await asyncio.to_thread(func)
+    from twisted.internet.threads import deferToThread
+
+    result: T = await maybe_deferred_to_future(deferToThread(func))
+    return result
 
 
 # -- the engine ----------------------------------------------------------------------
@@ -155,27 +252,29 @@ def close_at_open(crawler: Crawler, reason: str) -> None:
     nothing of its own starts meanwhile)."""
     if SCRAPY_VERSION >= (2, 18):
         raise CloseSpider(reason)
-    from twisted.internet import reactor  # pragma: no cover - 2.13 to 2.17
-
-    clock: Any = reactor
+    closed: list[bool] = []  # pragma: no cover - 2.13 to 2.17 (below too)
+    crawler.signals.connect(lambda: closed.append(True), signal=signals.spider_closed, weak=False)
 
     def close_when_running() -> None:  # pragma: no cover - 2.13 to 2.17
+        # asks no internal: this also refuses a crawl whose engine internals moved
         engine = crawler.engine
-        if engine is None or crawler.spider is None or getattr(engine, "_slot", None) is None:
+        if engine is None or crawler.spider is None or closed:
             return  # already closed
         if not engine.running:
-            clock.callLater(0, close_when_running)
+            call_later(0, close_when_running)
         elif hasattr(engine, "close_spider_async"):  # 2.14+
             spawn(engine.close_spider_async(reason=reason))
         else:
             engine.close_spider(crawler.spider, reason=reason)
 
-    clock.callLater(0, close_when_running)
+    call_later(0, close_when_running)  # pragma: no cover - 2.13 to 2.17
 
 
 def close_spider(crawler: Crawler, reason: str) -> None:
     """Close a running crawl now with ``reason`` as its finish reason (requests
     in the downloader end; nothing new is taken from the scheduler)."""
+    from .internals import engine_closing
+
     engine = crawler.engine
     if engine is None or crawler.spider is None or engine_closing(crawler):
         return
@@ -206,40 +305,6 @@ def fail_exit_status(crawler: Crawler) -> None:
     crawler.signals.connect(clear, signal=signals.engine_stopped, weak=False)
     if engine is None or not engine.running:
         crawler.signals.connect(clear, signal=signals.spider_closed, weak=False)
-
-
-def engine_closing(crawler: Crawler) -> bool:
-    """Whether the engine has begun to close the spider (or never opened it).
-
-    Scrapy sends no signal when closing *begins* (``spider_closed`` comes only
-    after every request in progress has ended), so the robots service asks
-    here before each fetch and on a short timer while requests wait.
-    """
-    engine = crawler.engine
-    if engine is None or not engine.running:
-        return True
-    slot = getattr(engine, "_slot", None)
-    return slot is None or slot.closing is not None
-
-
-def wake_engine(crawler: Crawler) -> None:
-    """Ask the engine to pull scheduled requests now (it otherwise looks on its
-    5 s heartbeat or when a download ends): called when a waiting request
-    gives its ``CONCURRENT_REQUESTS`` place back."""
-    slot = getattr(crawler.engine, "_slot", None)
-    if slot is not None and slot.closing is None:
-        slot.nextcall.schedule()
-
-
-def get_slot(crawler: Crawler, request: Request) -> tuple[str, Any]:
-    """The download slot (key, Slot) of ``request``, created if needed, as the
-    downloader itself would when the request reaches it."""
-    engine = crawler.engine
-    assert engine is not None, "the crawl is not running"
-    if SCRAPY_VERSION >= (2, 14):
-        return engine.downloader._get_slot(request)
-    # 2.13: the spider is an argument (its download_delay / max_concurrent_requests)
-    return engine.downloader._get_slot(request, crawler.spider)
 
 
 # -- components ------------------------------------------------------------------------
@@ -286,15 +351,15 @@ def _network_errors() -> tuple[type[BaseException], ...]:
     Twisted's client failures, which some versions raise unwrapped."""
     from scrapy.settings import default_settings
     from twisted.internet import error as net
-    from twisted.web import _newclient
+    from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
     found: list[type[BaseException]] = [
         net.ConnectError,
         net.ConnectionLost,
         net.ConnectionDone,
         net.TimeoutError,
-        _newclient.ResponseFailed,
-        _newclient.ResponseNeverReceived,
+        ResponseFailed,
+        ResponseNeverReceived,
     ]
     for path in getattr(default_settings, "RETRY_EXCEPTIONS", []):
         try:
@@ -326,11 +391,12 @@ def network_error_name(error: BaseException) -> str:
     if SCRAPY_VERSION >= (2, 15):
         return type(error).__name__
     from twisted.internet import error as net  # pragma: no cover - 2.13, 2.14
-    from twisted.web._newclient import ResponseFailed
-    from twisted.web.http import _DataLoss
+    from twisted.web.client import ResponseFailed
+
+    from .internals import is_data_loss
 
     if isinstance(error, ResponseFailed):
-        lost = any(reason.check(_DataLoss) for reason in error.reasons)
+        lost = any(is_data_loss(reason) for reason in error.reasons)
         return "ResponseDataLossError" if lost else "DownloadFailedError"
     for twisted_error, name in (
         (net.TimeoutError, "DownloadTimeoutError"),
@@ -374,13 +440,11 @@ def offsite_filter(crawler: Crawler) -> Callable[[Request], bool] | None:
     ``should_follow`` is honoured."""
     from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 
-    engine = crawler.engine
-    if engine is None or engine.downloader is None:
+    if crawler.engine is None:
         return None
-    found = next((mw for mw in engine.downloader.middleware.middlewares if isinstance(mw, OffsiteMiddleware)), None)
-    if found is None:
+    offsite: Any = crawler.get_downloader_middleware(OffsiteMiddleware)  # public since Scrapy 2.12
+    if offsite is None:
         return None
-    offsite: Any = found
 
     def will_drop(request: Request) -> bool:
         if request.dont_filter or request.meta.get("allow_offsite"):

@@ -39,6 +39,18 @@ and the body is decoded here with ``zlib``, never producing more than the
 parse limit: a larger (or a deliberately huge, "bomb") body is truncated,
 not failed.  The fetch asks for ``gzip, deflate`` only, the codings the
 standard library can decode.
+
+The lane: a robots.txt download takes no place of ``CONCURRENT_REQUESTS``.
+At most ``RFC9309_FETCH_CONCURRENCY`` fetches (a redirect chain is one) run
+at once; a fetch waits for a place of that lane, not for a page's.  Through
+the engine, each hop joins ``Downloader.active`` like any download (so the
+"Crawled" line, the signals, the stats and the engine's close see it), and
+the downloader's bound is widened by one while it is there
+(:func:`.internals.widen_concurrency`): from just before the hop enters the
+downloader until ``request_left_downloader`` (or the end of the hop, when it
+never reached the network).  In the downloader the hop is queued on its own
+origin's download slot, where it counts as that slot's request.  Why this
+design and not another: docs/middleware.md, "robots.txt downloads".
 """
 
 from __future__ import annotations
@@ -53,9 +65,9 @@ from urllib.parse import urljoin, urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
-from twisted.internet.defer import CancelledError
+from twisted.internet.defer import CancelledError, DeferredSemaphore
 
-from . import compat
+from . import compat, internals
 from .addresses import AddressPolicy, ip_literal
 from .origins import robots_url
 from .robots.access import Access, classify_error, classify_status, freshness
@@ -91,7 +103,7 @@ class _Transfer:
     """What the signal handlers learn about one hop while it downloads.  Only
     the fetcher that made it counts its bytes (``owner``)."""
 
-    __slots__ = ("owner", "limit", "received", "stopped", "encodings")
+    __slots__ = ("owner", "limit", "received", "stopped", "encodings", "widened")
 
     def __init__(self, owner: RobotsFetcher, limit: int) -> None:
         self.owner = owner
@@ -99,6 +111,8 @@ class _Transfer:
         self.received = 0
         self.stopped = False
         self.encodings: list[bytes] = []
+        #: the downloader's CONCURRENT_REQUESTS bound is widened for this hop now
+        self.widened = False
 
 
 @dataclass
@@ -165,13 +179,22 @@ class RobotsFetcher:
         self._in_flight = 0
         #: internal addresses and private origins (RFC9309_INTERNAL_NETWORKS)
         self.addresses = AddressPolicy(settings.internal_networks)
+        #: the lane: fetches (a redirect chain is one) running at once
+        self._lane = DeferredSemaphore(settings.fetch_concurrency)
 
     async def fetch(self, origin: str, trigger: Request | None = None) -> FetchResult:
         """Fetch ``origin``'s robots.txt, following redirects.  Never raises
         for network trouble: that is an access result."""
         chain: list[str] = []
-        started = time.time()
-        result = await self._follow(origin, trigger, chain)
+        lane = self._lane
+        if not lane.tokens:
+            self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
+        await compat.wait_for(lane.acquire())
+        try:
+            started = time.time()
+            result = await self._follow(origin, trigger, chain)
+        finally:
+            lane.release()
         result.chain = chain
         result.started_at = started
         return result
@@ -200,11 +223,14 @@ class RobotsFetcher:
                 return FetchResult(
                     Access.UNAVAILABLE, status, url, classes, note="a redirect without a usable Location"
                 )
+            transfer = request.meta[FETCH_META_KEY]
             try:
                 self._listen(1)
+                transfer.widened = internals.widen_concurrency(self.crawler, 1)
                 try:
                     response = await compat.download(self.crawler, request)
                 finally:
+                    self._narrow(transfer)
                     self._listen(-1)
             except CancelledError:
                 raise  # the crawl is closing: not an access result
@@ -317,9 +343,25 @@ class RobotsFetcher:
         if before == 0 and self._in_flight:
             manager.connect(self._bytes_received, signal=signals.bytes_received)
             manager.connect(self._response_downloaded, signal=signals.response_downloaded)
+            manager.connect(self._request_left, signal=signals.request_left_downloader)
         elif before and self._in_flight == 0:
             manager.disconnect(self._bytes_received, signal=signals.bytes_received)
             manager.disconnect(self._response_downloaded, signal=signals.response_downloaded)
+            manager.disconnect(self._request_left, signal=signals.request_left_downloader)
+
+    def _narrow(self, transfer: _Transfer) -> None:
+        """Give back the place the hop took outside CONCURRENT_REQUESTS (once)."""
+        if transfer.widened:
+            transfer.widened = False
+            internals.widen_concurrency(self.crawler, -1)
+
+    def _request_left(self, request: Request, spider: Any = None) -> None:
+        # Sent as the transfer ends, while the hop is still in Downloader.active: the
+        # bound is narrowed before anything can start a page in the place it frees
+        # (the engine looks again as soon as the hop leaves the active set).
+        transfer = request.meta.get(FETCH_META_KEY)
+        if isinstance(transfer, _Transfer) and transfer.owner is self:
+            self._narrow(transfer)
 
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         transfer = request.meta.get(FETCH_META_KEY)

@@ -16,21 +16,21 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
-from . import compat
+from . import compat, internals
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
+from .lifecycle import held_requests, rfc9309_settings, robots_service
 from .masking import mask_url
 from .origins import origin_of_request
-from .robots import Verdict
+from .robots import Decision, Verdict
 from .robots.access import Access
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED
 from .service import STATS, Known, NotResolved
 from .settings import usage_purposes
-from .slots import seconds_until_free
+from .slots import SpiderClosing, seconds_until_free
 from .useragent import derive_tokens
-from .wiring import held_requests, rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -52,6 +52,8 @@ META_USAGE = "rfc9309_usage"
 _ALLOWED = {v: f"requests/allowed/{v.value}" for v in Verdict}
 _DENIED = {v: f"requests/denied/{v.value}" for v in Verdict}
 DROPPED_CLOSING = "requests/dropped/spider_closing"
+#: allowed by robots.txt, not downloaded: its usage preferences disallow a declared purpose
+DENIED_USAGE = "requests/denied/usage_preferences"
 #: Scrapy's own stat for every request robots.txt drops, counted beside ours
 FORBIDDEN = "robotstxt/forbidden"
 
@@ -111,51 +113,84 @@ class RobotsTxtMiddleware:
         known = self.service.fresh(origin)
         if known is not None:
             counts.inc("cache/hits")
-            floor = self._pace_floor(known, tokens, self._decide(request, origin, known, tokens))
-            if not floor:
+            if not self.service.paces:  # the hot path: no wait of any kind
+                self._decide(request, origin, known, tokens)
                 return None
+            decision, token, usage = self._check(request, origin, known, tokens)
         else:
             counts.inc("cache/misses")
             # waits are held as a busy site's requests are (see slots.HeldRequests)
-            async with self.held.holding(request, self._closing):
-                try:
-                    known = await self.service.resolve(origin, request)
-                except NotResolved:
-                    self._drop_closing(request)
-                except Exception:
-                    counts.inc("requests/errors")
-                    raise
-                floor = self._pace_floor(known, tokens, self._decide(request, origin, known, tokens))
+            try:
+                async with self.held.holding(request, self._closing) as hold:
+                    try:
+                        known = await self.service.resolve(origin, request)
+                    except NotResolved:
+                        self._drop_closing(request)
+                    except Exception:
+                        counts.inc("requests/errors")
+                        raise
+                    decision, token, usage = self._check(request, origin, known, tokens)
+                    await hold.room()  # a place in the downloader, before the request counts as allowed
+            except SpiderClosing:
+                self._drop_closing(request)
+        floor = self._pace_floor(known, tokens, decision.verdict)
         if floor:
             await self._pace(request, origin, floor)
+        self._allow(request, origin, known, tokens, decision, token, usage)
         return None
 
     def _decide(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Verdict:
         """Count an allowed request and give it its provenance
-        (``meta["rfc9309"]``, with the usage preferences robots.txt states for
-        it); raise ``IgnoreRequest`` for a denied one, or for one whose
-        preferences disallow a declared purpose.  With several tokens every
-        one must allow; a denial names the token."""
+        (``meta["rfc9309"]``); raise ``IgnoreRequest`` for a denied one."""
+        decision, token, usage = self._check(request, origin, known, tokens)
+        return self._allow(request, origin, known, tokens, decision, token, usage)
+
+    def _check(
+        self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]
+    ) -> tuple[Decision, str, Usage]:
+        """The decision, the token it names and the usage preferences robots.txt
+        states for the URL; a denied request (by robots.txt, or by preferences
+        that disallow a declared purpose) is counted, recorded and raises
+        ``IgnoreRequest``.  With several tokens every one must allow; a denial
+        names the token."""
         if len(tokens) == 1:
             token = tokens[0]
             decision = known.robots.check(request.url, token)
         else:
             decision, token = decide_all(known.robots, request.url, tokens)
-        usage = usage_for(known.robots, request.url, tokens) if decision.allowed else UNKNOWN
-        if self.recorder.active:
-            self.recorder.decided(request.url, origin, known, decision, token, usage)
         if decision.allowed:
-            self._counts.inc(_ALLOWED[decision.verdict])
-            request.meta[META_KEY] = provenance(known, decision, tokens, usage)
+            usage = usage_for(known.robots, request.url, tokens)
             if usage or META_USAGE in request.meta:  # (a bad meta value is refused at once)
                 purposes = self._purposes(request, origin)
                 denied = usage.denies(purposes) if purposes else None
                 if denied is not None:
                     self._deny_usage(request, origin, known, token, *denied)
-            return decision.verdict
+            return decision, token, usage
+        if self.recorder.active:
+            self.recorder.decided(request.url, origin, known, decision, token)
         self._counts.inc(_DENIED[decision.verdict])
         self._counts.inc_scrapy(FORBIDDEN)
         self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
+
+    def _allow(
+        self,
+        request: Request,
+        origin: str,
+        known: Known,
+        tokens: tuple[str, ...],
+        decision: Decision,
+        token: str,
+        usage: Usage = UNKNOWN,
+    ) -> Verdict:
+        """Count an allowed request as it goes on to the downloader, record it
+        and give it its provenance (with the usage preferences robots.txt
+        states for it); a request dropped before (the spider closed while it
+        waited) is counted as dropped instead."""
+        if self.recorder.active:
+            self.recorder.decided(request.url, origin, known, decision, token, usage)
+        self._counts.inc(_ALLOWED[decision.verdict])
+        request.meta[META_KEY] = provenance(known, decision, tokens, usage)
+        return decision.verdict
 
     # -- AI usage preferences ----------------------------------------------------------
     def _purposes(self, request: Request, origin: str) -> tuple[str, ...]:
@@ -183,6 +218,7 @@ class RobotsTxtMiddleware:
         """robots.txt disallows ``label``, a declared purpose: not downloaded."""
         where = "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
         self._counts.inc(f"usage/denied/{label}")
+        self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
         if self.recorder.active:
             self.recorder.usage_decided(request.url, origin, known, token, "denied", "robots.txt", label, sources)
         self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {where}")
@@ -258,11 +294,11 @@ class RobotsTxtMiddleware:
 
         try:
             await self.service.wait_turn(origin, floor, lambda: seconds_until_free(self.crawler, request), hold)
-        except NotResolved:
+        except (NotResolved, SpiderClosing):
             self._drop_closing(request)
 
     def _closing(self) -> bool:  # the engine asked directly: the service's watcher polls
-        return self.service.closed or compat.engine_closing(self.crawler)
+        return self.service.closed or internals.engine_closing(self.crawler)
 
     def _drop_closing(self, request: Request) -> NoReturn:
         self._counts.inc(DROPPED_CLOSING)
@@ -292,7 +328,9 @@ class RobotsTxtMiddleware:
         get = self.crawler.stats.get_value
         origins = {a.value: get(STATS + f"origins/{a.value}", 0) for a in Access if a is not Access.REDIRECT}
         allowed = sum(get(STATS + key, 0) for key in _ALLOWED.values())
-        denied = sum(get(STATS + key, 0) for key in [*_DENIED.values(), "requests/denied/invalid_user_agent"])
+        denied = sum(
+            get(STATS + key, 0) for key in [*_DENIED.values(), "requests/denied/invalid_user_agent", DENIED_USAGE]
+        )
         dropped = get(STATS + DROPPED_CLOSING, 0)
         logger.info(
             "RFC 9309 robots.txt: origins with a file: %d, unavailable (allow all): %d, unreachable: %d; "

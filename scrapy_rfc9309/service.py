@@ -17,7 +17,8 @@ part of the plugin: the middleware (the decision), the Crawl-delay extension
 
 It imports no Scrapy module: the fetcher is handed in (:mod:`.fetch` is the
 Scrapy download), and so are the stats collector and the "is the engine
-closing?" question; timers come from :mod:`.compat`.
+closing?" question; timers and sleeps come from :mod:`.compat` (the
+reactor's, or asyncio's when the crawl runs without a reactor).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ CLAIM_POLL_MAX = 0.5
 #: seconds waited for a live lease holder beyond its longest possible fetch
 CLAIM_MARGIN = 10.0
 #: a robots.txt body larger than this is parsed, and compiled for the origin's
-#: token, in steps of at most PARSE_STEP_SECONDS, the reactor getting a turn
+#: token, in steps of at most PARSE_STEP_SECONDS, the loop getting a turn
 #: between them: at once, a 500 KiB file of 20,000 rules would hold every
 #: download for 50 to 140 ms (docs/reliability.md, "Hostile files"); up to
 #: this size the costliest file takes a few milliseconds
@@ -206,7 +207,7 @@ class RobotsService:
         self._ready: list[ReadyListener] = []
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
-        #: early fetches in flight are capped (they count against CONCURRENT_REQUESTS)
+        #: early fetches in flight are capped (each takes a place of the robots.txt lane)
         self.prefetch_cap = 16
 
     # -- listeners ---------------------------------------------------------------------
@@ -313,13 +314,25 @@ class RobotsService:
         if lock is None:
             lock = self._turns[origin] = DeferredLock()
         if lock.locked:
-            await hold(lambda: compat.wait_for(lock.acquire()))
+            acquiring = lock.acquire()
+            try:
+                await hold(lambda: compat.wait_for(acquiring))
+            except BaseException:
+                # the hold ended without the turn (the spider is closing): the lock goes
+                # to the next waiter, which ends the same way, never stays taken
+                if acquiring.called:
+                    lock.release()
+                else:
+                    acquiring.cancel()
+                raise
         else:
             lock.acquire()
         began = time.monotonic()
         waited = False
         try:
             while True:
+                if self._check_closing():  # a turn is never taken once the spider is closing
+                    raise NotResolved(origin)
                 local = local_wait()
                 if local > 0:
                     await hold(partial(self._sleep, local, origin))
@@ -458,7 +471,7 @@ class RobotsService:
             # unreachable one.  fetched_at stays that of the copy.
             assert stale is not None
             self.counts.inc("cache/stale_used")
-            return replace(stale, expires_at=entry.expires_at)
+            return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
         return entry
 
     async def _fetch_once(self, origin: str, trigger: Any, pending: _Pending) -> FetchResult:

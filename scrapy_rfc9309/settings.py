@@ -32,6 +32,8 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_MAX_BYTES": 512_000,
     "RFC9309_MAX_REDIRECTS": 5,
     "RFC9309_FETCH_TIMEOUT": 30.0,
+    # robots.txt fetches at once, outside CONCURRENT_REQUESTS; None: max(64, 4 x CONCURRENT_REQUESTS)
+    "RFC9309_FETCH_CONCURRENCY": None,
     "RFC9309_UNREACHABLE": "deny",
     "RFC9309_UNREACHABLE_WAIT": 300.0,
     "RFC9309_RETRY_UNREACHABLE_SECONDS": 300.0,
@@ -100,6 +102,8 @@ class Rfc9309Settings:
     max_bytes: int = 512_000
     max_redirects: int = 5
     fetch_timeout: float = 30.0
+    #: robots.txt fetches running at once (the lane, outside CONCURRENT_REQUESTS)
+    fetch_concurrency: int = 64
     unreachable: str = "deny"
     unreachable_wait: float = 300.0
     retry_unreachable_seconds: float = 300.0
@@ -173,6 +177,7 @@ class Rfc9309Settings:
             max_bytes=max_bytes,
             max_redirects=_number(get("RFC9309_MAX_REDIRECTS"), "RFC9309_MAX_REDIRECTS", int),
             fetch_timeout=_number(get("RFC9309_FETCH_TIMEOUT"), "RFC9309_FETCH_TIMEOUT", float, positive=True),
+            fetch_concurrency=_fetch_concurrency(get("RFC9309_FETCH_CONCURRENCY"), get("CONCURRENT_REQUESTS")),
             unreachable=unreachable,
             unreachable_wait=_number(get("RFC9309_UNREACHABLE_WAIT"), "RFC9309_UNREACHABLE_WAIT", float),
             retry_unreachable_seconds=_number(
@@ -302,6 +307,27 @@ def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
         if label not in purposes:
             purposes.append(label)
     return tuple(purposes)
+
+
+#: the default lane: max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT x CONCURRENT_REQUESTS)
+FETCH_LANE_MIN = 64
+FETCH_LANE_PER_CONCURRENT = 4
+
+
+def _fetch_concurrency(value: Any, concurrent: Any) -> int:
+    """RFC9309_FETCH_CONCURRENCY, a whole number of at least 1; by default as
+    many as the early fetches (lifecycle.PREFETCH_MIN) may start."""
+    name = "RFC9309_FETCH_CONCURRENCY"
+    if value is None or value == "":
+        try:
+            pages = int(concurrent or 0)
+        except (TypeError, ValueError):
+            pages = 0  # Scrapy itself refuses it
+        return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * pages)
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{name}={value!r} must be a whole number of fetches, e.g. 64")
+    number = _number(value, name, int, positive=True)
+    return int(number)
 
 
 def _policy(value: Any, name: str) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .wiring import governing_robots
+from .lifecycle import governing_robots
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -2,8 +2,10 @@
 
 Scrapy has no public way to say "never start requests on this slot closer
 than X seconds". The Crawl-delay floor needs one, so everything it touches
-inside the downloader lives in this module, and a future Scrapy throttling
-API can replace this file alone. What it relies on (Scrapy 2.13 to 2.19):
+inside the downloader lives in this module (the private names in
+:mod:`.internals`, which checks all of the below when the spider opens), and
+a future Scrapy throttling API can replace this file alone. What it relies on
+(tested with Scrapy 2.13 to 2.19):
 
 * ``crawler.engine.downloader.slots`` maps a slot key to a ``Slot``;
   ``Downloader.get_slot_key(request)`` and the ``download_slot`` meta key
@@ -62,14 +64,14 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from twisted.internet.defer import Deferred
 
-from . import compat
+from . import compat, internals
 from .storage.factory import uses_scrapy_redis
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["HeldRequests", "SlotFloors", "keep_slot_concurrency", "seconds_until_free"]
+__all__ = ["HeldRequests", "SlotFloors", "SpiderClosing", "keep_slot_concurrency", "seconds_until_free", "slot_of"]
 
 #: seconds between two sweeps of the floors of slots Scrapy has discarded
 SWEEP_SECONDS = 60.0
@@ -126,10 +128,7 @@ class SlotFloors:
 
     def key_of(self, request: Request) -> str:
         """The slot key Scrapy uses (or will use) for *request*."""
-        key = request.meta.get("download_slot")
-        if key is not None:
-            return str(key)
-        return self._downloader().get_slot_key(request)
+        return slot_of(self._crawler, request)[0]
 
     def floor_of(self, key: str) -> float | None:
         state = self._floors.get(key)
@@ -184,11 +183,6 @@ class SlotFloors:
 
     # -- internals ---------------------------------------------------------------
 
-    def _downloader(self) -> Any:
-        engine = self._crawler.engine
-        assert engine is not None, "the downloader exists only once the crawl runs"
-        return engine.downloader
-
     def _live_slots(self) -> dict[str, Any]:
         engine = self._crawler.engine
         if engine is None or engine.downloader is None:
@@ -238,6 +232,21 @@ class SlotFloors:
             self.enforce(key)
 
 
+def slot_of(crawler: Crawler, request: Request, create: bool = False) -> tuple[str, Any]:
+    """The download slot of *request*, the one lookup of the plugin: ``(key,
+    Slot)``, or ``(key, None)`` while the slot does not exist.  The key is
+    Scrapy's (``DOWNLOAD_SLOTS``, a user's ``download_slot`` meta key, per-IP
+    slots); ``create`` makes the slot as the downloader will."""
+    engine = crawler.engine
+    assert engine is not None and engine.downloader is not None, "the downloader exists only once the crawl runs"
+    if create:
+        return internals.get_slot(crawler, request)
+    downloader = engine.downloader
+    key = request.meta.get("download_slot")  # set once the request reached the downloader
+    key = str(key) if key is not None else downloader.get_slot_key(request)
+    return key, downloader.slots.get(key)
+
+
 def seconds_until_free(crawler: Crawler, request: Request) -> float:
     """How long until the download slot of *request* would surely start it
     without waiting: its last start plus the longest delay its jitter allows,
@@ -245,9 +254,7 @@ def seconds_until_free(crawler: Crawler, request: Request) -> float:
     engine = crawler.engine
     if engine is None or engine.downloader is None:
         return 0.0
-    downloader = engine.downloader
-    key = request.meta.get("download_slot")
-    slot = downloader.slots.get(str(key) if key is not None else downloader.get_slot_key(request))
+    slot = slot_of(crawler, request)[1]
     if slot is None or not slot.lastseen:
         return 0.0
     longest = slot.delay * (1 + _get_jitter(slot))
@@ -345,33 +352,35 @@ class HeldRequests:
             self.limit = max(RELIEF_MIN, RELIEF_PER_CONCURRENT * concurrent)
 
     @asynccontextmanager
-    async def holding(self, request: Request, closing: Callable[[], bool]) -> AsyncIterator[None]:
+    async def holding(self, request: Request, closing: Callable[[], bool]) -> AsyncIterator[_Hold]:
+        """Hold ``request`` while the body waits; on a normal exit wait for a
+        downloader place (when the request gave its own back).  The body may
+        take that place itself, ``await hold.room()``, e.g. before counting the
+        request as allowed.  Once the spider is closing, the room never comes:
+        :class:`SpiderClosing` is raised instead, and the request must be
+        dropped, not handed to the downloader (Scrapy would not have taken it
+        from the scheduler; it would download only what is in its downloader)."""
         engine = self._crawler.engine
         assert engine is not None, "requests are held only while the crawl runs"
         downloader = engine.downloader
-        key, slot = compat.get_slot(self._crawler, request)
+        key, slot = slot_of(self._crawler, request, create=True)
         keep_slot_concurrency(slot)
         relieve = self.relieved < self.limit and request in downloader.active
         if relieve:
             downloader.active.discard(request)
             self.relieved += 1
-            compat.wake_engine(self._crawler)  # the place it gave back may be used now
+            internals.wake_engine(self._crawler)  # the place it gave back may be used now
         slot.active.add(request)
         self.count += 1
+        hold = _Hold(self, downloader, relieve, closing)
         try:
-            yield
+            yield hold
+            await hold.room()
         except BaseException:
             self._release(downloader, slot, request, relieve)
             _drop_if_unused(downloader, key, slot)  # a denied site leaves no slot behind
             raise
         else:
-            if relieve:
-                while downloader.needs_backout() and not closing():
-                    if not self._room:  # listen only while someone waits: no receiver per request otherwise
-                        self._crawler.signals.connect(self.wake, signal=signals.request_left_downloader)
-                    waiter: Deferred = Deferred()
-                    self._room.append(waiter)
-                    await compat.wait_for(waiter)
             self._release(downloader, slot, request, relieve)
 
     def _release(self, downloader: Any, slot: Any, request: Request, relieved: bool) -> None:
@@ -380,6 +389,13 @@ class HeldRequests:
         if relieved:
             downloader.active.add(request)
             self.relieved -= 1
+
+    async def _wait_for_room(self) -> None:
+        if not self._room:  # listen only while someone waits: no receiver per request otherwise
+            self._crawler.signals.connect(self.wake, signal=signals.request_left_downloader)
+        waiter: Deferred = Deferred()
+        self._room.append(waiter)
+        await compat.wait_for(waiter)
 
     def wake(self, *args: Any, **kwargs: Any) -> None:
         """Let the released requests look for room again (a request left the
@@ -390,3 +406,32 @@ class HeldRequests:
         for waiter in waiters:
             if not waiter.called:
                 waiter.callback(None)
+
+
+class SpiderClosing(Exception):
+    """The spider began to close while a request was held: drop it."""
+
+
+class _Hold:
+    """One held request's way back to the downloader (see :meth:`HeldRequests.holding`)."""
+
+    __slots__ = ("_held", "_downloader", "_relieved", "_closing", "_placed")
+
+    def __init__(self, held: HeldRequests, downloader: Any, relieved: bool, closing: Callable[[], bool]) -> None:
+        self._held = held
+        self._downloader = downloader
+        self._relieved = relieved
+        self._closing = closing
+        self._placed = False
+
+    async def room(self) -> None:
+        """Wait until the downloader has a place for the request, if it gave its
+        own back; :class:`SpiderClosing` once the spider is closing."""
+        if self._placed:
+            return
+        if self._relieved:
+            while self._downloader.needs_backout() and not self._closing():
+                await self._held._wait_for_room()
+        if self._closing():
+            raise SpiderClosing
+        self._placed = True

@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from .lifecycle import rfc9309_settings, robots_service
 from .origins import origin_of_request
 from .slots import SlotFloors
-from .wiring import rfc9309_settings, robots_service
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -63,6 +63,8 @@ __all__ = ["CrawlDelayExtension"]
 logger = logging.getLogger(__name__)
 
 STATS = "rfc9309/crawl_delay/"
+#: the same keys as the service's batched counts write them (they add the "rfc9309/")
+COUNTS = "crawl_delay/"
 
 
 class CrawlDelayExtension:
@@ -82,6 +84,8 @@ class CrawlDelayExtension:
             raise NotConfigured("RFC9309_CRAWL_DELAY is False")
         self._service = service = robots_service(crawler)
         self._stats = crawler.stats
+        #: counts are batched with the service's (one ``inc_value`` per request costs as much as a check)
+        self._counts = service.counts
         self._slots = SlotFloors(crawler, on_gone=self._slot_gone)
         #: origin with a floor -> the slot keys seen serving it (empty until its first request)
         self._origin_slots: dict[str, set[str]] = {}
@@ -111,7 +115,7 @@ class CrawlDelayExtension:
         had = previous is not None and previous.floor > 0
         if known.capped_from is not None:
             if previous is None or previous.capped_from is None:
-                self._stats.inc_value(STATS + "capped")
+                self._counts.inc(COUNTS + "capped")
             if previous is None or previous.capped_from != known.capped_from:
                 logger.warning(
                     "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
@@ -120,7 +124,7 @@ class CrawlDelayExtension:
                 )  # fmt: skip
         if floor:
             if not had:
-                self._stats.inc_value(STATS + "origins")
+                self._counts.inc(COUNTS + "origins")
             self._stats.max_value(STATS + "max_floor", floor)
             self._origin_slots.setdefault(origin, set())
             if trigger is not None and hasattr(trigger, "meta"):
@@ -160,7 +164,7 @@ class CrawlDelayExtension:
             self._link(origin, key)  # type: ignore[arg-type]
             self._refresh(key)
         if self._slots.enforce(key):
-            self._stats.inc_value(STATS + "requests_delayed")
+            self._counts.inc(COUNTS + "requests_delayed")
 
     # -- helpers -----------------------------------------------------------------
 

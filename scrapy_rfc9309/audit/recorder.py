@@ -93,8 +93,6 @@ class Recorder:
         self._ticker = compat.every(FLUSH_SECONDS, self._tick)
 
     async def _closed(self, spider: Any, reason: str) -> None:
-        from twisted.internet.threads import deferToThread
-
         from .. import compat
 
         if self._writer is None:
@@ -109,7 +107,7 @@ class Recorder:
         self._put({"type": "closed", "at": iso(time.time()), "reason": reason})
         writer, self._writer = self._writer, None
         self.active = self.allowed_records = False
-        await compat.wait_for(deferToThread(writer.close))
+        await compat.run_in_thread(writer.close)
         if writer.error is not None:
             self._fail(writer)
             # also when the last write, at close, failed: the crawl is not provable
@@ -314,7 +312,13 @@ class Recorder:
     ) -> None:
         """A declared purpose was disallowed: the request ``denied`` (robots.txt),
         or its response ``dropped`` or ``marked`` (its header; or ``unknown``
-        with RFC9309_USAGE_UNKNOWN = "deny").  Always recorded."""
+        with RFC9309_USAGE_UNKNOWN = "deny").  Always recorded; a denied
+        request counts as denied in its origin's counts."""
+        if action == "denied":
+            counts = self._counts.get(origin)
+            if counts is None:
+                counts = self._counts[origin] = [0, 0]
+            counts[1] += 1
         self._put(
             {
                 "type": "usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "action": action,

@@ -361,7 +361,7 @@ class RobotsFetchSpider(Spider):
         from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
         from twisted.internet.defer import DeferredList
 
-        from ..wiring import robots_service
+        from ..lifecycle import robots_service
 
         service = robots_service(self.crawler)
 

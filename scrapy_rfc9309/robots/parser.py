@@ -36,10 +36,12 @@ from typing import Any
 
 from .decode import DEFAULT_PARSE_BYTES, decode_body
 from .diagnostics import DiagnosticLog
+from .steps import finish
 from .usage import read_rule as _read_usage
 
 #: lines (or chunks of a line and the plain Disallow lines after it) read in
-#: one step of :func:`reading`: about 1.5 ms on the slowest kind of line
+#: one step of :func:`reading`: a step's length against the number of steps
+#: (measured in docs/benchmarks_parser.md)
 STEP_LINES = 512
 #: Google's reference parser keeps at most this many bytes of a line.
 MAX_LINE_BYTES = 16_663
@@ -174,11 +176,9 @@ def read(
     content_type: str | bytes | None = None,
     max_bytes: int = DEFAULT_PARSE_BYTES,
 ) -> Parsed:
-    """Read ``body`` into groups, sitemaps and diagnostics.  Never raises."""
-    diags = DiagnosticLog()
-    state = _start()
-    _read_chunks(_chunks(body, content_type, max_bytes, diags), diags, state)
-    return _parsed(state, diags)
+    """Read ``body`` into groups, sitemaps and diagnostics.  Never raises.
+    (:func:`reading`, run to its end.)"""
+    return finish(reading(body, content_type, max_bytes))
 
 
 def reading(
@@ -191,13 +191,13 @@ def reading(
     diags = DiagnosticLog()
     state = _start()
     chunks = iter(_chunks(body, content_type, max_bytes, diags))
+    last = 0
     while True:
+        end = _read_chunks(islice(chunks, STEP_LINES), diags, state)
+        if end - last < STEP_LINES:  # fewer chunks than a step's (numbers only grow): the end
+            return _parsed(state, diags)
+        last = end
         yield
-        piece = list(islice(chunks, STEP_LINES))
-        if not piece:
-            break
-        _read_chunks(piece, diags, state)
-    return _parsed(state, diags)
 
 
 def _chunks(
@@ -228,9 +228,10 @@ def _start() -> list[Any]:
     return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0]
 
 
-def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> None:
+def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> int:
     """Read numbered ``chunks`` of lines and runs of plain Disallow lines,
-    from and into ``state`` (so a file can be read a piece at a time).
+    from and into ``state`` (so a file can be read a piece at a time); the
+    number of the last chunk read (0 for none).
 
     A chunk is a line, then, after a "\\r", the values of the run of plain
     Disallow lines that follows it (without their key), "\\r"-separated.
@@ -250,6 +251,7 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
     patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped = state
     fast_keys = _FAST_KEYS
     agent_cache = _AGENT_CACHE
+    base = 0  # (chunks are numbered from 1)
     for base, chunk in chunks:
         if run:
             first = base + skipped  # the line after the line read last
@@ -331,6 +333,7 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
         else:  # Content-Usage, Content-Signal: a group's usage preferences
             _read_usage(group, kind - CONTENT_USAGE, value, number, diags)
     state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped
+    return base
 
 
 def _parsed(state: list[Any], diags: DiagnosticLog) -> Parsed:

@@ -7,7 +7,15 @@
 SQLite and Redis modules are imported only when named.
 """
 
-from .base import STALE_MAX_SECONDS, Lease, RobotsEntry, RobotsStorage, StorageUnavailable, display_url
+from .base import (
+    STALE_MAX_SECONDS,
+    Lease,
+    RobotsEntry,
+    RobotsStorage,
+    StorageBusy,
+    StorageUnavailable,
+    display_url,
+)
 from .factory import build_storage
 from .fallback import FallbackStorage
 from .memory import LruDict, MemoryStorage
@@ -20,6 +28,7 @@ __all__ = [
     "MemoryStorage",
     "RobotsEntry",
     "RobotsStorage",
+    "StorageBusy",
     "StorageUnavailable",
     "build_storage",
     "display_url",

@@ -8,8 +8,8 @@ stores bytes, and the reader parses them again.
 
 Two optional parts only matter to a store that other processes share
 (``shared = True``, Redis): a lease, so that one worker of a cluster fetches
-an origin's robots.txt while the others wait for its result, and time-slot
-reservations, so that the workers together keep an origin's Crawl-delay.
+an origin's robots.txt while the others wait for its result, and turns, so
+that the workers together keep an origin's Crawl-delay.
 The defaults suit a store of one process: the lease is always granted and no
 turn ever waits.
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..masking import mask_url
@@ -51,6 +52,12 @@ class StorageUnavailable(Exception):
     into a start-up error, or, mid-crawl, into a fallback to memory."""
 
 
+class StorageBusy(StorageUnavailable):
+    """The store is there, but another process holds it (a SQLite file under
+    another process's lock).  At start-up the crawl does not stop for it: it
+    starts on the in-process fallback and tries the store again later."""
+
+
 @dataclass(frozen=True)
 class RobotsEntry:
     """One origin's robots.txt result, as a backend keeps it."""
@@ -67,6 +74,9 @@ class RobotsEntry:
     expires_at: float = 0.0
     #: the URL the body finally came from (after redirects)
     url: str = ""
+    #: a stored copy standing in for an unreachable robots.txt (RFC 9309 section
+    #: 2.3.1.4): when the unreachable fetch was made (None: not a stand-in)
+    checked_at: float | None = None
 
     def is_fresh(self, now: float | None = None) -> bool:
         return (time.time() if now is None else now) < self.expires_at
@@ -104,6 +114,9 @@ class RobotsStorage(ABC):
     shared: bool = False
     #: seconds to go on without the store after it failed, before trying it again
     retry_after: float = RETRY_AFTER
+    #: called with a stats key (under ``rfc9309/``) for each thing the store counts,
+    #: e.g. ``storage/invalid_entries``; the crawl's :class:`~.fallback.FallbackStorage` sets it
+    count: Callable[[str], None] = staticmethod(lambda key: None)
 
     async def open(self) -> None:  # noqa: B027 - optional hook
         """Connect, create tables... (nothing for the memory backend)."""
@@ -119,33 +132,24 @@ class RobotsStorage(ABC):
     async def put(self, origin: str, entry: RobotsEntry) -> None:
         """Store (or replace) the entry of ``origin``."""
 
-    async def delete(self, origin: str) -> None:  # noqa: B027 - optional
-        """Forget ``origin``."""
-
     # -- for stores shared by several processes ---------------------------------
     async def claim(self, origin: str) -> Lease | None:
         """Become the one process that fetches ``origin``'s robots.txt: a
         :class:`Lease`, or None while another process holds it."""
         return Lease()
 
-    async def reserve(self, origin: str, floor: float) -> float:
-        """Reserve the next start time on ``origin`` for one request, at least
-        ``floor`` seconds after the previous reservation of any process, and
-        return the seconds to wait for it (0: go now)."""
-        return 0.0
-
     async def take_turn(self, origin: str, floor: float) -> float:
         """Start a request on ``origin`` *now* if the previous start of any
-        process (reserved, taken or noted) is at least ``floor`` seconds ago:
-        record it and return 0.  Else record nothing and return the seconds
-        until the origin is free.  Unlike :meth:`reserve`, a turn is never
-        held for a start that may come late: the caller takes it only once the
-        request can start at once, and asks again after the wait otherwise."""
+        process (taken or noted) is at least ``floor`` seconds ago: record it
+        and return 0.  Else record nothing and return the seconds until the
+        origin is free.  A turn is never held for a start that may come late:
+        the caller takes it only once the request can start at once, and asks
+        again after the wait otherwise."""
         return 0.0
 
     async def note_start(self, origin: str, floor: float) -> None:  # noqa: B027 - optional
         """Record that a request to ``origin`` (its robots.txt) started now,
-        so the next reservation is ``floor`` seconds later."""
+        so the next turn is ``floor`` seconds later."""
 
     # -- the two steps of a resolution -------------------------------------------------
     async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:

@@ -10,7 +10,10 @@ fetches robots.txt for itself and keeps Crawl-delay on its own download slot
 only.
 
 Only :meth:`open` lets :class:`~.base.StorageUnavailable` through: a store
-that cannot be reached at start-up is a configuration error.
+that cannot be reached at start-up is a configuration error.  A store that is
+there but held by another process (:class:`~.base.StorageBusy`, a locked
+SQLite file) is not: the crawl starts on the fallback, as if the store had
+failed a moment after it opened.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from .base import RETRY_AFTER, Lease, RobotsEntry, RobotsStorage, StorageUnavailable
+from .base import RETRY_AFTER, Lease, RobotsEntry, RobotsStorage, StorageBusy, StorageUnavailable
 from .memory import MemoryStorage
 
 logger = logging.getLogger(__name__)
@@ -56,6 +59,8 @@ class FallbackStorage(RobotsStorage):
         #: "storage/recoveries" when the backend answers again
         self._count = count or (lambda key: None)
         self._down_until: float | None = None
+        if count is not None:
+            primary.count = count  # what the backend counts (unusable entries...) goes to the same stats
 
     @property
     def shared(self) -> bool:  # type: ignore[override]
@@ -71,7 +76,10 @@ class FallbackStorage(RobotsStorage):
         return False  # time to try the backend again
 
     async def open(self) -> None:
-        await self.primary.open()
+        try:
+            await self.primary.open()
+        except StorageBusy as exc:
+            self._failed(exc)
 
     async def close(self) -> None:
         try:
@@ -89,14 +97,6 @@ class FallbackStorage(RobotsStorage):
         if not isinstance(await self._ask(lambda: self.primary.put(origin, entry)), _Down):
             return
         await self.fallback.put(origin, entry)
-
-    async def delete(self, origin: str) -> None:
-        await self.fallback.delete(origin)
-        if not self.down:
-            try:
-                await self.primary.delete(origin)
-            except StorageUnavailable as exc:
-                self._failed(exc)
 
     async def claim(self, origin: str) -> Lease | None:
         lease = await self._ask(lambda: self.primary.claim(origin))

@@ -69,8 +69,5 @@ class MemoryStorage(RobotsStorage):
     async def put(self, origin: str, entry: RobotsEntry) -> None:
         self._entries.put(origin, entry)
 
-    async def delete(self, origin: str) -> None:
-        self._entries.pop(origin)
-
     def __len__(self) -> int:
         return len(self._entries)

@@ -3,15 +3,18 @@
 For crawls spread over processes or machines (scrapy-redis and the like): one
 Redis server (``redis://``, ``rediss://``, ``unix://``), or a Redis Cluster
 (``redis+cluster://host:port``, ``rediss+cluster://`` with TLS: any node; the
-cluster client finds the others).  Three kinds of keys, all under a prefix
+cluster client finds the others).  Four kinds of keys, all under a prefix
 (``RFC9309_REDIS_PREFIX``, default ``rfc9309:``), the origin in braces: a
 Redis Cluster hash tag, so that every key of one origin lives in one hash slot
 and each script below runs on the one node that owns it (on one server the
 braces change nothing):
 
-* ``<prefix>robots:{<origin>}`` - a hash with the entry (access result, status,
-  body, content type, fetch time, expiry, final URL).  It expires when it is
-  no longer fresh *and* too old to stand in for an unreachable file (30 days).
+* ``<prefix>robots:{<origin>}`` - the entry, in the layout of :mod:`.entries`
+  (access result, status, fetch time, expiry, the body's SHA-256...).  It
+  expires when it is no longer fresh *and* too old to stand in for an
+  unreachable file (30 days).
+* ``<prefix>body:{<SHA-256 in hex>}`` - a body, zlib-compressed, once for every
+  origin serving it; its TTL is raised to the longest-kept entry's that names it.
 * ``<prefix>lock:{<origin>}`` - the fetch lease: ``SET NX PX`` with a random
   token, so one worker fetches an origin's robots.txt while the others poll
   for its entry.  The holder renews it every few seconds; if the holder dies
@@ -23,20 +26,25 @@ braces change nothing):
   one atomic step, either takes the turn (``now >= last + floor``: records
   ``now`` and returns 0) or returns the wait and records nothing
   (:meth:`take_turn`), so however many workers ask, their starts are at least
-  ``floor`` apart; :meth:`reserve` books the next start ``max(now, last +
-  floor)`` ahead instead.  Redis's own clock is used, so the workers' clocks
-  need not agree.
+  ``floor`` apart.  Redis's own clock is used, so the workers' clocks need
+  not agree.
 
 A resolution costs at most two round trips, one Lua script each
 (``EVALSHA``; the scripts are loaded when the store opens, on every master of
 a cluster, and again on a node that does not know them, e.g. a replica
-promoted since): :meth:`lookup` reads the entry and, when it is not fresh,
-takes the lease in the same atomic step; :meth:`store` writes the entry (one
-``HSET`` and its ``PEXPIRE``), notes the robots.txt request's start for
-Crawl-delay when the file has one, and releases the lease.  A fresh entry
-costs one round trip.  The leases a store holds are renewed together, by one
-timer of the store (not a task per lease), in one pipeline (on a cluster, one
-call per lease, sent at once).
+promoted since): :meth:`lookup` reads the entry (and its body) and, when it is
+not fresh, takes the lease in the same atomic step; :meth:`store` writes the
+entry and its body, notes the robots.txt request's start for Crawl-delay when
+the file has one, and releases the lease.  A fresh entry costs one round
+trip.  On a cluster a body's key is on the node its digest hashes to, so the
+body is written by a script call of its own sent with the store's, and read
+after the entry (a fresh entry: two round trips).  The leases a store holds
+are renewed together, by one timer of the store (not a task per lease), in
+one pipeline (on a cluster, one call per lease, sent at once).
+
+Every key read is hostile until checked: a key of another type, a lock
+without a TTL, a pace value that is garbage or ahead of the clock, an entry
+out of range (:func:`.entries.read`) cost the origin a miss, never the store.
 
 Every failure (refused, reset, timeout, an error reply) is raised as
 :class:`~.base.StorageUnavailable`; the middleware decides what it means.
@@ -58,10 +66,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
+from . import entries
 from .base import STALE_MAX_SECONDS, Lease, RobotsEntry, RobotsStorage, StorageUnavailable, display_url
 from .pipelining import Pipeliner
 
@@ -78,64 +88,146 @@ SOCKET_TIMEOUT = 5.0
 MAX_CONNECTIONS = 32
 #: URL schemes of a Redis Cluster (any node of it); the scheme without ``+cluster`` is the node's
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+#: Redis keeps a body this much longer than the entry that last named it
+BODY_MARGIN_MS = 60_000
+#: a body larger than this is compressed in a thread (zlib on 500 KB takes ~25 ms)
+COMPRESS_INLINE_MAX = 64 * 1024
 #: seconds a store of a fetched result (off every request's way) may wait to share a
 #: pipeline with others: it trades that delay in releasing the fetch lease for CPU
 #: (docs/benchmarks_crawl.md, "Why two broad-crawl measurements disagreed")
 STORE_DELAY = 0.1
-#: version of the hash layout; an entry of another version is ignored
-ENTRY_VERSION = b"1"
 
-_RESERVE = """
-if redis.replicate_commands then redis.replicate_commands() end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local gap = tonumber(ARGV[1])
-local last = tonumber(redis.call('GET', KEYS[1]) or '0')
-local start = now
-if last + gap > now then start = last + gap end
-if ARGV[2] == 'take' and start > now then return start - now end
-if ARGV[2] == 'note' then start = math.max(now, last) end
-redis.call('SET', KEYS[1], string.format('%.0f', start), 'PX', math.floor((start - now + gap) / 1000) + 1000)
-return start - now
-"""
-#: fields of the entry hash, in the order :data:`_LOOKUP` returns them
-FIELDS = ("v", "access", "status", "body", "content_type", "fetched_at", "expires_at", "url")
-#: KEYS: entry, lock; ARGV: now (time.time() of the client), token, lease ms, version.
-#: Returns {state, fields}: state 1 = fresh entry, 2 = lease granted, 0 = another holds it.
-_LOOKUP = """
-local e = redis.call('HMGET', KEYS[1], 'v', 'access', 'status', 'body', 'content_type', 'fetched_at',
-                      'expires_at', 'url')
-if e[1] == ARGV[4] and (tonumber(e[7]) or 0) > tonumber(ARGV[1]) then return {1, e} end
-if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {2, e} end
-return {0, e}
-"""
-#: KEYS: entry, lock, pace; ARGV: token ('' for none), replace ('1': delete the old hash
-#: first), keep ms (0: do not store), Crawl-delay floor us (0: none), then field, value...
-_STORE = """
-if redis.replicate_commands then redis.replicate_commands() end
-local gap = tonumber(ARGV[4])
-if gap > 0 then
+#: Lua shared by the scripts: every key is read as hostile (another type, garbage, no TTL)
+_LIB = """
+local function str(k)  -- the string at k; nil when absent, and nil, true when of another type
+  local v = redis.pcall('GET', k)
+  if type(v) == 'table' then return nil, true end
+  return v or nil, false
+end
+local function now_us()
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local start = math.max(now, tonumber(redis.call('GET', KEYS[3]) or '0'))
-  redis.call('SET', KEYS[3], string.format('%.0f', start), 'PX', math.floor((start - now + gap) / 1000) + 1000)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-if tonumber(ARGV[3]) > 0 then
-  if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
-  redis.call('HSET', KEYS[1], unpack(ARGV, 5))
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local function last_start(k, now)  -- a pace key's start; garbage: 0; ahead of the clock: nil
+  local last = tonumber(str(k) or '')
+  if not last or last ~= last or last < 0 then return 0 end
+  if last > now then return nil end
+  return last
 end
-if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+local function note(k, now, gap)
+  redis.call('SET', k, string.format('%.0f', now), 'PX', math.floor(gap / 1000) + 1000)
+end
+local function take_lock(k, token, ms)  -- a lock without a TTL (or a longer one than any lease) is taken over
+  if redis.call('SET', k, token, 'NX', 'PX', ms) then return true end
+  local t = redis.call('PTTL', k)
+  if t < 0 or t > tonumber(ms) then redis.call('SET', k, token, 'PX', ms) return true end
+  return false
+end
+local function give_back(k, token)
+  if token ~= '' and str(k) == token then redis.call('DEL', k) end
+end
+local function keep_body(k, body, keep, most)  -- kept as long as the longest-kept entry naming it
+  local t = redis.call('PTTL', k)
+  if t < keep or t > most then t = keep end
+  redis.call('SET', k, body, 'PX', t)
+end
+"""
+#: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait) or 'note'.
+#: A start ahead of the server's clock is no start of a worker (garbage, or a clock stepped
+#: back): it is replaced by now, so no request waits more than the floor for it.
+_PACE = (
+    _LIB
+    + """
+if redis.replicate_commands then redis.replicate_commands() end
+local now = now_us()
+local gap = tonumber(ARGV[1])
+local last = last_start(KEYS[1], now)
+if last == nil then note(KEYS[1], now, gap) if ARGV[2] == 'take' then return gap end return 0 end
+if ARGV[2] == 'take' and last + gap > now then return last + gap - now end
+note(KEYS[1], now, gap)
 return 0
 """
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+)
+#: KEYS: entry, lock; ARGV: now (time.time() of the client), token, lease ms, the body key's
+#: head and tail around the hex digest, '1' to read the body here (one server).
+#: Returns {state, entry, body, wrong type}: state 1 = fresh entry, 2 = lease granted, 0 = another holds it.
+_LOOKUP = (
+    _LIB
+    + """
+local function fresh(v, now)
+  if #v < 21 or string.byte(v, 1) ~= @VERSION@ then return false end
+  local ok, _, _, _, fetched, expires, flags = pcall(struct.unpack, '>BBHddB', v)
+  if not ok then return false end
+  local last = fetched
+  if bit.band(flags, 2) ~= 0 then
+    local at = 22
+    if bit.band(flags, 1) ~= 0 then at = 54 end
+    local fine, checked = pcall(struct.unpack, '>d', v, at)
+    if not fine then return false end
+    last = checked
+  end
+  if expires > last + @FRESH@ then expires = last + @FRESH@ end
+  return expires > now
+end
+local v, wrong = str(KEYS[1])
+local state = 0
+if v and fresh(v, tonumber(ARGV[1])) then state = 1
+elseif take_lock(KEYS[2], ARGV[2], ARGV[3]) then state = 2 end
+local body = false
+if v and ARGV[6] == '1' and #v >= 53 and bit.band(string.byte(v, 21), 1) ~= 0 then
+  local hex = string.gsub(string.sub(v, 22, 53), '.', function(c) return string.format('%02x', string.byte(c)) end)
+  body = str(ARGV[4] .. hex .. ARGV[5]) or false
+end
+return {state, v or false, body, wrong and 1 or 0}
+""".replace("@VERSION@", str(entries.ENTRY_VERSION)).replace("@FRESH@", str(int(entries.MAX_FRESH_SECONDS)))
+)
+#: KEYS: lock; ARGV: token, lease ms
+_CLAIM = (
+    _LIB
+    + """
+if take_lock(KEYS[1], ARGV[1], ARGV[2]) then return 1 end
 return 0
 """
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+)
+#: KEYS: entry, lock, pace[, body]; ARGV: token ('' for none), keep ms (0: do not store),
+#: Crawl-delay floor us (0: none), entry[, body, body keep ms, body longest keep ms]
+_STORE = (
+    _LIB
+    + """
+if redis.replicate_commands then redis.replicate_commands() end
+local gap = tonumber(ARGV[3])
+if gap > 0 then note(KEYS[3], now_us(), gap) end
+local keep = tonumber(ARGV[2])
+if keep > 0 then
+  redis.call('SET', KEYS[1], ARGV[4], 'PX', keep)
+  if KEYS[4] then keep_body(KEYS[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])) end
+end
+give_back(KEYS[2], ARGV[1])
 return 0
 """
+)
+#: KEYS: body; ARGV: body, keep ms, longest keep ms (on a cluster: the body's key is on another node)
+_BODY = (
+    _LIB
+    + """
+keep_body(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+return 0
+"""
+)
+_RENEW = (
+    _LIB
+    + """
+if str(KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+)
+_RELEASE = (
+    _LIB
+    + """
+give_back(KEYS[1], ARGV[1])
+return 0
+"""
+)
 
 
 def _import_redis() -> Any:
@@ -150,7 +242,7 @@ def _import_redis() -> Any:
 
 
 class RedisStorage(RobotsStorage):
-    """Entries, fetch leases and Crawl-delay reservations in one Redis database."""
+    """Entries, fetch leases and Crawl-delay turns in one Redis database."""
 
     shared = True
 
@@ -180,6 +272,9 @@ class RedisStorage(RobotsStorage):
         #: on a cluster, the commands in flight (redis-py's cluster client refuses a command
         #: past its connections to a node instead of waiting for one)
         self._in_flight: asyncio.Semaphore | None = None
+        #: bodies are read and written with commands of their own, not inside the origin's
+        #: scripts: on a Redis Cluster a body's key is on another node than its origin's
+        self.bodies_apart = self.cluster
         #: look-ups and stores, sent together (one server: pipelines; a cluster: each on its own)
         self._pipeliner = Pipeliner(self._send_calls)
 
@@ -192,8 +287,8 @@ class RedisStorage(RobotsStorage):
             asyncio.get_running_loop()
         except RuntimeError:
             raise StorageUnavailable(
-                f"{self.url}: the Redis store needs the asyncio reactor: TWISTED_REACTOR = "
-                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor'"
+                f"{self.url}: the Redis store needs asyncio: the asyncio reactor (TWISTED_REACTOR = "
+                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor') or TWISTED_REACTOR_ENABLED = False"
             ) from None
         options = {
             "socket_timeout": SOCKET_TIMEOUT,
@@ -219,11 +314,13 @@ class RedisStorage(RobotsStorage):
         except ValueError as exc:
             raise StorageUnavailable(f"{self.url}: {exc}") from exc
         for name, source in (
-            ("reserve", _RESERVE),
+            ("pace", _PACE),
             ("renew", _RENEW),
             ("release", _RELEASE),
             ("lookup", _LOOKUP),
+            ("claim", _CLAIM),
             ("store", _STORE),
+            ("body", _BODY),
         ):
             self._scripts[name] = self._client.register_script(source)
         if self.cluster:
@@ -272,92 +369,101 @@ class RedisStorage(RobotsStorage):
 
     # -- entries ---------------------------------------------------------------------
     async def get(self, origin: str) -> RobotsEntry | None:
-        key = self._key("robots", origin)
-        values = await self._guard(self._redis().hmget(key, FIELDS))
-        return self._decode(origin, values)
+        data = await self._string(self._key("robots", origin))
+        if data is False:
+            entries.invalid(self, origin, "a key of another type")
+            return None
+        return await self._read(origin, data, None, time.time(), read_body=True)
 
-    def _decode(self, origin: str, values: list[bytes | None]) -> RobotsEntry | None:
-        """The entry of ``values`` (the hash's :data:`FIELDS`, None where absent)."""
-        version, access, status, body, content_type, fetched_at, expires_at, url = values
-        if version != ENTRY_VERSION:
+    async def _read(
+        self, origin: str, data: bytes | None, body: bytes | None, now: float, read_body: bool
+    ) -> RobotsEntry | None:
+        """The checked entry of ``data`` (None: none, or unusable), its body
+        read here when ``read_body``."""
+        if data is None:
             return None
+        if read_body:
+            digest = entries.entry_digest(data)
+            if digest is not None:
+                found = await self._string(self._body_key(digest))
+                body = found or None
+        return entries.read(self, origin, data, body, now)
+
+    async def _string(self, key: str) -> bytes | None | Literal[False]:
+        """The string at ``key``: None when absent, False when the key is of another type."""
         try:
-            return RobotsEntry(
-                access=access.decode("ascii"),  # type: ignore[union-attr]
-                status=int(status) if status else None,
-                body=body or b"",
-                content_type=content_type.decode("utf-8") if content_type is not None else None,
-                fetched_at=float(fetched_at),  # type: ignore[arg-type]
-                expires_at=float(expires_at),  # type: ignore[arg-type]
-                url=(url or b"").decode("utf-8"),
-            )
-        except (AttributeError, TypeError, ValueError, UnicodeDecodeError):
-            logger.warning("ignoring an unreadable robots.txt entry of %s in %s", origin, self.url)
-            return None
+            return await self._guard(self._redis().get(key))
+        except StorageUnavailable as exc:
+            if "WRONGTYPE" in str(exc):
+                return False
+            raise
 
     async def put(self, origin: str, entry: RobotsEntry) -> None:
         await self.store(origin, entry, None)
-
-    def _fields(self, entry: RobotsEntry) -> list[bytes | str]:
-        fields: list[bytes | str] = [
-            "v", ENTRY_VERSION,
-            "access", entry.access,
-            "status", "" if entry.status is None else str(entry.status),
-            "body", entry.body,
-            "fetched_at", repr(entry.fetched_at),
-            "expires_at", repr(entry.expires_at),
-            "url", entry.url,
-        ]  # fmt: skip
-        if entry.content_type is not None:
-            fields += ["content_type", entry.content_type]
-        return fields
 
     # -- the two steps of a resolution ----------------------------------------------------
     async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
         key, lock = self._key("robots", origin), self._key("lock", origin)
         token = secrets.token_hex(16).encode("ascii")
         ttl = int(self.lock_seconds * 1000)
-        state, values = await self._batched("lookup", [key, lock], [repr(now), token, ttl, ENTRY_VERSION])
-        entry = self._decode(origin, values)
+        head, tail = self._body_key_parts()
+        state, data, body, wrong = await self._batched(
+            "lookup", [key, lock], [repr(now), token, ttl, head, tail, "" if self.bodies_apart else "1"]
+        )
+        if wrong:
+            entries.invalid(self, origin, "a key of another type")
+        entry = await self._read(origin, data, body, now, read_body=self.bodies_apart)
         if state == 1:
-            if entry is not None:
+            if entry is not None and entry.is_fresh(now):
                 return entry, None
-            return None, await self.claim(origin)  # fresh by its expiry, yet unreadable: fetch it again
+            return entry, await self.claim(origin)  # fresh by its expiry, yet unusable: fetch it again
         if state == 2:
-            return entry, self._hold(lock, token, ttl, replace=any(value is not None for value in values))
+            return entry, self._hold(lock, token, ttl)
         return entry, None
 
     async def store(self, origin: str, entry: RobotsEntry, lease: Lease | None, floor: float = 0.0) -> None:
-        """Note the start (``floor``), write the entry and release ``lease``: one script."""
-        token, replace = b"", True
+        """Note the start (``floor``), write the entry and its body, release
+        ``lease``: one script (on a cluster, a pipeline of two)."""
+        token = b""
         if isinstance(lease, _RedisLease) and lease.store is self:
-            token, replace = lease.token, lease.replace
+            token = lease.token
             self._held.pop(lease.key, None)
         retention = entry.retention()
         keep = int(min(retention, self.keep_seconds + 86_400) * 1000) + 1 if retention > 0 else 0
         keys = [self._key("robots", origin), self._key("lock", origin), self._key("pace", origin)]
-        args: list[Any] = [token, "1" if replace else "0", keep, int(floor * 1_000_000)]
+        args: list[Any] = [token, keep, int(floor * 1_000_000)]
+        body: list[Any] = []
         if keep:
-            args += self._fields(entry)
-        # a store with a floor is on the way of the origin's first page: it does not wait
-        await self._batched("store", keys, args, 0.0 if floor else STORE_DELAY)
+            data, digest = entries.encode(origin, entry)
+            args.append(data)
+            if digest is not None:
+                if len(entry.body) > COMPRESS_INLINE_MAX:
+                    packed = await asyncio.to_thread(entries.compress, entry.body)
+                else:
+                    packed = entries.compress(entry.body)
+                most = int((self.keep_seconds + 86_400) * 1000) + BODY_MARGIN_MS
+                body = [self._body_key(digest), packed, keep + BODY_MARGIN_MS, most]
+        else:
+            args.append(b"")
+        if body and self.bodies_apart:  # the body's node and the origin's, together
+            await self._run_many([("body", body[:1], body[1:]), ("store", keys, args)])
+        else:
+            # a store with a floor is on the way of the origin's first page: it does not wait
+            await self._batched("store", keys + body[:1], args + body[1:], 0.0 if floor else STORE_DELAY)
         if lease is not None and not token:
             await lease.release()
-
-    async def delete(self, origin: str) -> None:
-        await self._guard(self._redis().delete(self._key("robots", origin)))
 
     # -- the fetch lease -----------------------------------------------------------------
     async def claim(self, origin: str) -> Lease | None:
         key = self._key("lock", origin)
         token = secrets.token_hex(16).encode("ascii")
         ttl = int(self.lock_seconds * 1000)
-        if not await self._guard(self._redis().set(key, token, nx=True, px=ttl)):
+        if not await self._run_keys("claim", [key], [token, ttl]):
             return None
         return self._hold(key, token, ttl)
 
-    def _hold(self, key: str, token: bytes, ttl_ms: int, replace: bool = True) -> _RedisLease:
-        lease = self._held[key] = _RedisLease(self, key, token, ttl_ms, replace)
+    def _hold(self, key: str, token: bytes, ttl_ms: int) -> _RedisLease:
+        lease = self._held[key] = _RedisLease(self, key, token, ttl_ms)
         return lease
 
     async def _renew_leases(self) -> None:
@@ -419,20 +525,25 @@ class RedisStorage(RobotsStorage):
         return answers
 
     # -- Crawl-delay across workers ----------------------------------------------------------
-    async def reserve(self, origin: str, floor: float) -> float:
-        micros = await self._run_script("reserve", self._key("pace", origin), int(floor * 1_000_000), "reserve")
-        return max(0, int(micros)) / 1_000_000
-
     async def take_turn(self, origin: str, floor: float) -> float:
-        micros = await self._run_script("reserve", self._key("pace", origin), int(floor * 1_000_000), "take")
+        micros = await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "take")
         return max(0, int(micros)) / 1_000_000
 
     async def note_start(self, origin: str, floor: float) -> None:
-        await self._run_script("reserve", self._key("pace", origin), int(floor * 1_000_000), "note")
+        await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "note")
 
     # -- helpers -------------------------------------------------------------------------
     def _key(self, kind: str, origin: str) -> str:
         return key_of(self.prefix, kind, origin)
+
+    def _body_key(self, digest: bytes) -> str:
+        return self._key("body", digest.hex())
+
+    def _body_key_parts(self) -> tuple[str, str]:
+        """The body key around its hex digest (the lookup script builds it)."""
+        mark = bytes.fromhex("5eed" * 16)
+        head, _, tail = self._body_key(mark).partition(mark.hex())
+        return head, tail
 
     def _redis(self) -> Any:
         if self._client is None:
@@ -552,15 +663,13 @@ def _close(call: Awaitable[Any]) -> None:
 class _RedisLease(Lease):
     """A held ``<prefix>lock:{<origin>}`` key; its store renews it while held."""
 
-    __slots__ = ("store", "key", "token", "ttl_ms", "replace")
+    __slots__ = ("store", "key", "token", "ttl_ms")
 
-    def __init__(self, store: RedisStorage, key: str, token: bytes, ttl_ms: int, replace: bool = True) -> None:
+    def __init__(self, store: RedisStorage, key: str, token: bytes, ttl_ms: int) -> None:
         self.store = store
         self.key = key
         self.token = token
         self.ttl_ms = ttl_ms
-        #: an entry hash existed when the lease was granted: :meth:`RedisStorage.store` deletes it first
-        self.replace = replace
 
     async def release(self) -> None:
         if self.store._held.get(self.key) is self:

@@ -55,6 +55,13 @@ def test_defaults():
     assert (s.crawl_delay, s.max_crawl_delay, s.early_fetch) == (True, 60.0, False)
 
 
+def test_fetch_concurrency_follows_concurrent_requests_by_default():
+    assert Rfc9309Settings.from_settings({}).fetch_concurrency == 64
+    assert Rfc9309Settings.from_settings({"CONCURRENT_REQUESTS": 100}).fetch_concurrency == 400
+    assert Rfc9309Settings.from_settings({"RFC9309_FETCH_CONCURRENCY": "8"}).fetch_concurrency == 8
+    assert Rfc9309Settings.from_settings({"RFC9309_FETCH_CONCURRENCY": 8.0}).fetch_concurrency == 8
+
+
 def test_token_from_user_agent_settings():
     assert Rfc9309Settings.from_settings({"USER_AGENT": "ExampleBot/1.0"}).user_agent == "ExampleBot"
     s = Rfc9309Settings.from_settings({"USER_AGENT": "ExampleBot/1.0", "ROBOTSTXT_USER_AGENT": "OtherBot"})
@@ -74,6 +81,10 @@ def test_cache_seconds_are_capped_at_a_day():
         {"RFC9309_MAX_BYTES": 1000},
         {"RFC9309_UNREACHABLE": "sometimes"},
         {"RFC9309_FETCH_TIMEOUT": 0},
+        {"RFC9309_FETCH_CONCURRENCY": 0},
+        {"RFC9309_FETCH_CONCURRENCY": 2.5},
+        {"RFC9309_FETCH_CONCURRENCY": "many"},
+        {"RFC9309_FETCH_CONCURRENCY": True},
         {"RFC9309_CACHE_MAX_ORIGINS": 0},
         {"RFC9309_MAX_REDIRECTS": -1},
         {"RFC9309_ENABLED": "perhaps"},

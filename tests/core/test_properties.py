@@ -20,6 +20,7 @@ from functools import cache
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_dots import _rfc3986_5_2_4  # the section's own algorithm (tests/core is on sys.path)
 
 from scrapy_rfc9309 import Decision, RobotsTxt, Verdict, parse
 from scrapy_rfc9309.robots import robotstxt
@@ -271,6 +272,12 @@ def ref_decide(rules: list[tuple[bool, str]], url: str) -> tuple[bool, set[str]]
 def _compare(robots: RobotsTxt, rules: list[tuple[bool, str]], u: str, token: str) -> None:
     decision = robots.check(u, token)
     allowed, winners = ref_decide(rules, u)
+    resolved = _rfc3986_5_2_4(u.partition("?")[0]) + ("?" + u.partition("?")[2] if "?" in u else "")
+    if allowed and resolved != u and resolved != "/robots.txt":
+        # a dot segment: allowed only if the path as servers serve it is allowed too (docs/deviations.md, l)
+        second = ref_decide(rules, resolved)
+        if not second[0]:
+            allowed, winners = second
     assert decision.allowed == allowed, (u, rules, decision)
     if winners:
         assert decision.rule is not None and decision.rule.pattern in winners, (u, rules, decision)

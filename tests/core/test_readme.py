@@ -16,6 +16,8 @@ def test_parser_snippet_runs_and_says_what_it_gives():
     assert decision.allowed is False
     assert f"line {decision.rule.line}: Disallow: /private" in snippet  # the comment names the right line
     assert decision.reason == f"disallowed_explicit (line {decision.rule.line}: Disallow: /private)"
+    delay = namespace["robots"].crawl_delay("ExampleBot")
+    assert f"# {delay}:" in snippet  # the Crawl-delay comment says what the call gives
 
 
 def _shell_blocks(text: str) -> list[str]:

@@ -2,12 +2,13 @@
 
 A large robots.txt is parsed and compiled in bounded steps (``RobotsTxt.parsing``,
 ``RobotsTxt.preparing``, ``parser.reading``) so that a crawler's event loop
-turns between them.  The step sizes only decide where the work pauses: the
-files read, the buckets built and every answer must be the same whatever they
-are.  So each file here is read and compiled with the default steps, with
-absurdly small ones (a step every few lines and rules: every boundary the
-code has is crossed many times) and with none, lazily as a plain ``parse``
-then ``check`` does, and the answers are compared; checks are also made
+turns between them; a plain ``parse`` then ``check`` drains the same
+generators at once (lazily, one bucket per first check).  The step sizes
+only decide where the work pauses: the files read, the buckets built and
+every answer must be the same whatever they are.  So each file here is read
+and compiled with the default steps one at a time, with absurdly small ones
+(a step every few lines and rules: every boundary the code has is crossed
+many times) and lazily, and the answers are compared; checks are also made
 between the steps of a preparation, where part of the buckets are built.
 """
 
@@ -23,7 +24,7 @@ import pytest
 
 from scrapy_rfc9309 import Decision, RobotsTxt, parse
 from scrapy_rfc9309.robots import parser, robotstxt
-from scrapy_rfc9309.robots.steps import finish
+from scrapy_rfc9309.robots.steps import PAUSED, finish, run
 
 TOKEN = "ExampleBot"
 LETTERS = string.ascii_letters + string.digits
@@ -131,11 +132,10 @@ def tiny_steps(monkeypatch: pytest.MonkeyPatch):
 
     def apply() -> None:
         monkeypatch.setattr(parser, "STEP_LINES", 3)
-        monkeypatch.setattr(robotstxt, "_STEP_RULES", 2)
         monkeypatch.setattr(robotstxt, "_STEP_CHARS", 7)
         monkeypatch.setattr(robotstxt, "_STEP_ITEMS", 9)
-        monkeypatch.setattr(robotstxt, "_RUN_MAX", 4)
         monkeypatch.setattr(robotstxt, "_SHARE_GENERIC", 1)
+        monkeypatch.setattr(robotstxt, "_MANY_LITERALS", 3)  # the literal index too
 
     return apply
 
@@ -204,6 +204,17 @@ def test_finish_returns_the_value() -> None:
     robots = finish(RobotsTxt.parsing(b"User-agent: *\nDisallow: /x\n", prepare_for=TOKEN))
     assert not robots.check("/x", TOKEN).allowed
     assert robots.check("/y", TOKEN).allowed
+
+
+def test_run_pauses_after_its_budget_and_goes_on_where_it_stopped() -> None:
+    body = hostile_files()["20,000 rules over 62 buckets, half in every bucket"]
+    steps = RobotsTxt.parsing(body, None, 512_000, TOKEN)
+    pauses = 0
+    while (robots := run(steps, 0.0)) is PAUSED:  # a budget of nothing: a pause after every step
+        pauses += 1
+    _, count = stepped(body)
+    assert pauses == count  # every step ran once, none was skipped or repeated
+    assert parsed_state(robots) == parsed_state(parse(body))
 
 
 # -- the real corpus ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ OUT_JSON.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -62,6 +63,8 @@ def main(argv: list[str]) -> None:
         "RFC9309_FETCH_TIMEOUT": 5,
         "LOG_LEVEL": "INFO",
     }
+    if os.environ.get("RFC9309_TEST_REACTORLESS") == "1":  # tests/conftest.py: --reactor=none
+        settings["TWISTED_REACTOR_ENABLED"] = False
     process = Process(settings)
     crawler = process.create_crawler(WorkerSpider)
     outcomes: list[dict] = []

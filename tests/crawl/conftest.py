@@ -1,9 +1,10 @@
-"""Fixtures for crawl tests: loopback servers that stop when the test ends."""
+"""Fixtures for crawl tests: loopback servers (and a Redis server) that stop when the test ends."""
 
 from __future__ import annotations
 
 import pytest
 
+from .redisd import RedisServer, require_redis
 from .servers import Server
 
 
@@ -21,3 +22,12 @@ def servers():
     yield make
     for server in made:
         server.stop()
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A real ``redis-server`` of the test's own (skipped, or failed under CI, without one)."""
+    require_redis()
+    server = RedisServer(tmp_path / "redis")
+    yield server
+    server.stop()

@@ -39,7 +39,7 @@ from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309 import Verdict
 
-from .harness import Outcome, Result, crawl
+from .harness import Outcome, Result, clock, crawl
 
 #: no connection is served longer than this, whatever its fault
 MAX_SECONDS = 20.0
@@ -211,11 +211,22 @@ def binary_body(seed: int = 9309) -> bytes:
 class FaultServer:
     """Loopback HTTP server, one port per fault.  Use as a context manager."""
 
-    def __init__(self, faults: Sequence[str], host: str = "127.0.0.1", max_seconds: float = MAX_SECONDS) -> None:
+    def __init__(
+        self,
+        faults: Sequence[str],
+        host: str = "127.0.0.1",
+        max_seconds: float = MAX_SECONDS,
+        hosts: Sequence[str] | None = None,
+    ) -> None:
+        """``hosts``: one address per fault (127.0.1.1, 127.0.1.2 ...), so each
+        origin is a download slot of its own; by default every port is on ``host``."""
         unknown = set(faults) - set(FAULTS) - {OK}
         if unknown:
             raise ValueError(f"unknown fault(s) {sorted(unknown)}")
+        if hosts is not None and len(hosts) != len(faults):
+            raise ValueError("one host per fault")
         self.host = host
+        self.hosts = list(hosts) if hosts is not None else [host] * len(faults)
         self.max_seconds = max_seconds
         self.logs: list[PortLog] = [PortLog(fault) for fault in faults]
         self.ports: list[int] = []
@@ -234,7 +245,7 @@ class FaultServer:
     # -- addresses ---------------------------------------------------------------
     def origin(self, index: int) -> str:
         """The canonical origin of port ``index``, as scrapy_rfc9309.origins writes it."""
-        return f"http://{self.host}:{self.ports[index]}"
+        return f"http://{self.hosts[index]}:{self.ports[index]}"
 
     def url(self, index: int, path: str = "/") -> str:
         return self.origin(index) + path
@@ -289,7 +300,7 @@ class FaultServer:
         for index in range(len(self.logs)):
             server = await asyncio.start_server(
                 lambda r, w, i=index: self._track(self._connection(i, r, w)),
-                self.host,
+                self.hosts[index],
                 0,
                 limit=1 << 20,  # request heads up to 1 MiB (long URLs)
                 backlog=1024,
@@ -494,11 +505,9 @@ async def crawl_within(seconds: float, plan: list, settings: dict | None = None,
     then fails with ``twisted.internet.defer.TimeoutError``) if it takes longer
     than ``seconds``, so a hang fails instead of hanging the suite.  Returns the
     result and the seconds taken."""
-    from twisted.internet import reactor
-
     start = time.monotonic()
     crawling = Deferred.fromCoroutine(crawl(plan, {**FAST, **(settings or {})}, **kwargs))
-    crawling.addTimeout(seconds, reactor)
+    crawling.addTimeout(seconds, clock())
     result = await crawling
     return result, time.monotonic() - start
 

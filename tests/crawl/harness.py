@@ -10,6 +10,7 @@ signals the plugin sent.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,15 @@ MIDDLEWARES = {
     "scrapy_rfc9309.RobotsTxtMiddleware": 100,
 }
 
+#: the run has no Twisted reactor (``-p no:twisted --reactor=none``, tests/conftest.py)
+REACTORLESS = os.environ.get("RFC9309_TEST_REACTORLESS") == "1"
+#: what a crawl of this run needs to say about the reactor (Scrapy 2.15+)
+MODE_SETTINGS: dict[str, Any] = {"TWISTED_REACTOR_ENABLED": False} if REACTORLESS else {}
+#: the same, for a ``scrapy crawl`` / ``scrapy robots`` command line
+MODE_ARGS: tuple[str, ...] = ("-s", "TWISTED_REACTOR_ENABLED=False") if REACTORLESS else ()
+
 BASE_SETTINGS: dict[str, Any] = {
+    **MODE_SETTINGS,
     "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
     "USER_AGENT": "ExampleBot/1.0 (+https://example.com/bot)",
     "TELNETCONSOLE_ENABLED": False,
@@ -83,6 +92,8 @@ class Result:
     parsed: list[tuple[float, dict[str, Any]]]
     sent: int
     crawler: Any = None
+    #: the spider class the crawl ran (its ``closed_at`` when ``close_when`` closed it)
+    spider_cls: Any = None
 
     def outcome(self, url: str) -> Outcome:
         found = [o for o in self.outcomes if o.url == url]
@@ -102,6 +113,11 @@ class Result:
 
 class ProbeSpider(scrapy.Spider):
     name = "probe"
+    #: ``close_when(outcomes)``: once it returns True (checked after each outcome)
+    #: the spider is closed, reason ``probe_done`` (set through ``spider_attrs``)
+    close_when: Any = None
+    #: time.monotonic() when close_when asked for the close
+    closed_at: float | None = None
 
     def __init__(self, *args: Any, plan: list[Req], outcomes: list[Outcome], counter: list[int], **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -137,6 +153,7 @@ class ProbeSpider(scrapy.Spider):
         self.outcomes.append(
             Outcome(spec.url, status=response.status, at=time.monotonic(), provenance=response.meta.get("rfc9309"))
         )
+        self._maybe_close()
         async for request in self._follow(spec):
             yield request
 
@@ -144,8 +161,20 @@ class ProbeSpider(scrapy.Spider):
         spec: Req = failure.request.meta["probe"]
         exc = failure.value
         self.outcomes.append(Outcome(spec.url, error=type(exc).__name__, message=str(exc), at=time.monotonic()))
+        self._maybe_close()
         async for request in self._follow(spec):
             yield request
+
+    def _maybe_close(self) -> None:
+        if self.close_when is None or self.closed_at is not None or not type(self).close_when(self.outcomes):
+            return
+        type(self).closed_at = time.monotonic()
+        engine = self.crawler.engine
+        # not awaited: the close waits for this callback's own request to end
+        if hasattr(engine, "close_spider_async"):  # 2.14+
+            compat.spawn(engine.close_spider_async(reason="probe_done"))
+        else:  # pragma: no cover - 2.13
+            engine.close_spider(self, reason="probe_done")
 
 
 async def crawl(
@@ -181,7 +210,7 @@ async def crawl(
     if compat.ROBOTS_PARSED is not None:  # Scrapy 2.18+
         crawler.signals.connect(on_parsed, signal=compat.ROBOTS_PARSED)
     await run(runner, crawler, plan=specs, outcomes=outcomes, counter=counter)
-    return Result(outcomes, dict(crawler.stats.get_stats()), ready, parsed, counter[0], crawler)
+    return Result(outcomes, dict(crawler.stats.get_stats()), ready, parsed, counter[0], crawler, spider_cls)
 
 
 async def run(runner: Any, crawler: Any, **kwargs: Any) -> None:
@@ -210,9 +239,62 @@ def check_accounting(result: Result) -> None:
     assert rfc.get("fetch/count", 0) == access, rfc
     # a robots.txt denial is an IgnoreRequest naming its verdict, nothing else is
     forbidden = [o for o in result.outcomes if o.message.startswith("Forbidden by robots.txt: ")]
-    assert len(forbidden) == denied, (forbidden, rfc)
+    # and a usage denial one naming the category and line (docs/usage_preferences.md)
+    by_usage = [o for o in result.outcomes if o.message.startswith("Forbidden by usage preferences: ")]
+    assert len(by_usage) == rfc.get("requests/denied/usage_preferences", 0), (by_usage, rfc)
+    assert len(forbidden) == denied - len(by_usage), (forbidden, rfc)
 
 
 def _terminal(key: str) -> bool:
     name = key[len("fetch/") :]
     return name not in ("count", "3xx", "truncated", "bytes_truncated")
+
+
+# -- the loop of this run: the reactor, or asyncio alone (REACTORLESS) ---------------------
+class _Delayed:
+    def __init__(self, handle: asyncio.TimerHandle) -> None:
+        self._handle = handle
+        self._done = False
+
+    def active(self) -> bool:
+        return not self._done and not self._handle.cancelled()
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
+class _LoopClock:
+    """The part of Twisted's ``IReactorTime`` / ``IReactorThreads`` the tests use,
+    on the running asyncio loop (``Deferred.addTimeout(seconds, clock())``)."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    def callLater(self, delay: float, func: Any, *args: Any, **kwargs: Any) -> _Delayed:  # noqa: N802
+        delayed: _Delayed
+
+        def call() -> None:
+            delayed._done = True
+            func(*args, **kwargs)
+
+        delayed = _Delayed(self._loop.call_later(delay, call))
+        return delayed
+
+    def callFromThread(self, func: Any, *args: Any) -> None:  # noqa: N802
+        self._loop.call_soon_threadsafe(func, *args)
+
+
+def clock() -> Any:
+    """The reactor, or the running asyncio loop dressed as one (reactorless runs)."""
+    if REACTORLESS:
+        return _LoopClock()
+    from twisted.internet import reactor
+
+    return reactor
+
+
+async def sleep(seconds: float) -> None:
+    """Sleep on this run's loop (from a test driven by ``Deferred.fromCoroutine``)."""
+    waiter: Deferred = Deferred()
+    clock().callLater(seconds, waiter.callback, None)
+    await waiter

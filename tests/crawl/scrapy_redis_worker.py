@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 import warnings
@@ -120,6 +121,8 @@ def main(argv: list[str]) -> None:
     for item in extra:
         key, _, value = item.partition("=")
         settings[key] = json.loads(value)
+    if os.environ.get("RFC9309_TEST_REACTORLESS") == "1":  # tests/conftest.py: --reactor=none
+        settings["TWISTED_REACTOR_ENABLED"] = False
     process = Process(settings)
     crawler = process.create_crawler(ClusterSpider)
     print("ready", flush=True)

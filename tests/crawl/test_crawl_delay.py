@@ -12,20 +12,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import pytest_twisted
 from scrapy import Request, Spider
-from scrapy.crawler import Crawler, CrawlerRunner
-from twisted.internet import reactor
+from scrapy.crawler import Crawler
+from scrapy.statscollectors import MemoryStatsCollector
+from twisted.internet.defer import Deferred
 
-from .harness import MIDDLEWARES
+from .harness import MIDDLEWARES, MODE_SETTINGS, Runner, clock, run
 from .servers import Reply, Server, robots
 
 TOLERANCE = 0.1
 
 BASE_SETTINGS: dict[str, Any] = {
+    **MODE_SETTINGS,
     "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
     "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayExtension": 0},
     "AUTOTHROTTLE_ENABLED": True,
@@ -85,10 +87,10 @@ def gaps(hits) -> list[float]:
 
 
 async def crawl(requests: Iterable[Request], follow=None, **settings: Any) -> Crawler:
-    runner = CrawlerRunner({**BASE_SETTINGS, **settings})
+    runner = Runner({**BASE_SETTINGS, **settings})
     crawler = runner.create_crawler(PagesSpider)
-    done = runner.crawl(crawler, requests=list(requests), follow=follow)
-    await done.addTimeout(CRAWL_TIMEOUT, reactor)
+    done = Deferred.fromCoroutine(run(runner, crawler, requests=list(requests), follow=follow))
+    await done.addTimeout(CRAWL_TIMEOUT, clock())
     return crawler
 
 
@@ -305,3 +307,26 @@ async def test_floor_goes_when_refetched_robots_txt_drops_the_delay(sites):
     later = [hit.at for hit in site.page_hits() if hit.path != "/page0"]
     assert max(later) < answered, (gaps(site.hits), answered - max(later))
     assert stat(crawler, "origins") == 1
+
+
+class _CountingStats(MemoryStatsCollector):
+    """Counts the ``inc_value`` calls per key."""
+
+    calls: ClassVar[dict[str, int]] = {}
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0, *args: Any, **kwargs: Any) -> None:
+        self.calls[key] = self.calls.get(key, 0) + 1
+        super().inc_value(key, count, start, *args, **kwargs)
+
+
+@pytest_twisted.ensureDeferred
+async def test_delayed_requests_are_counted_in_batches_as_every_other_count(sites):
+    """One ``inc_value`` costs about as much as a robots.txt check: the floor's
+    per-request count is batched with the service's counts, not written per request."""
+    slowed = sites("127.0.0.2", "User-agent: *\nCrawl-delay: 0.05\n")
+    _CountingStats.calls = {}
+    crawler = await crawl(pages(slowed, 20), STATS_CLASS=_CountingStats, AUTOTHROTTLE_ENABLED=False)
+
+    assert stat(crawler, "requests_delayed") == 20
+    assert _CountingStats.calls["rfc9309/crawl_delay/requests_delayed"] < 10, _CountingStats.calls
+    assert _CountingStats.calls["rfc9309/requests/checked"] < 10, _CountingStats.calls

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from .harness import MODE_ARGS
+
 PROJECT = Path(__file__).resolve().parents[2] / "example_project"
 TIMEOUT = 90
 
@@ -49,7 +51,7 @@ def _scrapy(*args: str, port: int, **extra_env: str) -> subprocess.CompletedProc
     env["RFC9309_DEMO_PORT"] = str(port)
     env.update(extra_env)
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args],
+        [sys.executable, "-m", "scrapy", *args, *MODE_ARGS],
         cwd=PROJECT,
         env=env,
         capture_output=True,

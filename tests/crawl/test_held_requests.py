@@ -233,11 +233,14 @@ async def test_an_error_that_is_not_the_networks_is_an_error_and_still_denies(se
     assert len(errors) == 1 and errors[0].exc_info is not None and errors[0].exc_info[0].__name__ == error
     assert not [r for r in caplog.records if "is unreachable" in r.getMessage()]
     assert site.paths() == []
+    # the robots.txt lane gave back its widening although the hop never reached the network
+    assert result.crawler.engine.downloader.total_concurrency == 16
     check_accounting(result)
 
 
 # deprecated in Scrapy 2.19 (in favour of per-domain slots), still what many crawls set
 @pytest.mark.filterwarnings("ignore:The CONCURRENT_REQUESTS_PER_IP setting is deprecated")
+@pytest.mark.needs_reactor  # Scrapy's caching resolver is installed on the reactor
 @pytest_twisted.ensureDeferred
 async def test_per_ip_slots_give_two_sites_on_one_address_the_larger_floor(servers):
     """Fault 8: with CONCURRENT_REQUESTS_PER_IP the slot key is the address;

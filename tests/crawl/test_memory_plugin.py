@@ -35,12 +35,12 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
 from scrapy_rfc9309 import CrawlDelayExtension, RobotsTxt, governing_robots, robots_service
+from scrapy_rfc9309.lifecycle import held_requests
 from scrapy_rfc9309.storage import RobotsEntry
 from scrapy_rfc9309.storage.sqlite import SqliteStorage
-from scrapy_rfc9309.wiring import held_requests
 
 from .faults import statm_rss
-from .harness import Runner, run
+from .harness import MODE_SETTINGS, Runner, run
 
 CAP = int(os.environ.get("MEMTEST_CAP", 2_000))
 ORIGINS = int(os.environ.get("MEMTEST_ORIGINS", 10 * CAP))
@@ -113,6 +113,7 @@ async def test_memory_of_the_whole_plugin_is_flat_over_ten_times_its_cache(tmp_p
 
     runner = Runner(
         {
+            **MODE_SETTINGS,
             "ADDONS": {"scrapy_rfc9309.Addon": 0},
             "RFC9309_STORAGE": f"sqlite://{path}",
             "RFC9309_CACHE_MAX_ORIGINS": CAP,

@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.request
 
+from .harness import MODE_ARGS
 from .redisd import RedisServer
 from .scrapy_redis_cluster import require_scrapy_redis
 from .test_demo import PROJECT, _free_port, _multi_host, parse_table
@@ -61,7 +62,7 @@ def test_the_cluster_recipe_crawls_the_demo_with_one_robots_txt_fetch_per_origin
         assert pushed.returncode == 0, pushed.stderr[-3000:]
         assert pushed.stdout.startswith("pushed 26 start URLs to demo_cluster:start_urls")
 
-        crawl = [sys.executable, "-m", "scrapy", "crawl", "demo_cluster"]
+        crawl = [sys.executable, "-m", "scrapy", "crawl", "demo_cluster", *MODE_ARGS]
         crawl += ["-s", f"REDIS_URL={redis.url}", "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=2"]
         for i in range(3):
             out = open(tmp_path / f"worker{i}.log", "w")  # noqa: SIM115 - closed with the process

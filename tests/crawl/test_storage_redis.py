@@ -3,7 +3,7 @@
 * three worker *processes* crawl one origin through one Redis: one robots.txt
   fetch in all, and the server sees the workers' requests, taken together, at
   least the Crawl-delay apart;
-* the store's own guarantees: the fetch lease, atomic time-slot reservations,
+* the store's own guarantees: the fetch lease, atomic Crawl-delay turns,
   retention and the key prefix;
 * faults: Redis unreachable at start-up stops the crawl with a clear error;
   Redis killed mid-crawl loses no request; a lease holder that died is waited
@@ -19,19 +19,17 @@ import select
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
-import pytest
 import pytest_twisted
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet import reactor
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
-from twisted.internet.task import deferLater
 
-from scrapy_rfc9309.storage import RobotsEntry
+from scrapy_rfc9309.storage import RobotsEntry, entries
 from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
-from .harness import Req, check_accounting, crawl
+from .harness import Req, check_accounting, clock, crawl
 from .redisd import RedisServer, require_redis
 from .servers import Hit, Reply, closed_port, robots
 
@@ -42,14 +40,6 @@ CRAWL_DELAY = {"scrapy_rfc9309.CrawlDelayExtension": 0}
 RULES = "User-agent: *\nCrawl-delay: 1\nDisallow: /private\n"
 
 
-@pytest.fixture
-def redis_server(tmp_path):
-    require_redis()
-    server = RedisServer(tmp_path / "redis")
-    yield server
-    server.stop()
-
-
 def redis_settings(server: RedisServer, prefix: str = "test:") -> dict:
     return {"RFC9309_STORAGE": server.url, "RFC9309_REDIS_PREFIX": prefix}
 
@@ -58,10 +48,6 @@ def in_task(coro):
     """Run ``coro`` as an asyncio task (as Scrapy runs the middleware's code):
     redis.asyncio needs one; the test itself is driven by Twisted."""
     return deferred_from_coro(coro)
-
-
-async def sleep(seconds: float) -> None:
-    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
 
 
 def gaps(times: list[float]) -> list[float]:
@@ -139,7 +125,7 @@ def three_workers_crawl(store_url: str, site, tmp_path: Path, prefix: str = "clu
 
 # -- the store itself ------------------------------------------------------------------------
 @pytest_twisted.ensureDeferred
-async def test_reservations_are_atomic_and_spaced_across_clients(redis_server):
+async def test_turns_are_atomic_across_clients(redis_server):
     async def scenario() -> None:
         one = RedisStorage(redis_server.url, prefix="r:")
         two = RedisStorage(redis_server.url, prefix="r:")
@@ -147,20 +133,14 @@ async def test_reservations_are_atomic_and_spaced_across_clients(redis_server):
         await two.open()
         try:
             origin = "http://example.com:80"
-            gap = 0.25
-            began = time.monotonic()
-            waits = await asyncio.gather(*[(one if i % 2 else two).reserve(origin, gap) for i in range(12)])
-            burst = time.monotonic() - began + 0.005
-            # one start per slot, `gap` apart, whichever client asked.  Each wait
-            # is counted from its own call, and the calls came within `burst`:
-            waits.sort()
-            assert waits[0] <= burst, waits
-            steps = [b - a for a, b in zip(waits, waits[1:])]
-            assert all(gap - burst <= step <= gap + 1e-6 for step in steps), (steps, burst)
-            assert waits[-1] >= 11 * gap - burst, waits
-            # a robots.txt fetch noted on an idle origin pushes the next start a floor away
-            await one.note_start("http://other.example:80", 0.5)
-            assert 0.45 < await two.reserve("http://other.example:80", 0.5) <= 0.5
+            gap = 0.5
+            # twelve asks at once from two clients: one turn taken, the others told to wait
+            waits = await asyncio.gather(*[(one if i % 2 else two).take_turn(origin, gap) for i in range(12)])
+            assert sorted(waits)[0] == 0 and sum(1 for w in waits if w == 0) == 1, waits
+            assert all(0 < w <= gap for w in waits if w), waits
+            # a robots.txt fetch noted on an idle origin makes the next turn wait a floor
+            await one.note_start("http://other.example:80", gap)
+            assert 0.4 < await two.take_turn("http://other.example:80", gap) <= gap
         finally:
             await one.close()
             await two.close()
@@ -180,7 +160,7 @@ async def test_fetch_lease_is_exclusive_renewed_and_expires_with_its_holder(redi
             lease = await holder.claim(origin)
             assert lease is not None
             assert await other.claim(origin) is None
-            await sleep(1.0)  # > 3 lease lifetimes: only renewal keeps it
+            await asyncio.sleep(1.0)  # > 3 lease lifetimes: only renewal keeps it
             assert await other.claim(origin) is None
             await lease.release()
             second = await other.claim(origin)
@@ -193,7 +173,7 @@ async def test_fetch_lease_is_exclusive_renewed_and_expires_with_its_holder(redi
             assert lease is not None
             await holder.close()
             assert await other.claim(origin) is None
-            await sleep(0.6)
+            await asyncio.sleep(0.6)
             taken = await other.claim(origin)
             assert taken is not None
             assert redis_server.client().get(key_of("l:", "lock", origin)) is not None
@@ -224,14 +204,18 @@ async def test_entries_round_trip_with_retention_and_prefix(redis_server):
             old = RobotsEntry("success", 200, b"", None, now - 31 * 86_400, now - 30 * 86_400, "")
             await store.put("http://c:80", old)
             assert await store.get("http://c:80") is None
-            await store.reserve("http://a:80", 1.0)
-            await store.delete("http://b:80")
-            assert await store.get("http://b:80") is None
+            await store.take_turn("http://a:80", 1.0)
 
             client = redis_server.client()
             keys = sorted(k.decode() for k in client.keys("*"))
-            # every key of an origin carries it as a hash tag (one Redis Cluster slot)
-            assert keys == ["myproject:robots:pace:{http://a:80}", "myproject:robots:robots:{http://a:80}"]
+            # every key of an origin carries it as a hash tag (one Redis Cluster slot); a body its digest
+            body = entries.digest_of(entry.body).hex()
+            assert keys == [
+                f"myproject:robots:body:{{{body}}}",
+                "myproject:robots:pace:{http://a:80}",
+                "myproject:robots:robots:{http://a:80}",
+                "myproject:robots:robots:{http://b:80}",
+            ]
             # kept while the copy may stand in for an unreachable file: 30 days after the fetch
             ttl = client.pttl("myproject:robots:robots:{http://a:80}") / 1000
             assert 29.9 * 86_400 < ttl <= 30 * 86_400 + 1
@@ -322,13 +306,14 @@ async def test_a_crawl_waits_for_the_result_another_worker_is_fetching(redis_ser
     published: list[Deferred] = []
 
     async def publish() -> None:
-        await sleep(0.8)
+        await asyncio.sleep(0.8)
         now = time.time()
         body = b"User-agent: *\nDisallow: /theirs\n"
         await other.put(site.origin, RobotsEntry("success", 200, body, "text/plain", now, now + 3600, ""))
         await lease.release()
 
-    first = starter(servers, lambda: reactor.callFromThread(lambda: published.append(in_task(publish()))))
+    loop = clock()
+    first = starter(servers, lambda: loop.callFromThread(lambda: published.append(in_task(publish()))))
     first.then = [Req(site.url("/theirs")), Req(site.url("/page"))]
     try:
         result = await crawl([first], redis_settings(redis_server, "w:"))
@@ -502,10 +487,73 @@ async def test_a_resolution_costs_two_round_trips_and_a_stored_entry_one(redis_s
     # what the client sent: one script call per step, no other command per origin
     assert first_cost["evalsha"] == 2 * ORIGINS, first_cost
     assert second_cost["evalsha"] == ORIGINS, second_cost
-    per_origin = {"evalsha", "hmget", "set", "hset", "pexpire", "get", "del"}
+    per_origin = {"evalsha", "set", "pttl", "get", "del"}
     for cost in (first_cost, second_cost):
         assert set(cost) <= per_origin | PER_CONNECTION, cost
-    # inside the scripts: read, claim; write and its expiry, compare and free the lease
-    assert first_cost == {**first_cost, "hmget": ORIGINS, "set": ORIGINS, "hset": ORIGINS, "pexpire": ORIGINS}
-    assert first_cost.get("del", 0) == ORIGINS and first_cost.get("get", 0) == ORIGINS  # the lease's key
-    assert second_cost.get("hmget") == ORIGINS and "hset" not in second_cost and "set" not in second_cost
+    # inside the scripts: read the entry, claim; write the entry, the body's expiry and the
+    # body (one key for the eight origins' identical file, written by each), compare and free the lease
+    assert first_cost == {**first_cost, "set": 3 * ORIGINS, "pttl": ORIGINS, "get": 2 * ORIGINS, "del": ORIGINS}
+    # a fresh entry: read it and its body
+    assert second_cost.get("get") == 2 * ORIGINS and "set" not in second_cost and "del" not in second_cost
+
+
+@pytest_twisted.ensureDeferred
+async def test_bodies_kept_apart_from_their_origins_keys(redis_server):
+    """On a Redis Cluster a body's key is on another node than its origin's:
+    the store writes it with a command of its own in the same pipeline, and
+    reads it after the entry.  Here on one server, with the same layout: one
+    body key for two origins serving one file, and both read back."""
+
+    async def scenario() -> None:
+        store = RedisStorage(redis_server.url, prefix="apart:")
+        store.bodies_apart = True
+        await store.open()
+        try:
+            now = time.time()
+            entry = RobotsEntry("success", 200, b"User-agent: *\nDisallow: /x\n", "text/plain", now, now + 60, "")
+            before = command_counts(redis_server)
+            await store.store("http://a:80", entry, await store.claim("http://a:80"))
+            await store.put("http://b:80", replace(entry, url="http://b:80/robots.txt"))
+            cost = spent(before, command_counts(redis_server))
+            # per store: the body's script and the entry's, one pipeline (one round trip)
+            assert cost["evalsha"] == 2 * 2 + 1, cost  # + the claim
+            client = redis_server.client()
+            assert len(client.keys("apart:body:*")) == 1
+            before = command_counts(redis_server)
+            found, lease = await store.lookup("http://a:80", time.time())
+            assert lease is None and found == entry
+            assert spent(before, command_counts(redis_server)).get("evalsha") == 1  # then a GET of the body
+            assert await store.get("http://b:80") == replace(entry, url="http://b:80/robots.txt")
+        finally:
+            await store.close()
+
+    await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_shared_body_lives_as_long_as_the_longest_kept_entry_naming_it(redis_server):
+    async def scenario() -> None:
+        store = RedisStorage(redis_server.url, prefix="ttl:")
+        await store.open()
+        try:
+            now = time.time()
+            body = b"User-agent: *\nDisallow: /wp-admin/\n"
+            # kept 30 days after its fetch (it may stand in for an unreachable file), then 10 days
+            recent = RobotsEntry("success", 200, body, "text/plain", now, now + 60, "")
+            older = replace(recent, fetched_at=now - 20 * 86_400, expires_at=now - 20 * 86_400 + 60)
+            await store.put("http://recent:80", recent)
+            await store.put("http://older:80", older)  # a shorter life does not shorten the body's
+            client = redis_server.client()
+            key = store._body_key(entries.digest_of(body))
+            entry_ttl = client.pttl(store._key("robots", "http://recent:80")) / 1000
+            body_ttl = client.pttl(key) / 1000
+            assert entry_ttl <= body_ttl <= entry_ttl + 61
+            assert client.pttl(store._key("robots", "http://older:80")) / 1000 < 10.1 * 86_400
+            # garbage under the body's key (a body of no SHA-256, no TTL) is replaced by the next store
+            client.set(key, b"garbage")
+            await store.put("http://third:80", recent)
+            assert 29 * 86_400 < client.pttl(key) / 1000 and (await store.get("http://recent:80")) == recent
+        finally:
+            await store.close()
+
+    await in_task(scenario())

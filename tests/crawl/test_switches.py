@@ -13,7 +13,7 @@ import sys
 import pytest
 import pytest_twisted
 
-from .harness import MIDDLEWARES, Req, check_accounting, crawl
+from .harness import MIDDLEWARES, MODE_ARGS, Req, check_accounting, crawl
 from .servers import robots
 
 ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "DOWNLOADER_MIDDLEWARES": {}}
@@ -149,7 +149,7 @@ def test_command_line_switch_turns_the_plugin_off(site, tmp_path):
 
     def run(*extra: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "scrapy", "crawl", "probe", *extra],
+            [sys.executable, "-m", "scrapy", "crawl", "probe", *extra, *MODE_ARGS],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
 

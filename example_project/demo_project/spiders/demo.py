@@ -19,10 +19,10 @@ from typing import Any
 import scrapy
 
 from scrapy_rfc9309 import RobotsTxt, Verdict, robots_service
+from scrapy_rfc9309.lifecycle import rfc9309_settings
 from scrapy_rfc9309.origins import origin_of
 from scrapy_rfc9309.service import Known
 from scrapy_rfc9309.signals import robots_txt_ready
-from scrapy_rfc9309.wiring import rfc9309_settings
 
 from ..demo_site import ONE_HOST
 from ..report import demo_table

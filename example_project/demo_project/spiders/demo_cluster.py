@@ -22,8 +22,8 @@ import scrapy
 from scrapy import signals
 
 from scrapy_rfc9309 import Verdict, robots_service
+from scrapy_rfc9309.lifecycle import rfc9309_settings
 from scrapy_rfc9309.origins import origin_of
-from scrapy_rfc9309.wiring import rfc9309_settings
 
 from ..cluster import PREFIX, REDIS_URL, cluster_table, record
 from ..table import PageRow

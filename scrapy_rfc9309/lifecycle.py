@@ -1,4 +1,6 @@
-"""One robots service per crawl, and its ties to the crawl's life.
+"""The per-crawl registry: one robots service per crawl, and its lifecycle.
+
+(This module was ``wiring.py``.)
 
 ``robots_service(crawler)`` is the one documented way to reach the service:
 the middleware, the Crawl-delay extension, ``scrapy robots`` and the sitemaps
@@ -6,9 +8,12 @@ helper all call it and get the same object, built on first use with the
 crawl's only :class:`~scrapy_rfc9309.fetch.RobotsFetcher`.  This module also
 ties the service to the crawl:
 
-* ``spider_opened``: the store is opened (unreachable: the crawl stops before
-  its first request, finish reason ``rfc9309_storage_unavailable``);
-* while the spider runs, a 0.2 s timer asks :func:`~.compat.engine_closing`:
+* ``spider_opened``: the Scrapy internals the plugin needs are checked
+  (:func:`.internals.check`; one changed: the crawl stops before its first
+  request, finish reason ``rfc9309_scrapy_internals_changed``), then the store
+  is opened (unreachable: the crawl stops before its first request, finish
+  reason ``rfc9309_storage_unavailable``);
+* while the spider runs, a 0.2 s timer asks :func:`~.internals.engine_closing`:
   Scrapy sends no signal when closing *begins*, and waits, retries and held
   requests must stop then, not when the last of them ends;
 * ``spider_idle``: the spider is not idle while requests wait inside the
@@ -31,7 +36,7 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http.request import NO_CALLBACK
 from scrapy.settings import SETTINGS_PRIORITIES
 
-from . import compat
+from . import compat, internals
 from .fetch import RobotsFetcher
 from .interop import RobotParserAdapter
 from .masking import mask_url
@@ -166,7 +171,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
         RobotsFetcher(crawler, settings),
         FallbackStorage(build_storage(settings), count=lambda key: service.counts.inc(key)),
         crawler.stats,
-        closing=lambda: compat.engine_closing(crawler),
+        closing=lambda: internals.engine_closing(crawler),
     )
     if settings.storage != "memory":
         logger.info(
@@ -179,6 +184,13 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
     service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
 
     async def opened(spider: Any) -> None:
+        try:  # first: no store, timer or request of the plugin starts on a Scrapy it cannot drive
+            internals.check(crawler)
+        except internals.InternalsChanged as exc:
+            logger.error("%s", exc, extra={"spider": spider})
+            service.shutdown()
+            compat.close_at_open(crawler, internals.REFUSED)  # raises CloseSpider where Scrapy honours it
+            return
         try:
             await service.open()
         except StorageUnavailable as exc:
@@ -222,7 +234,7 @@ async def _announce(crawler: Crawler, origin: str, known: Known, trigger: Any) -
 
 def _watch(crawler: Crawler, state: _Crawl) -> None:
     assert state.service is not None and state.held is not None
-    if compat.engine_closing(crawler):
+    if internals.engine_closing(crawler):
         state.service.shutdown()
         if state.watcher is not None and state.watcher.running:
             state.watcher.stop()

@@ -1,0 +1,95 @@
+"""The plugin's timers run on the loop the crawl has: the Twisted reactor, or
+asyncio alone (Scrapy 2.15+, ``TWISTED_REACTOR_ENABLED = False``; run this
+file with ``-p no:twisted --reactor=none``, see tests/conftest.py).
+
+Without a reactor, importing ``twisted.internet.reactor`` raises ImportError:
+a timer taken from the reactor fails in a ``spider_opened`` handler ("Error
+caught on signal handler") and never runs; a sleep taken from it fails the
+request that waits.  Here every periodic task and sleep of the plugin is
+seen to run, and nothing is logged at ERROR.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest_twisted
+
+from scrapy_rfc9309 import lifecycle, slots
+
+from .harness import check_accounting, crawl
+from .servers import Reply, robots
+
+
+def _errors(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR or "ImportError" in r.getMessage()]
+
+
+@pytest_twisted.ensureDeferred
+async def test_every_timer_runs_and_no_signal_handler_fails(servers, caplog, monkeypatch, tmp_path):
+    """The closing watcher, the slot-floor sweeper and the audit trail's flush
+    timer tick; the Crawl-delay floor, the SQLite store and the audit trail
+    (closed in a worker thread) work; the crawl ends with no error."""
+    watched: list[object] = []
+    swept: list[object] = []
+    watch, sweep = lifecycle._watch, slots.SlotFloors.sweep
+
+    def counting_watch(crawler, state):
+        watched.append(crawler)
+        watch(crawler, state)
+
+    def counting_sweep(self):
+        swept.append(self)
+        sweep(self)
+
+    monkeypatch.setattr(lifecycle, "_watch", counting_watch)
+    monkeypatch.setattr(slots.SlotFloors, "sweep", counting_sweep)
+    monkeypatch.setattr(slots, "SWEEP_SECONDS", 0.1)
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = robots("User-agent: *\nCrawl-delay: 0.3\nDisallow: /private\n")
+    trail = tmp_path / "audit.jsonl"
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 0},
+        "DOWNLOADER_MIDDLEWARES": {},
+        "RFC9309_STORAGE": f"sqlite://{tmp_path / 'robots.sqlite'}",
+        "RFC9309_AUDIT": str(trail),
+    }
+    caplog.set_level(logging.INFO)
+    result = await crawl([site.url(f"/p/{i}") for i in range(4)] + [site.url("/private")], settings)
+
+    assert _errors(caplog) == []
+    assert [result.outcome(site.url(f"/p/{i}")).status for i in range(4)] == [200] * 4
+    assert result.outcome(site.url("/private")).error == "IgnoreRequest"
+    check_accounting(result)
+    # four pages 0.3 s apart: about a second of crawl, the watcher ticking every 0.2 s
+    starts = sorted(hit.at for hit in site.page_hits())
+    assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.3 - 0.02, starts
+    assert len(watched) >= 2, len(watched)
+    assert len(swept) >= 2, len(swept)
+    assert result.stat("crawl_delay/origins") == 1
+    records = [json.loads(line) for line in trail.read_text().splitlines()]
+    assert records and records[-1]["type"] == "closed", records[-1:]
+
+
+@pytest_twisted.ensureDeferred
+async def test_sleeps_of_wait_mode_and_steps_of_a_large_file_run(servers, caplog):
+    """An origin in "wait" mode (retries after a sleep) and an origin with a
+    robots.txt parsed in steps (a turn of the loop between them): every
+    request is answered, none fails with an error."""
+    waiting, large = servers("127.0.0.2"), servers("127.0.0.3")
+    waiting.routes["/robots.txt"] = [Reply(503), robots("User-agent: *\nDisallow: /private\n")]
+    body = "User-agent: *\n" + "".join(f"Disallow: /d{i}/*/x$\n" for i in range(20_000)) + "Disallow: /private\n"
+    large.routes["/robots.txt"] = robots(body)
+    plan = [waiting.url("/a"), waiting.url("/private"), large.url("/a"), large.url("/private")]
+    caplog.set_level(logging.INFO)
+    result = await crawl(plan, {"RFC9309_UNREACHABLE": "wait", "RFC9309_UNREACHABLE_WAIT": 10})
+
+    assert _errors(caplog) == []
+    assert result.stat("requests/errors") == 0
+    for site in (waiting, large):
+        assert result.outcome(site.url("/a")).status == 200
+        assert result.outcome(site.url("/private")).message.startswith("Forbidden by robots.txt: disallowed")
+    assert waiting.count("/robots.txt") == 2
+    assert result.stat("parse/stepped") == 1
+    check_accounting(result)
