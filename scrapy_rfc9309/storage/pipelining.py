@@ -14,7 +14,12 @@ So calls are queued here and sent together:
   waits for nothing else;
 * a call off every request's way (storing a fetched result, which also gives
   the fetch lease back) may wait up to ``delay`` seconds for others, and goes
-  sooner with the next call that cannot wait.
+  sooner with the next call that cannot wait;
+* while ``max_in_flight`` pipelines are under way, the calls made meanwhile
+  wait for one of them to answer and then go together: in a busy crawl, new
+  origins arrive one by one, a few milliseconds apart, and a round trip takes
+  about as long, so this groups them without a timer (a call waits at most
+  one round trip more).
 
 Each caller gets its own call's answer or error; a pipeline that fails as a
 whole fails each of its calls.
@@ -34,14 +39,17 @@ Send = Callable[[list[Call]], Awaitable[list[Any]]]
 
 #: a pipeline holds at most this many calls; more are sent at once, in another
 MAX_CALLS = 256
+#: pipelines under way at once; calls made meanwhile wait for one to answer
+MAX_IN_FLIGHT = 1
 
 
 class Pipeliner:
     """Queues calls and sends them together with ``send`` (see the module docstring)."""
 
-    def __init__(self, send: Send, max_calls: int = MAX_CALLS) -> None:
+    def __init__(self, send: Send, max_calls: int = MAX_CALLS, max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self._send = send
         self._max_calls = max_calls
+        self._max_in_flight = max_in_flight
         self._queue: list[tuple[Call, asyncio.Future[Any]]] = []
         #: the pending flush: a timer (only calls that may wait are queued) or a call_soon handle
         self._flush_at: asyncio.Handle | asyncio.TimerHandle | None = None
@@ -71,17 +79,28 @@ class Pipeliner:
         return await future
 
     def flush(self) -> None:
-        """Send what is queued, now."""
+        """Send what is queued, now (or, while ``max_in_flight`` pipelines are under
+        way, as soon as one of them answers)."""
         if self._flush_at is not None:
             self._flush_at.cancel()
             self._flush_at = None
-        batch, self._queue = self._queue, []
-        batch = [(call, future) for call, future in batch if not future.done()]  # callers cancelled meanwhile
-        if not batch:
+        self._queue = [(call, future) for call, future in self._queue if not future.done()]  # cancelled callers
+        if not self._queue:
             return
-        task = asyncio.ensure_future(self._deliver(batch))
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+        while self._queue and len(self._sending) < self._max_in_flight:
+            batch, self._queue = self._queue[: self._max_calls], self._queue[self._max_calls :]
+            task = asyncio.ensure_future(self._deliver(batch))
+            self._sending.add(task)
+            task.add_done_callback(self._sent)
+        if self._queue:  # sent by _sent, with the next answer
+            self._flush_at, self._deadline = _WAITING, 0.0
+
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        """A pipeline answered: what waited for it goes now."""
+        self._sending.discard(task)
+        if self._flush_at is _WAITING:
+            self._flush_at = None
+            self.flush()
 
     async def drain(self) -> None:
         """Send what is queued and wait until every pipeline under way has answered."""
@@ -108,6 +127,16 @@ class Pipeliner:
                 future.set_exception(answer)
             else:
                 future.set_result(answer)
+
+
+class _Waiting:
+    """Stands for the pending flush while it waits for a pipeline under way."""
+
+    def cancel(self) -> None:
+        pass
+
+
+_WAITING: Any = _Waiting()
 
 
 def _copy(exc: Exception) -> Exception:

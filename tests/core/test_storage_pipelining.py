@@ -115,3 +115,32 @@ def test_a_full_pipeline_goes_at_once():
         assert [len(calls) for calls in send.sent] == [3, 3, 1]
 
     run(scenario)
+
+
+def test_calls_made_while_a_pipeline_is_under_way_wait_for_it_and_go_together():
+    async def scenario() -> None:
+        sent: list[list[int]] = []
+        answer = asyncio.Event()
+
+        async def slow(calls: list[int]) -> list[int]:
+            sent.append(list(calls))
+            await answer.wait()
+            answer.clear()
+            return [call * 10 for call in calls]
+
+        pipeliner = Pipeliner(slow)
+        first = asyncio.ensure_future(pipeliner.call(1))
+        await asyncio.sleep(0.01)
+        later = [asyncio.ensure_future(pipeliner.call(n)) for n in (2, 3)]
+        await asyncio.sleep(0.01)
+        later.append(asyncio.ensure_future(pipeliner.call(4)))
+        await asyncio.sleep(0.01)
+        assert sent == [[1]]  # the others wait for its answer
+        answer.set()
+        assert await first == 10
+        await asyncio.sleep(0.01)
+        assert sent == [[1], [2, 3, 4]]
+        answer.set()
+        assert await asyncio.gather(*later) == [20, 30, 40]
+
+    run(scenario)
