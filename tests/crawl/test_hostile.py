@@ -176,6 +176,7 @@ async def test_a_public_origins_robots_redirect_to_an_internal_address_is_not_as
     _nothing_kept(tmp_path)
 
 
+@pytest.mark.needs_reactor  # the test's resolver is installed on the reactor
 @pytest_twisted.ensureDeferred
 async def test_a_name_that_resolves_inward_is_caught_on_the_address_connected(servers, tmp_path, caplog):
     from twisted.internet import reactor

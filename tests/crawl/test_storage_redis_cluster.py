@@ -45,7 +45,7 @@ from .test_scrapy_redis_cluster import (
     worker_of,
 )
 from .test_scrapy_redis_cluster import TOLERANCE as REDIS_TOLERANCE
-from .test_storage_redis import CRAWL_DELAY, TOLERANCE, gaps, in_task, sleep, three_workers_crawl
+from .test_storage_redis import CRAWL_DELAY, TOLERANCE, gaps, in_task, three_workers_crawl
 
 #: seconds the failover test waits for the cluster to promote a replica (a crawl page waits for it)
 FAILOVER_TIMEOUT = 30.0
@@ -265,7 +265,7 @@ async def test_fetch_lease_and_turns_hold_on_the_cluster(cluster):
             # the renewals and the calls below load them again where they run
             for node in cluster.running:
                 node.client().script_flush()
-            await sleep(1.0)  # > 3 lease lifetimes: only renewal keeps it
+            await asyncio.sleep(1.0)  # > 3 lease lifetimes: only renewal keeps it
             assert await other.claim(origin) is None
             await lease.release()
             second = await other.claim(origin)
@@ -275,7 +275,7 @@ async def test_fetch_lease_and_turns_hold_on_the_cluster(cluster):
             assert await holder.claim(origin) is not None
             await holder.close()
             assert await other.claim(origin) is None
-            await sleep(0.6)
+            await asyncio.sleep(0.6)
             taken = await other.claim(origin)
             assert taken is not None
             await taken.release()

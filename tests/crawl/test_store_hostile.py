@@ -21,13 +21,12 @@ import zlib
 from pathlib import Path
 
 import pytest_twisted
-from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309.storage import entries
 from scrapy_rfc9309.storage.redis import RedisStorage
 
-from .harness import Req, check_accounting, crawl
+from .harness import Req, check_accounting, clock, crawl
 from .redisd import RedisServer
 from .servers import robots
 
@@ -197,7 +196,7 @@ async def test_redis_pace_keys_ahead_or_garbage_hold_nobody_past_the_floor(redis
     client.hset(names._key("pace", hashed.origin), "start", "0")  # another type: WRONGTYPE for a GET
     settings = {"RFC9309_STORAGE": redis_server.url, "RFC9309_REDIS_PREFIX": "p:", "EXTENSIONS": CRAWL_DELAY}
     plan = [site.url(p) for site in (ahead, garbage, hashed) for p in ("/a", "/b", "/c")]
-    running = Deferred.fromCoroutine(crawl(plan, settings)).addTimeout(60, reactor)  # the old code: an hour
+    running = Deferred.fromCoroutine(crawl(plan, settings)).addTimeout(60, clock())  # the old code: an hour
     result = await running
 
     assert result.stats["finish_reason"] == "finished"
