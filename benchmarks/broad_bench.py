@@ -173,6 +173,7 @@ def measure(
     baseline: Path | None = None,
     robots_lines: int | None = None,
     not_found_share: float = 0.0,
+    baseline_only: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Every configuration ``rounds`` times; with ``baseline`` (another checkout
     holding these benchmark files), its plugin configurations too, as
@@ -180,7 +181,9 @@ def measure(
     first lines of the file; ``not_found_share``: that share of the origins
     answers robots.txt with a 404 (every 10th for 0.1)."""
     if baseline is not None:
-        configs = configs + tuple(f"{c}@base" for c in configs if c not in ("none", "builtin"))
+        configs = configs + tuple(
+            f"{c}@base" for c in configs if c not in ("none", "builtin") and (not baseline_only or c in baseline_only)
+        )
     body, described = robots_body(default_corpus())
     body, cut = shortened(body, robots_lines)
     if cut:
@@ -335,8 +338,11 @@ def run(
     baseline: Path | None = None,
     robots_lines: int | None = None,
     not_found_share: float = 0.0,
+    baseline_only: tuple[str, ...] = (),
 ) -> list[str]:
-    return table(measure(rounds, origins, pages, latency, configs, baseline, robots_lines, not_found_share))
+    return table(
+        measure(rounds, origins, pages, latency, configs, baseline, robots_lines, not_found_share, baseline_only)
+    )
 
 
 def main() -> None:
@@ -354,6 +360,9 @@ def main() -> None:
         help="another checkout (e.g. from git archive, with these benchmarks/ files copied in): "
         "its plugin runs too, in the same rounds",
     )
+    ap.add_argument(
+        "--baseline-only", action="append", choices=CONFIGS + EXTRA_CONFIGS, help="with --baseline: only these of it"
+    )
     ap.add_argument("--robots-lines", type=int, help="serve only the first N lines of the robots.txt file")
     ap.add_argument(
         "--not-found-share", type=float, default=0.0, help="this share of the origins answers robots.txt with a 404"
@@ -362,7 +371,7 @@ def main() -> None:
     configs = tuple(c for c in CONFIGS + EXTRA_CONFIGS if (c in args.only if args.only else c in CONFIGS))
     lines = run(
         args.rounds, args.origins, args.pages, args.latency, configs, args.baseline, args.robots_lines,
-        args.not_found_share,
+        args.not_found_share, tuple(args.baseline_only or ()),
     )  # fmt: skip
     print("\n".join(lines))
 
