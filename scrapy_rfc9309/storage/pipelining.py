@@ -10,16 +10,13 @@ So calls are queued here and sent together:
 
 * a call that someone waits for (a look-up on the way of a first page, a
   store that notes a Crawl-delay start) goes with the next turn of the event
-  loop: every such call made in the same turn shares one pipeline, and it
-  waits for nothing else;
+  loop: every call queued by then shares its pipeline, and it waits for
+  nothing else (not for a pipeline under way);
 * a call off every request's way (storing a fetched result, which also gives
   the fetch lease back) may wait up to ``delay`` seconds for others, and goes
-  sooner with the next call that cannot wait;
-* while ``max_in_flight`` pipelines are under way, the calls made meanwhile
-  wait for one of them to answer and then go together: in a busy crawl, new
-  origins arrive one by one, a few milliseconds apart, and a round trip takes
-  about as long, so this groups them without a timer (a call waits at most
-  one round trip more).
+  sooner with the next call that cannot wait; and while ``max_in_flight``
+  pipelines are under way it waits for one of them to answer, then goes with
+  the others that waited.
 
 Each caller gets its own call's answer or error; a pipeline that fails as a
 whole fails each of its calls.
@@ -39,7 +36,8 @@ Send = Callable[[list[Call]], Awaitable[list[Any]]]
 
 #: a pipeline holds at most this many calls; more are sent at once, in another
 MAX_CALLS = 256
-#: pipelines under way at once; calls made meanwhile wait for one to answer
+#: pipelines under way at once for calls that may wait; those made meanwhile wait for one
+#: to answer (a call someone waits for does not: a first page must not wait a round trip more)
 MAX_IN_FLIGHT = 1
 
 
@@ -66,10 +64,10 @@ class Pipeliner:
         if len(self._queue) >= self._max_calls:
             self.flush()
         elif delay <= 0:
-            if self._flush_at is None or self._deadline:
+            if self._flush_at is None or self._deadline or self._flush_at is _WAITING:
                 if self._flush_at is not None:
                     self._flush_at.cancel()
-                self._flush_at, self._deadline = loop.call_soon(self.flush), 0.0
+                self._flush_at, self._deadline = loop.call_soon(self._flush_urgent), 0.0
         else:
             deadline = loop.time() + delay
             if self._flush_at is None or deadline < self._deadline:
@@ -78,22 +76,26 @@ class Pipeliner:
                 self._flush_at, self._deadline = loop.call_at(deadline, self.flush), deadline
         return await future
 
-    def flush(self) -> None:
-        """Send what is queued, now (or, while ``max_in_flight`` pipelines are under
-        way, as soon as one of them answers)."""
+    def flush(self, urgent: bool = False) -> None:
+        """Send what is queued, now (or, unless ``urgent``, while ``max_in_flight``
+        pipelines are under way, as soon as one of them answers)."""
         if self._flush_at is not None:
             self._flush_at.cancel()
             self._flush_at = None
         self._queue = [(call, future) for call, future in self._queue if not future.done()]  # cancelled callers
         if not self._queue:
             return
-        while self._queue and len(self._sending) < self._max_in_flight:
+        while self._queue and (urgent or len(self._sending) < self._max_in_flight):
             batch, self._queue = self._queue[: self._max_calls], self._queue[self._max_calls :]
             task = asyncio.ensure_future(self._deliver(batch))
             self._sending.add(task)
             task.add_done_callback(self._sent)
         if self._queue:  # sent by _sent, with the next answer
             self._flush_at, self._deadline = _WAITING, 0.0
+
+    def _flush_urgent(self) -> None:
+        """Send what is queued, now, whatever is under way: a call someone waits for."""
+        self.flush(urgent=True)
 
     def _sent(self, task: asyncio.Task[None]) -> None:
         """A pipeline answered: what waited for it goes now."""

@@ -117,30 +117,43 @@ def test_a_full_pipeline_goes_at_once():
     run(scenario)
 
 
-def test_calls_made_while_a_pipeline_is_under_way_wait_for_it_and_go_together():
+def test_calls_that_may_wait_wait_for_the_pipeline_under_way_and_calls_that_cannot_do_not():
     async def scenario() -> None:
         sent: list[list[int]] = []
-        answer = asyncio.Event()
+        answers: dict[int, asyncio.Event] = {}
 
         async def slow(calls: list[int]) -> list[int]:
             sent.append(list(calls))
-            await answer.wait()
-            answer.clear()
+            answers[calls[0]] = asyncio.Event()
+            await answers[calls[0]].wait()
             return [call * 10 for call in calls]
 
         pipeliner = Pipeliner(slow)
         first = asyncio.ensure_future(pipeliner.call(1))
         await asyncio.sleep(0.01)
-        later = [asyncio.ensure_future(pipeliner.call(n)) for n in (2, 3)]
+        stores = [asyncio.ensure_future(pipeliner.call(n, delay=0.02)) for n in (2, 3)]
+        await asyncio.sleep(0.05)
+        stores.append(asyncio.ensure_future(pipeliner.call(4, delay=0.02)))
+        await asyncio.sleep(0.05)
+        assert sent == [[1]]  # the stores wait for its answer, past their delay
+        urgent = asyncio.ensure_future(pipeliner.call(5))  # a look-up does not wait: it takes them along
         await asyncio.sleep(0.01)
-        later.append(asyncio.ensure_future(pipeliner.call(4)))
-        await asyncio.sleep(0.01)
-        assert sent == [[1]]  # the others wait for its answer
-        answer.set()
+        assert sent == [[1], [2, 3, 4, 5]]
+        answers[2].set()
+        assert await asyncio.gather(*stores, urgent) == [20, 30, 40, 50]
+        assert not first.done()
+        answers[1].set()
         assert await first == 10
+        # stores alone: the one made while a pipeline is under way goes after its answer
+        early = asyncio.ensure_future(pipeliner.call(6, delay=0.01))
+        await asyncio.sleep(0.03)
+        late = asyncio.ensure_future(pipeliner.call(7, delay=0.01))
+        await asyncio.sleep(0.05)
+        assert sent[2:] == [[6]]
+        answers[6].set()
         await asyncio.sleep(0.01)
-        assert sent == [[1], [2, 3, 4]]
-        answer.set()
-        assert await asyncio.gather(*later) == [20, 30, 40]
+        assert sent[3:] == [[7]]
+        answers[7].set()
+        assert await asyncio.gather(early, late) == [60, 70]
 
     run(scenario)
