@@ -113,6 +113,21 @@ def _reactor() -> Any:
     return reactor
 
 
+#: what to set for a part that needs asyncio (the Redis store's ``redis.asyncio``)
+ASYNCIO_NEEDED = (
+    "set TWISTED_REACTOR = 'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default), "
+    "or TWISTED_REACTOR_ENABLED = False (Scrapy 2.15+)"
+)
+
+
+def loop_name() -> str:
+    """What runs the crawl, for a message: the reactor's import path, or "asyncio alone"."""
+    if not reactor_installed():
+        return "asyncio alone (no Twisted reactor)"
+    cls = type(_reactor())
+    return f"{cls.__module__}.{cls.__name__}"
+
+
 def wait_for(deferred: Deferred) -> Awaitable[Any]:
     """Await a Deferred from a coroutine, whichever loop runs."""
     return maybe_deferred_to_future(deferred)
