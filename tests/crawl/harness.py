@@ -165,7 +165,7 @@ class ProbeSpider(scrapy.Spider):
     async def _follow(self, spec: Req):
         for nxt in spec.then:
             if nxt.pause:
-                await sleep(nxt.pause)
+                await compat.sleep(nxt.pause)  # the loop of the crawl, whichever it is
             yield self._request(nxt)
 
     async def ok(self, response):
