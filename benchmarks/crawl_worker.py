@@ -59,6 +59,8 @@ MODES: dict[str, dict[str, Any]] = {
     # with denials and fetches only, or every allowed request too
     "audit": {"ADDONS": {"scrapy_rfc9309.Addon": 0}},
     "audit_allowed": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "RFC9309_AUDIT_ALLOWED": True},
+    # AI usage preferences enforced (crawl_bench.py --usage): the add-on with a declared purpose
+    "usage": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "RFC9309_USAGE": ["train-ai"]},
     # diagnostics (crawl_bench.py --profile): an async middleware that does nothing,
     # at the plugin's place; and the plugin's middleware without the Crawl-delay extension
     "noop": {"DOWNLOADER_MIDDLEWARES": {"crawl_worker.NoopMiddleware": 100}},

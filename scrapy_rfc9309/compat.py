@@ -4,8 +4,8 @@ Everything that differs between the Scrapy releases this plugin supports, or
 between running on a Twisted reactor and on asyncio alone, is a small
 function here, so the rest of the package is written once, for the newest
 Scrapy.  Supported: 2.13 and later, tested with 2.13 to 2.19 (CI runs the
-whole suite on 2.19, tests/crawl on 2.13, and tests/crawl on 2.19 without a
-reactor).  The private Scrapy names the plugin needs are in
+whole suite on 2.19, tests/crawl on 2.13, tests/crawl on 2.19 without a
+reactor, and Scrapy's middleware tests on 2.19 with epoll's reactor).  The private Scrapy names the plugin needs are in
 :mod:`.internals`, checked when the spider opens.  What differs:
 
 ========================================  =====================================
@@ -30,6 +30,12 @@ False``                                   ``twisted.internet.reactor`` raises;
                                           asyncio (:func:`sleep`, :func:`every`,
                                           :func:`call_later`,
                                           :func:`run_in_thread`)
+another Twisted reactor (epoll's ...)     no asyncio loop: timers, sleeps and
+                                          threads from the reactor, coroutines
+                                          await Deferreds only; the SQLite
+                                          store runs inline; the Redis store
+                                          (``redis.asyncio``) is refused at
+                                          start-up (:data:`ASYNCIO_NEEDED`)
 ========================================  =====================================
 
 (The jitter of a download slot, ``Slot.jitter`` in 2.19 and
@@ -111,6 +117,21 @@ def _reactor() -> Any:
     from twisted.internet import reactor  # only ever imported when already installed
 
     return reactor
+
+
+#: what to set for a part that needs asyncio (the Redis store's ``redis.asyncio``)
+ASYNCIO_NEEDED = (
+    "set TWISTED_REACTOR = 'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default), "
+    "or TWISTED_REACTOR_ENABLED = False (Scrapy 2.15+)"
+)
+
+
+def loop_name() -> str:
+    """What runs the crawl, for a message: the reactor's import path, or "asyncio alone"."""
+    if not reactor_installed():
+        return "asyncio alone (no Twisted reactor)"
+    cls = type(_reactor())
+    return f"{cls.__module__}.{cls.__name__}"
 
 
 def wait_for(deferred: Deferred) -> Awaitable[Any]:

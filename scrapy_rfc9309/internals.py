@@ -158,6 +158,11 @@ def _check_downloader(crawler: Crawler) -> None:
     # the robots.txt lane widens this bound while its downloads are in Downloader.active
     bound = getattr(downloader, "total_concurrency", None)
     _need(isinstance(bound, int) and not isinstance(bound, bool), "Downloader.total_concurrency", "is not an int")
+    # ... and the connection pools bounded by CONCURRENT_REQUESTS (aiohttp, no reactor)
+    for handler in getattr(getattr(downloader, "handlers", None), "_handlers", {}).values():
+        connector = getattr(getattr(handler, "_session", None), "connector", None)
+        if connector is not None and getattr(connector, "limit", None):
+            _need(connector.limit == getattr(connector, "_limit", None), "aiohttp.TCPConnector._limit", "is missing")
     _need(callable(getattr(downloader, "_get_slot", None)), "Downloader._get_slot", "is missing")
     # the floor and the per-slot concurrency rely on how this method starts requests
     _need(callable(getattr(downloader, "_process_queue", None)), "Downloader._process_queue", "is missing")
@@ -231,4 +236,26 @@ def widen_concurrency(crawler: Crawler, by: int) -> bool:
     if bound <= 0 and SCRAPY_VERSION >= (2, 14):
         return False  # no bound to keep
     downloader.total_concurrency = bound + by  # type: ignore[union-attr]
+    for connector in _bounded_pools(downloader):
+        connector._limit += by
     return True
+
+
+def _bounded_pools(downloader: Any) -> list[Any]:
+    """The connection pools of the loaded download handlers that are bounded
+    by ``CONCURRENT_REQUESTS`` too: Scrapy's aiohttp handler (the default
+    without a reactor, 2.15+) sizes its ``aiohttp.TCPConnector(limit=...)``
+    so, and a robots.txt download in the lane would otherwise wait for (or
+    hold) a page's connection.  Widened and narrowed with the downloader's
+    bound.  (Twisted's HTTP/1.1 handler has no total bound; the httpx handler
+    of 2.15 keeps its own, which is not widened: docs/middleware.md.)"""
+    loaded = getattr(getattr(downloader, "handlers", None), "_handlers", None)
+    if not isinstance(loaded, dict):
+        return []
+    pools = []
+    for handler in loaded.values():
+        connector = getattr(getattr(handler, "_session", None), "connector", None)
+        limit = getattr(connector, "_limit", None)
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            pools.append(connector)
+    return list({id(c): c for c in pools}.values())  # http and https share one handler

@@ -46,7 +46,7 @@ from .service import Known, RobotsService
 from .settings import Rfc9309Settings
 from .signals import robots_txt_ready
 from .slots import HeldRequests
-from .storage import FallbackStorage, StorageUnavailable, build_storage, display_url
+from .storage import FallbackStorage, StorageNeedsAsyncio, StorageUnavailable, build_storage, display_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -194,12 +194,19 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
         try:
             await service.open()
         except StorageUnavailable as exc:
-            logger.error(
-                "RFC9309_STORAGE: cannot use the robots.txt store (%s). Start it, correct RFC9309_STORAGE, "
-                "or set RFC9309_STORAGE = 'memory' to keep robots.txt in this process only. "
-                "The crawl stops before its first request.",
-                exc, extra={"spider": spider},
-            )  # fmt: skip
+            if isinstance(exc, StorageNeedsAsyncio):  # the Redis store on another Twisted reactor
+                logger.error(
+                    "RFC9309_STORAGE: %s, and this crawl runs on %s: %s; or use another RFC9309_STORAGE "
+                    "('memory', 'sqlite:///path/robots.sqlite'). The crawl stops before its first request.",
+                    exc, compat.loop_name(), compat.ASYNCIO_NEEDED, extra={"spider": spider},
+                )  # fmt: skip
+            else:
+                logger.error(
+                    "RFC9309_STORAGE: cannot use the robots.txt store (%s). Start it, correct RFC9309_STORAGE, "
+                    "or set RFC9309_STORAGE = 'memory' to keep robots.txt in this process only. "
+                    "The crawl stops before its first request.",
+                    exc, extra={"spider": spider},
+                )  # fmt: skip
             service.shutdown()  # no robots.txt fetch starts meanwhile
             compat.fail_exit_status(crawler)  # a cron job sees the failure
             compat.close_at_open(crawler, STORAGE_UNAVAILABLE)  # raises CloseSpider where Scrapy honours it

@@ -51,6 +51,11 @@ def pytest_make_collect_report(collector):
 # TWISTED_REACTOR_ENABLED = False, and each ``async def`` test runs on an asyncio loop of
 # its own.  Tests that need a reactor are marked ``needs_reactor`` and skipped.
 REACTORLESS_ENV = "RFC9309_TEST_REACTORLESS"
+# -- Scrapy on a Twisted reactor that is not asyncio's ----------------------------------
+# ``python -m pytest --reactor=default tests/crawl/test_scrapy_parity.py``: pytest-twisted
+# installs the platform's default reactor (epoll on Linux) and the crawls of
+# tests/crawl/harness.py run on it (``TWISTED_REACTOR`` naming it, Scrapy's CrawlerRunner).
+DEFAULT_REACTOR_ENV = "RFC9309_TEST_DEFAULT_REACTOR"
 
 
 def pytest_addoption(parser, pluginmanager):
@@ -72,6 +77,8 @@ def pytest_configure(config):
     if not reactorless(config):
         if config.pluginmanager.is_blocked("twisted"):
             raise pytest.UsageError("-p no:twisted runs the tests without a reactor: add --reactor=none")
+        if config.getoption("--reactor") == "default":
+            os.environ[DEFAULT_REACTOR_ENV] = "1"  # for the harness and the crawls in subprocesses
         return
     try:
         from scrapy.utils.reactorless import install_reactor_import_hook

@@ -13,6 +13,7 @@ from .base import (
     RobotsEntry,
     RobotsStorage,
     StorageBusy,
+    StorageNeedsAsyncio,
     StorageUnavailable,
     display_url,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "RobotsEntry",
     "RobotsStorage",
     "StorageBusy",
+    "StorageNeedsAsyncio",
     "StorageUnavailable",
     "build_storage",
     "display_url",

@@ -58,6 +58,12 @@ class StorageBusy(StorageUnavailable):
     starts on the in-process fallback and tries the store again later."""
 
 
+class StorageNeedsAsyncio(StorageUnavailable):
+    """The store runs on asyncio (the Redis store's ``redis.asyncio``) and the
+    crawl has another Twisted reactor: the crawl is refused at start-up with
+    one line saying what to set."""
+
+
 @dataclass(frozen=True)
 class RobotsEntry:
     """One origin's robots.txt result, as a backend keeps it."""

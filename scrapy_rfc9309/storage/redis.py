@@ -72,7 +72,15 @@ from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from . import entries
-from .base import STALE_MAX_SECONDS, Lease, RobotsEntry, RobotsStorage, StorageUnavailable, display_url
+from .base import (
+    STALE_MAX_SECONDS,
+    Lease,
+    RobotsEntry,
+    RobotsStorage,
+    StorageNeedsAsyncio,
+    StorageUnavailable,
+    display_url,
+)
 from .pipelining import Pipeliner
 
 logger = logging.getLogger(__name__)
@@ -286,10 +294,7 @@ class RedisStorage(RobotsStorage):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            raise StorageUnavailable(
-                f"{self.url}: the Redis store needs asyncio: the asyncio reactor (TWISTED_REACTOR = "
-                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor') or TWISTED_REACTOR_ENABLED = False"
-            ) from None
+            raise StorageNeedsAsyncio(f"{self.url}: the Redis store needs asyncio (redis.asyncio)") from None
         options = {
             "socket_timeout": SOCKET_TIMEOUT,
             "socket_connect_timeout": SOCKET_TIMEOUT,

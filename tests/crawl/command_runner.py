@@ -14,6 +14,8 @@ def scrapy_robots(*args: str, cwd, stdin: str | None = None) -> subprocess.Compl
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     if os.environ.get("RFC9309_TEST_REACTORLESS") == "1":  # tests/conftest.py: --reactor=none
         args = ("-s", "TWISTED_REACTOR_ENABLED=False", *args)
+    elif os.environ.get("RFC9309_TEST_DEFAULT_REACTOR") == "1":  # --reactor=default
+        args = ("-s", "TWISTED_REACTOR=twisted.internet.epollreactor.EPollReactor", *args)
     return subprocess.run(
         [sys.executable, "-m", "scrapy", "robots", *args],
         cwd=cwd,

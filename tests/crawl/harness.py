@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,10 +36,29 @@ MIDDLEWARES = {
 
 #: the run has no Twisted reactor (``-p no:twisted --reactor=none``, tests/conftest.py)
 REACTORLESS = os.environ.get("RFC9309_TEST_REACTORLESS") == "1"
-#: what a crawl of this run needs to say about the reactor (Scrapy 2.15+)
-MODE_SETTINGS: dict[str, Any] = {"TWISTED_REACTOR_ENABLED": False} if REACTORLESS else {}
+#: the run has the platform's default Twisted reactor, not asyncio's (``--reactor=default``)
+DEFAULT_REACTOR = os.environ.get("RFC9309_TEST_DEFAULT_REACTOR") == "1"
+
+
+def _default_reactor_path() -> str:
+    """The import path of the installed reactor (epoll's when none is yet)."""
+    installed = sys.modules.get("twisted.internet.reactor")
+    if installed is None:
+        return "twisted.internet.epollreactor.EPollReactor"
+    return f"{type(installed).__module__}.{type(installed).__name__}"
+
+
+#: what a crawl of this run needs to say about the reactor
+MODE_SETTINGS: dict[str, Any] = {}
 #: the same, for a ``scrapy crawl`` / ``scrapy robots`` command line
-MODE_ARGS: tuple[str, ...] = ("-s", "TWISTED_REACTOR_ENABLED=False") if REACTORLESS else ()
+MODE_ARGS: tuple[str, ...] = ()
+if REACTORLESS:  # Scrapy 2.15+
+    MODE_SETTINGS = {"TWISTED_REACTOR_ENABLED": False}
+    MODE_ARGS = ("-s", "TWISTED_REACTOR_ENABLED=False")
+elif DEFAULT_REACTOR:  # AsyncCrawlerRunner needs the asyncio reactor: CrawlerRunner
+    MODE_SETTINGS = {"TWISTED_REACTOR": _default_reactor_path()}
+    MODE_ARGS = ("-s", f"TWISTED_REACTOR={_default_reactor_path()}")
+    Runner = CrawlerRunner  # type: ignore[misc,assignment]
 
 BASE_SETTINGS: dict[str, Any] = {
     **MODE_SETTINGS,
@@ -145,7 +165,7 @@ class ProbeSpider(scrapy.Spider):
     async def _follow(self, spec: Req):
         for nxt in spec.then:
             if nxt.pause:
-                await asyncio.sleep(nxt.pause)
+                await compat.sleep(nxt.pause)  # the loop of the crawl, whichever it is
             yield self._request(nxt)
 
     async def ok(self, response):
@@ -210,6 +230,10 @@ async def crawl(
     if compat.ROBOTS_PARSED is not None:  # Scrapy 2.18+
         crawler.signals.connect(on_parsed, signal=compat.ROBOTS_PARSED)
     await run(runner, crawler, plan=specs, outcomes=outcomes, counter=counter)
+    if DEFAULT_REACTOR:  # the crawl really ran on a reactor that is not asyncio's
+        from scrapy.utils.reactor import is_asyncio_reactor_installed
+
+        assert compat.reactor_installed() and not is_asyncio_reactor_installed(), compat.loop_name()
     return Result(outcomes, dict(crawler.stats.get_stats()), ready, parsed, counter[0], crawler, spider_cls)
 
 

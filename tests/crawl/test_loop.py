@@ -1,4 +1,5 @@
-"""The plugin's timers run on the loop the crawl has: the Twisted reactor, or
+"""The plugin's timers run on the loop the crawl has: the asyncio reactor,
+another Twisted reactor (run this file with ``--reactor=default``: epoll's), or
 asyncio alone (Scrapy 2.15+, ``TWISTED_REACTOR_ENABLED = False``; run this
 file with ``-p no:twisted --reactor=none``, see tests/conftest.py).
 
@@ -18,6 +19,7 @@ import pytest_twisted
 
 from scrapy_rfc9309 import lifecycle, slots
 
+from .command_runner import scrapy_crawl
 from .harness import check_accounting, crawl
 from .servers import Reply, robots
 
@@ -93,3 +95,28 @@ async def test_sleeps_of_wait_mode_and_steps_of_a_large_file_run(servers, caplog
     assert waiting.count("/robots.txt") == 2
     assert result.stat("parse/stepped") == 1
     check_accounting(result)
+
+
+def test_the_redis_store_on_another_reactor_is_refused_at_start_up(servers, tmp_path):
+    """The Redis store runs on ``redis.asyncio``: on a Twisted reactor that is
+    not asyncio's (epoll's here, in a ``scrapy crawl`` of its own) the crawl
+    stops before its first request with one ERROR line saying what to set,
+    and exits with status 1.  (No Redis server is needed: nothing connects.)"""
+    site = servers("127.0.0.2")
+    process = scrapy_crawl(
+        tmp_path,
+        [site.url("/page")],
+        "-s",
+        "TWISTED_REACTOR=twisted.internet.epollreactor.EPollReactor",
+        "-s",
+        "RFC9309_STORAGE=redis://user:secret@127.0.0.1:1/0",
+    )
+    errors = [line for line in process.stderr.splitlines() if "] ERROR: " in line]
+    assert len(errors) == 1, process.stderr
+    assert "the Redis store needs asyncio" in errors[0], errors
+    assert "runs on twisted.internet.epollreactor.EPollReactor" in errors[0], errors
+    assert "set TWISTED_REACTOR = 'twisted.internet.asyncioreactor.AsyncioSelectorReactor'" in errors[0], errors
+    assert "secret" not in process.stderr
+    assert "'finish_reason': 'rfc9309_storage_unavailable'" in process.stderr
+    assert process.returncode == 1
+    assert site.paths() == []  # neither robots.txt nor the page

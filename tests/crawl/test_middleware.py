@@ -11,7 +11,7 @@ import pytest_twisted
 from scrapy_rfc9309 import RobotsTxt, Verdict, compat
 from scrapy_rfc9309.interop import RobotParserAdapter
 
-from .harness import REACTORLESS, Req, check_accounting, crawl
+from .harness import Req, check_accounting, crawl
 from .servers import Reply, redirect, robots
 
 DISALLOW_PRIVATE = "User-agent: *\nDisallow: /private\n"
@@ -42,8 +42,6 @@ async def test_fetch_starts_when_the_request_is_scheduled_with_early_fetch(serve
     scheduled meanwhile is fetched at once; by default, once that request
     reaches the downloader, after the slow page is done.  (A slow robots.txt
     no longer fills it: robots.txt downloads have a lane of their own.)"""
-    if early and REACTORLESS:
-        pytest.skip("the aiohttp download handler (no reactor) opens at most CONCURRENT_REQUESTS connections")
     seed, slow, other = servers("127.0.0.1"), servers("127.0.0.2"), servers("127.0.0.3")
     slow.routes["/a"] = Reply(200, "<html>a</html>", {"Content-Type": "text/html"}, delay=1.0)
     # /b is scheduled 0.3 s after /a, while /a's page downloads

@@ -10,6 +10,10 @@ table "Moving from Scrapy's middleware".  The rest of the file covers what
 issue 24 asked for drop-in parity: the request's own ``User-Agent`` header in
 Scrapy's order, Scrapy's ``robotstxt/*`` stats, Scrapy's constructor and
 Scrapy's own middleware back when ``RFC9309_ENABLED = False``.
+
+CI runs the file in Scrapy's three reactor modes: the asyncio reactor (the
+main suite), the platform's default Twisted reactor (``--reactor=default``:
+epoll's) and no reactor (``-p no:twisted --reactor=none``); see tests/conftest.py.
 """
 
 from __future__ import annotations
