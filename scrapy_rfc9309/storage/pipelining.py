@@ -106,22 +106,24 @@ class Pipeliner:
 
     async def drain(self) -> None:
         """Send what is queued and wait until every pipeline under way has answered."""
-        self.flush()
+        self.flush(urgent=True)
         while self._sending:
             await asyncio.gather(*self._sending, return_exceptions=True)
+            if self._queue:
+                self.flush(urgent=True)
 
     async def _deliver(self, batch: list[tuple[Call, asyncio.Future[Any]]]) -> None:
         try:
             answers = await self._send([call for call, _ in batch])
-        except asyncio.CancelledError:
-            for _, future in batch:
-                future.cancel()
-            raise
         except Exception as exc:  # the round trip failed: every call of it did
             for _, future in batch:
                 if not future.done():
                     future.set_exception(_copy(exc))
             return
+        except BaseException:  # cancelled (the loop closing): nobody waits for ever
+            for _, future in batch:
+                future.cancel()
+            raise
         for (_, future), answer in zip(batch, answers):
             if future.done():
                 continue
