@@ -39,6 +39,9 @@ _DOWN = _Down()
 
 __all__ = ["RETRY_AFTER", "FallbackStorage"]
 
+#: origins whose last local turn is remembered (a bound, not a tuning: one small entry each)
+LOCAL_TURNS_MAX = 10_000
+
 
 class FallbackStorage(RobotsStorage):
     """``primary``, or ``fallback`` (memory) for a while after it fails."""
@@ -59,6 +62,9 @@ class FallbackStorage(RobotsStorage):
         #: "storage/recoveries" when the backend answers again
         self._count = count or (lambda key: None)
         self._down_until: float | None = None
+        #: origin -> monotonic time of the last turn this worker granted itself while the
+        #: backend was down (see take_turn)
+        self._local_turns: dict[str, float] = {}
         if count is not None:
             primary.count = count  # what the backend counts (unusable entries...) goes to the same stats
 
@@ -121,9 +127,23 @@ class FallbackStorage(RobotsStorage):
             await self.release(lease)
 
     async def take_turn(self, origin: str, floor: float) -> float:
+        """The backend's turn; while it is down, this worker's own (the last
+        start it granted, ``floor`` apart).  A turn granted here is honoured
+        for one ``floor`` after the backend answers again: the backend does
+        not know of it, and would otherwise let the next request follow it at
+        once."""
+        now = time.monotonic()
+        last = self._local_turns.get(origin)
+        if last is not None:
+            if now - last < floor:
+                return last + floor - now
+            del self._local_turns[origin]
         wait = await self._ask(lambda: self.primary.take_turn(origin, floor))
         if not isinstance(wait, _Down):
             return wait
+        if len(self._local_turns) >= LOCAL_TURNS_MAX:  # bounded: forget the oldest
+            self._local_turns.pop(next(iter(self._local_turns)))
+        self._local_turns[origin] = now
         return 0.0
 
     async def note_start(self, origin: str, floor: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import re
 import socket
 import subprocess
@@ -26,19 +27,21 @@ TIMEOUT = 90
 
 
 def _free_port() -> int:
-    """A port free on every demo host (127.0.0.1-14), not only on 127.0.0.1:
-    other tests' servers take ephemeral ports on 127.0.0.2 and 127.0.0.3."""
+    """A port free on every demo host (127.0.0.1-14), not only on 127.0.0.1.
+
+    Picked below the kernel's ephemeral range (32768 and up on Linux), where
+    neither the other tests' servers (port 0) nor client connections land,
+    and probed with SO_REUSEADDR as the demo's server binds: a client port in
+    TIME_WAIT from a parallel run does not make a port look taken."""
     hosts = [f"127.0.0.{i}" for i in range(1, 15)] if _multi_host() else ["127.0.0.1"]
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port + 13 > 65535:
-            continue
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20_000, 32_000)
         try:
             for host in hosts:
                 for offset in range(13) if host == "127.0.0.1" else (0,):
                     with socket.socket() as sock:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                         sock.bind((host, port + offset))
         except OSError:
             continue

@@ -98,7 +98,8 @@ async def test_a_cluster_crawl_delay_does_not_pace_other_sites(servers, tmp_path
     finally:
         redis.stop()
 
-    assert together <= BOUND * alone + 0.1, (alone, together)
+    # paced with the delayed site, the healthy one would take 5 s more; the margin is for a loaded machine
+    assert together <= BOUND * alone + 1.0, (alone, together)
     hits = sorted(h.at for h in delayed.page_hits())
     assert len(hits) == 6 and min(b - a for a, b in zip(hits, hits[1:])) >= 0.9, hits
     assert result.stat("crawl_delay/cluster/requests_held") >= 4

@@ -26,7 +26,7 @@ import pytest_twisted
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 
-from scrapy_rfc9309.storage import RobotsEntry, entries
+from scrapy_rfc9309.storage import FallbackStorage, RobotsEntry, entries
 from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
 from .harness import Req, check_accounting, clock, crawl
@@ -124,6 +124,34 @@ def three_workers_crawl(store_url: str, site, tmp_path: Path, prefix: str = "clu
 
 
 # -- the store itself ------------------------------------------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_a_turn_taken_while_the_store_was_down_is_kept_once_it_answers_again(redis_server):
+    """While Redis is down a worker paces an origin itself; the turn it took
+    then is unknown to Redis, so when Redis answers again the next request
+    must still wait out the floor (the failover crawl once saw 0.13 s)."""
+
+    async def scenario() -> None:
+        store = FallbackStorage(RedisStorage(redis_server.url, prefix="f:"), retry_after=0.01)
+        await store.open()
+        origin, gap = "http://example.com:80", 0.5
+        try:
+            redis_server.kill()
+            assert await store.take_turn(origin, gap) == 0  # down: this worker's own turn
+            assert store.down
+            redis_server.start()
+            await asyncio.sleep(0.05)  # past retry_after: the next call asks Redis again
+            wait = await store.take_turn(origin, gap)
+            assert 0 < wait <= gap, wait  # Redis alone would say 0: it never saw that turn
+            await asyncio.sleep(wait)
+            assert await store.take_turn(origin, gap) == 0  # then Redis paces it again
+            assert 0.3 < await store.take_turn(origin, gap) <= gap
+            assert not store.down
+        finally:
+            await store.close()
+
+    await in_task(scenario())
+
+
 @pytest_twisted.ensureDeferred
 async def test_turns_are_atomic_across_clients(redis_server):
     async def scenario() -> None:
