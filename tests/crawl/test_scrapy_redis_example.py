@@ -104,4 +104,7 @@ def test_the_cluster_recipe_crawls_the_demo_with_one_robots_txt_fetch_per_origin
     workers_line = next(line for line in footer if line.startswith("workers: "))
     assert re.match(r"workers: [23];", workers_line), workers_line  # the pages were shared
     paced = next(line for line in footer if line.startswith("Crawl-delay 1 s of "))
-    assert re.search(r"its pages came from [123] worker\(s\), at least (1\.\d\d) s apart at the server", paced), paced
+    found = re.search(r"its pages came from [123] worker\(s\), at least (\d\.\d\d) s apart at the server", paced)
+    # starts are a floor apart in the workers; the server sees them through loopback
+    # scheduling, a few ms either way on a loaded machine (0.99 s seen in CI)
+    assert found and float(found.group(1)) >= 0.95, paced
