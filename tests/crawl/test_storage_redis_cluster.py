@@ -182,8 +182,18 @@ async def test_every_key_of_an_origin_is_in_one_slot_and_origins_spread_over_the
 
         return serve
 
+    paces: dict[str, list[bytes]] = {}
+
+    def page(site):
+        def serve(hit: Hit) -> Reply:  # the turn was just taken: its key lives a floor + 1 s
+            paces[site.origin] = cluster.keys(key_of("slots:", "pace", site.origin))
+            return Reply(200, "a page")
+
+        return serve
+
     for site in sites:
         site.routes["/robots.txt"] = slow_robots(site)
+        site.routes["/a"] = page(site)
     urls = [site.url(path) for site in sites for path in ("/a", "/private/b")]
     result = await crawl(urls, {"RFC9309_STORAGE": cluster.url, "RFC9309_REDIS_PREFIX": "slots:"})
     check_accounting(result)
@@ -192,7 +202,8 @@ async def test_every_key_of_an_origin_is_in_one_slot_and_origins_spread_over_the
 
     masters = set()
     for site in sites:
-        keys = cluster.keys(f"slots:*{{{site.origin}}}") + leases[site.origin]
+        # the entry now; the lease and the turn as they were while in use (both expire soon after)
+        keys = cluster.keys(f"slots:robots:{{{site.origin}}}") + leases[site.origin] + paces[site.origin]
         kinds = sorted(key.decode().split(":", 2)[1] for key in keys)
         assert kinds == ["lock", "pace", "robots"], keys  # the lease while fetching, then entry and turn
         (slot,) = slots_of(cluster, keys)
