@@ -216,7 +216,7 @@ class RobotsTxtMiddleware:
         sources: tuple[Any, ...],
     ) -> NoReturn:
         """robots.txt disallows ``label``, a declared purpose: not downloaded."""
-        where = "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
+        where = _where(sources)
         self._counts.inc(f"usage/denied/{label}")
         self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
         if self.recorder.active:
@@ -251,7 +251,7 @@ class RobotsTxtMiddleware:
         if denied is None:
             return response
         label, sources = denied
-        where = "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
+        where = _where(sources)
         action = "marked" if self.settings.usage_header == "mark" else "dropped"
         self._counts.inc(f"usage/{action}/{label}")
         if self.recorder.active:
@@ -347,6 +347,11 @@ def _announce_settings(crawler: Crawler, settings: Rfc9309Settings) -> None:
         settings.user_agent_source, settings.unreachable, settings.cache_seconds, settings.cache_max_origins,
         extra={"spider": crawler.spider},
     )  # fmt: skip
+
+
+def _where(sources: tuple[Any, ...]) -> str:
+    """The statements behind a usage denial, for its message."""
+    return "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
 
 
 def _show(request: Request) -> str:

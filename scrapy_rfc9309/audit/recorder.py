@@ -269,16 +269,20 @@ class Recorder:
             self._put((sha256, body))
 
     # -- what the middleware tells ---------------------------------------------------------------
+    def _tally(self, origin: str, denied: bool) -> None:
+        """Count one decided request in its origin's ``[allowed, denied]`` (the ``counts`` records)."""
+        counts = self._counts.get(origin)
+        if counts is None:
+            counts = self._counts[origin] = [0, 0]
+        counts[1 if denied else 0] += 1
+
     def decided(
         self, url: str, origin: str, known: Known, decision: Decision, token: str, usage: Usage | None = None
     ) -> None:
         """A request was decided on ``known``: a record when denied (or when
         allowed records are on, with the usage preferences robots.txt states
         when it states any), and the per-origin count either way."""
-        counts = self._counts.get(origin)
-        if counts is None:
-            counts = self._counts[origin] = [0, 0]
-        counts[0 if decision.allowed else 1] += 1
+        self._tally(origin, denied=not decision.allowed)
         if decision.allowed and not self.allowed_records:
             return
         rule = decision.rule
@@ -315,10 +319,7 @@ class Recorder:
         with RFC9309_USAGE_UNKNOWN = "deny").  Always recorded; a denied
         request counts as denied in its origin's counts."""
         if action == "denied":
-            counts = self._counts.get(origin)
-            if counts is None:
-                counts = self._counts[origin] = [0, 0]
-            counts[1] += 1
+            self._tally(origin, denied=True)
         self._put(
             {
                 "type": "usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "action": action,
@@ -331,10 +332,7 @@ class Recorder:
 
     def invalid_token(self, url: str, origin: str, message: str) -> None:
         """A request denied because its ``robotstxt_user_agent`` meta names no valid token."""
-        counts = self._counts.get(origin)
-        if counts is None:
-            counts = self._counts[origin] = [0, 0]
-        counts[1] += 1
+        self._tally(origin, denied=True)
         self._put(
             {
                 "type": "denied", "at": iso(time.time()), "url": mask_url(url), "origin": origin,

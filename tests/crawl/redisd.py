@@ -83,6 +83,11 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
+        self._wait_until_up()
+
+    def _wait_until_up(self) -> None:
+        """Wait for the started server to answer PING (it is killed if it does not)."""
+        assert self._proc is not None
         deadline = time.monotonic() + START_TIMEOUT
         while not _ping(self.port):
             if self._proc.poll() is not None or time.monotonic() > deadline:
@@ -183,12 +188,7 @@ class ClusterNode(RedisServer):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _ping(self.port):
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"redis-server did not start on port {self.port}; see {self.log}")
-            time.sleep(0.02)
+        self._wait_until_up()
 
     def client(self):
         import redis
