@@ -22,7 +22,7 @@ from scrapy.statscollectors import MemoryStatsCollector
 from twisted.internet.defer import Deferred
 
 from .harness import MIDDLEWARES, MODE_SETTINGS, Runner, clock, run
-from .servers import Reply, Server, robots
+from .servers import Reply, Server, gaps, robots
 
 TOLERANCE = 0.1
 
@@ -80,10 +80,9 @@ def sites(servers):
     return make
 
 
-def gaps(hits) -> list[float]:
+def arrival_gaps(hits) -> list[float]:
     """Seconds between consecutive arrivals at the server(s), in order."""
-    times = sorted(hit.at for hit in hits)
-    return [round(b - a, 3) for a, b in zip(times, times[1:])]
+    return gaps([hit.at for hit in hits])
 
 
 async def crawl(requests: Iterable[Request], follow=None, **settings: Any) -> Crawler:
@@ -103,7 +102,7 @@ def stat(crawler: Crawler, name: str) -> Any:
 
 
 def assert_gaps_at_least(hits, floor: float) -> list[float]:
-    measured = gaps(hits)
+    measured = arrival_gaps(hits)
     assert measured, "need at least two requests to measure a gap"
     assert min(measured) >= floor - TOLERANCE, measured
     return measured
@@ -305,7 +304,7 @@ async def test_floor_goes_when_refetched_robots_txt_drops_the_delay(sites):
     # 1 s floor left in place the last would come 3 s later
     [answered] = marker.answered["/slower"]
     later = [hit.at for hit in site.page_hits() if hit.path != "/page0"]
-    assert max(later) < answered, (gaps(site.hits), answered - max(later))
+    assert max(later) < answered, (arrival_gaps(site.hits), answered - max(later))
     assert stat(crawler, "origins") == 1
 
 

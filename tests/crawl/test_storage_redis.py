@@ -31,7 +31,7 @@ from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
 from .harness import Req, check_accounting, clock, crawl
 from .redisd import RedisServer, require_redis
-from .servers import Hit, Reply, closed_port, robots
+from .servers import Hit, Reply, check_paced, closed_port, gaps, robots
 
 TOLERANCE = 0.1
 WORKER = Path(__file__).with_name("cluster_worker.py")
@@ -48,11 +48,6 @@ def in_task(coro):
     """Run ``coro`` as an asyncio task (as Scrapy runs the middleware's code):
     redis.asyncio needs one; the test itself is driven by Twisted."""
     return deferred_from_coro(coro)
-
-
-def gaps(times: list[float]) -> list[float]:
-    times = sorted(times)
-    return [round(b - a, 3) for a, b in zip(times, times[1:])]
 
 
 # -- a cluster of three processes ------------------------------------------------------
@@ -104,7 +99,7 @@ def three_workers_crawl(store_url: str, site, tmp_path: Path, prefix: str = "clu
     # all requests, robots.txt included, of all workers together: Crawl-delay apart
     measured = gaps([hit.at for hit in site.hits])
     print(f"three workers on {store_url}, Crawl-delay: 1, server-side gaps:", measured)
-    assert min(measured) >= 1.0 - TOLERANCE, measured
+    check_paced([hit.at for hit in site.hits], 1.0)
     for report in reports:
         assert report["finish_reason"] == "finished"
         outcomes = {o["url"].rsplit(":", 1)[1].split("/", 1)[1]: o for o in report["outcomes"]}
