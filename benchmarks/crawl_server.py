@@ -9,8 +9,8 @@ hour at most.
 * every path but ``/robots.txt`` gets a small HTML page (200, keep-alive);
 * ``/robots.txt`` gets the given file (text/plain) at once on the *fast*
   ports, and after ``--slow-delay`` seconds on the *slow* ones;
-* ``GET /__stats`` on the control port answers ``{"robots": n, "pages": n}``,
-  the requests served so far, so the crawler's own accounting is checked by a
+* ``GET /__stats`` on the control port answers ``{"robots": n, "pages": n, "connections": n}``,
+  the requests served (and connections opened) so far, so the crawler's own accounting is checked by a
   count it cannot influence.
 
 ``--hosts N --latency S`` (the broad benchmark, ``broad_bench.py``) adds N
@@ -46,11 +46,13 @@ PAGE_TEMPLATE = (
 
 
 class Counters:
-    __slots__ = ("robots", "pages")
+    __slots__ = ("robots", "pages", "connections")
 
     def __init__(self) -> None:
         self.robots = 0
         self.pages = 0
+        #: connections the crawler opened to the origins (a crawl that reuses fewer costs more CPU)
+        self.connections = 0
 
 
 def _response(status: str, content_type: bytes, body: bytes) -> bytes:
@@ -80,6 +82,8 @@ class Web(asyncio.Protocol):
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         self.transport = transport
+        if not self.control:
+            self.counters.connections += 1
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -95,7 +99,8 @@ class Web(asyncio.Protocol):
         path = line[1] if len(line) > 1 else b"/"
         close = b"\r\nconnection: close" in head.lower()
         if self.control:
-            body = json.dumps({"robots": self.counters.robots, "pages": self.counters.pages}).encode()
+            counts = {"robots": self.counters.robots, "pages": self.counters.pages}
+            body = json.dumps({**counts, "connections": self.counters.connections}).encode()
             self._send(_response("200 OK", b"application/json", body), close)
         elif path == b"/robots.txt":
             self.counters.robots += 1

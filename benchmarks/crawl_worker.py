@@ -249,7 +249,7 @@ class BenchSpider(scrapy.Spider):
                     clock = time.thread_time if PROFILE_CLOCK[0] == "thread" else time.perf_counter
                     self.profiler = cProfile.Profile(clock)
                     self.profiler.enable()
-            self.wall0, self.cpu0 = time.perf_counter(), _cpu()
+            self.wall0, self.cpu0, self.thread0 = time.perf_counter(), _cpu(), time.thread_time()
             self.system0 = resource.getrusage(resource.RUSAGE_SELF).ru_stime
             for url in urls:
                 yield scrapy.Request(url, callback=self.page, errback=self.failed, dont_filter=True)
@@ -265,6 +265,8 @@ class BenchSpider(scrapy.Spider):
                     "robots_fetches": _robots_served(self.control) - robots_before,
                     "load": os.getloadavg()[0],
                     "system_cpu": self.system_cpu,
+                    #: of "cpu", the reactor thread's (the rest: threads, e.g. DNS, SQLite)
+                    "reactor_cpu": self.reactor_cpu,
                 }
             )
         self.out["receivers"] = receivers(self.crawler)
@@ -289,6 +291,7 @@ class BenchSpider(scrapy.Spider):
         self.ended += 1
         if self.ended == self.expected:
             wall, cpu = time.perf_counter() - self.wall0, _cpu() - self.cpu0
+            self.reactor_cpu = time.thread_time() - self.thread0
             #: of which the kernel's (system time: sockets, the loopback network)
             self.system_cpu = resource.getrusage(resource.RUSAGE_SELF).ru_stime - self.system0
             if self.profiler is not None:

@@ -64,6 +64,7 @@ shared store.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import secrets
 import time
@@ -285,6 +286,10 @@ class RedisStorage(RobotsStorage):
         self.bodies_apart = self.cluster
         #: look-ups and stores, sent together (one server: pipelines; a cluster: each on its own)
         self._pipeliner = Pipeliner(self._send_calls)
+        #: lease tokens: random per store, counted per lease (unique across workers without
+        #: a urandom call per look-up; a token only has to tell one holder from another)
+        self._token_prefix = secrets.token_hex(8)
+        self._tokens = itertools.count()
 
     # -- life ------------------------------------------------------------------
     async def open(self) -> None:
@@ -409,7 +414,7 @@ class RedisStorage(RobotsStorage):
     # -- the two steps of a resolution ----------------------------------------------------
     async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
         key, lock = self._key("robots", origin), self._key("lock", origin)
-        token = secrets.token_hex(16).encode("ascii")
+        token = self._token()
         ttl = int(self.lock_seconds * 1000)
         head, tail = self._body_key_parts()
         state, data, body, wrong = await self._batched(
@@ -461,7 +466,7 @@ class RedisStorage(RobotsStorage):
     # -- the fetch lease -----------------------------------------------------------------
     async def claim(self, origin: str) -> Lease | None:
         key = self._key("lock", origin)
-        token = secrets.token_hex(16).encode("ascii")
+        token = self._token()
         ttl = int(self.lock_seconds * 1000)
         if not await self._run_keys("claim", [key], [token, ttl]):
             return None
@@ -497,14 +502,10 @@ class RedisStorage(RobotsStorage):
         each call on its own, all at once (each to the node owning its keys)."""
         if self.cluster:
             return list(await asyncio.gather(*(self._run_keys(name, keys, args) for name, keys, args in calls)))
-        pipe = self._redis().pipeline(transaction=False)
-        for name, keys, args in calls:
-            pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
-        answers = list(await self._guard(pipe.execute(raise_on_error=False)))
-        for i, answer in enumerate(answers):
-            if isinstance(answer, Exception):  # NOSCRIPT (a server restarted since), or the call's own error
-                name, keys, args = calls[i]
-                answers[i] = await self._run_keys(name, keys, args)
+        answers = await self._send_calls(calls)
+        for answer in answers:
+            if isinstance(answer, StorageUnavailable):
+                raise answer
         return answers
 
     async def _batched(self, name: str, keys: list[str], args: list[Any], delay: float = 0.0) -> Any:
@@ -549,6 +550,9 @@ class RedisStorage(RobotsStorage):
         mark = bytes.fromhex("5eed" * 16)
         head, _, tail = self._body_key(mark).partition(mark.hex())
         return head, tail
+
+    def _token(self) -> bytes:
+        return f"{self._token_prefix}-{next(self._tokens):x}".encode("ascii")
 
     def _redis(self) -> Any:
         if self._client is None:
