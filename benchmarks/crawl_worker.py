@@ -395,6 +395,7 @@ def time_store() -> None:
             continue
 
         def timed(*args: Any, __original: Any = original, __cell: str = cell, **kwargs: Any) -> Any:
+            STORE_CPU[__cell + " (calls)"] = STORE_CPU.get(__cell + " (calls)", 0) + 1
             return _stepped(__original(*args, **kwargs), __cell)
 
         setattr(owner, name, timed)
