@@ -53,8 +53,11 @@ async def test_other_origins_download_while_a_large_file_is_parsed(servers):
     assert len(body) > STEPPED_PARSE_BYTES
     big.routes["/robots.txt"] = robots(body)
     small.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    # 60 pages, 4 at a time, 50 ms each: about 0.75 s of pages, so that some still come while the
+    # large file is parsed even when a loaded machine is slow to download it (20 ms each, 0.3 s
+    # in all, once missed the parse under CI's four suites)
     for i in range(60):
-        small.routes[f"/p/{i}"] = Reply(200, f"page {i}", {"Content-Type": "text/html"}, delay=0.02)
+        small.routes[f"/p/{i}"] = Reply(200, f"page {i}", {"Content-Type": "text/html"}, delay=0.05)
     big_pages = [big.url("/open/x"), big.url("/as-00000/x/page"), big.url("/zzz"), big.url("/q/x7/y7")]
     # the large file's origin first, so that its robots.txt is fetched first
     plan = big_pages + [small.url(f"/p/{i}") for i in range(60)] + [small.url("/private/1")]
