@@ -193,27 +193,6 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _threads_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread of this process by name (Linux; {} elsewhere):
-    where a crawl's CPU went when it is not on the reactor thread."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    found: dict[str, float] = {}
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return found
-    for tid in tasks:
-        try:
-            with open(f"/proc/self/task/{tid}/comm") as handle:
-                name = handle.read().strip()
-            with open(f"/proc/self/task/{tid}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
-    return found
-
-
 def _robots_served(control: int) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{control}/__stats", timeout=10) as reply:
         return int(json.load(reply)["robots"])
@@ -463,7 +442,6 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     process.start()
     # the whole process's CPU, start-up and close included (the audit trail's last flush is at close)
     out["total_cpu"] = _cpu()
-    out["threads"] = _threads_cpu()
     if gc_timer is not None:
         out["gc"] = gc_timer.result()
     if config.get("time_store"):

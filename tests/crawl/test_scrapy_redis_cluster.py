@@ -145,6 +145,19 @@ def worker_of(hit: Hit) -> str:
     return hit.headers["user-agent"].rsplit(" ", 1)[1].rstrip(")")
 
 
+def check_cluster_pace(origins: list[Origin]) -> None:
+    """Every request to a delayed origin, robots.txt included, a delay apart whichever worker
+    sent it, and some consecutive ones from different workers (the floor is the cluster's)."""
+    handovers = 0
+    for o in (o for o in origins if o.kind == "delayed"):
+        hits = sorted(o.server.hits, key=lambda hit: hit.at)
+        print(o.server.origin, "gaps", gaps([h.at for h in hits]), "workers", [worker_of(h) for h in hits])
+        assert len(hits) == 6
+        check_paced([h.at for h in hits], DELAY)
+        handovers += sum(worker_of(a) != worker_of(b) for a, b in zip(hits, hits[1:]))
+    assert handovers >= 1  # consecutive requests from different workers: the floor is the cluster's
+
+
 def last_page_answer(origins: list[Origin]) -> float:
     return max(t for o in origins for path, ts in o.server.answered.items() if path != "/robots.txt" for t in ts)
 
@@ -235,15 +248,7 @@ def test_three_workers_one_robots_txt_per_origin_and_one_crawl_delay(redis_serve
         assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0
 
     # Crawl-delay across the cluster: every request, robots.txt included, a delay apart
-    delayed = [o for o in origins if o.kind == "delayed"]
-    handovers = 0
-    for o in delayed:
-        hits = sorted(o.server.hits, key=lambda hit: hit.at)
-        print(o.server.origin, "gaps", gaps([h.at for h in hits]), "workers", [worker_of(h) for h in hits])
-        assert len(hits) == 6
-        check_paced([h.at for h in hits], DELAY)
-        handovers += sum(worker_of(a) != worker_of(b) for a, b in zip(hits, hits[1:]))
-    assert handovers >= 1  # consecutive requests from different workers: the floor is the cluster's
+    check_cluster_pace(origins)
 
     # ... while the other origins are not slowed
     timed = [o for o in origins if o.kind == "timed"]

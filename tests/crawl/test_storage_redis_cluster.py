@@ -35,14 +35,13 @@ from .harness import Req, check_accounting, crawl
 from .redisd import RedisCluster, RedisServer, require_redis_cluster
 from .scrapy_redis_cluster import QUEUE, START_URLS, interleave, push, require_scrapy_redis
 from .scrapy_redis_cluster import Cluster as ScrapyRedisWorkers
-from .servers import Hit, Reply, check_paced, closed_port, gaps, robots
+from .servers import Hit, Reply, closed_port, gaps, robots
 from .test_scrapy_redis_cluster import (
     CRAWL_TIMEOUT,
-    DELAY,
     build_origins,
+    check_cluster_pace,
     check_every_request,
     check_reports,
-    worker_of,
 )
 from .test_storage_redis import CRAWL_DELAY, TOLERANCE, in_task, three_workers_crawl
 
@@ -155,14 +154,7 @@ def test_scrapy_redis_workers_with_robots_txt_on_the_cluster(cluster, servers, t
     check_reports(reports, cluster.url, workers.workers, fetches=len(origins), checked=len(endings))
     assert {o.server.origin: o.server.count("/robots.txt") for o in origins} == {o.server.origin: 1 for o in origins}
     assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0  # read from the cluster
-    handovers = 0
-    for o in (o for o in origins if o.kind == "delayed"):
-        hits = sorted(o.server.hits, key=lambda hit: hit.at)
-        print(o.server.origin, "gaps", gaps([h.at for h in hits]), "workers", [worker_of(h) for h in hits])
-        assert len(hits) == 6
-        check_paced([h.at for h in hits], DELAY)
-        handovers += sum(worker_of(a) != worker_of(b) for a, b in zip(hits, hits[1:]))
-    assert handovers >= 1  # consecutive requests from different workers: the floor is the cluster's
+    check_cluster_pace(origins)
     masters = {cluster.master_of(key_of("sr:", "robots", o.server.origin)).port for o in origins}
     assert len(masters) == 3, masters
 
