@@ -2,8 +2,12 @@
 
 The add-on swaps Scrapy's RobotsTxtMiddleware for ours at the same place in
 the chain (priority 100, after OffsiteMiddleware, before everything that
-touches the request) by their ``DOWNLOADER_MIDDLEWARES`` entries, and enables
-the Crawl-delay extension.  It leaves ``ROBOTSTXT_OBEY`` to the user, where it
+touches the request) by their ``DOWNLOADER_MIDDLEWARES`` entries, enables
+the Crawl-delay extension, and puts the gate (:mod:`.gate`) in front of the
+project's scheduler: ``SCHEDULER`` becomes the gate, and the project's own
+(Scrapy's, scrapy-redis's, a custom one) moves to ``RFC9309_SCHEDULER``, at
+the priority it had, so the gate wraps whatever the project, the spider or the
+command line chose.  It leaves ``ROBOTSTXT_OBEY`` to the user, where it
 keeps its Scrapy meaning: set to False (project, spider ``custom_settings``,
 ``-s ROBOTSTXT_OBEY=False``) it turns robots.txt handling off, ours included.
 ``RFC9309_ENABLED = False`` turns the plugin off and gives Scrapy's own
@@ -28,8 +32,11 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinMiddleware
 
+        from scrapy.settings import SETTINGS_PRIORITIES
+
         from . import compat
         from .middleware import RobotsTxtMiddleware
+        from .settings import GATE, project_scheduler
         from .throttle import CrawlDelayExtension
 
         if _enabled(settings):
@@ -37,6 +44,10 @@ class Addon:
         # else Scrapy's own stays; ours is NotConfigured and says so (lifecycle.rfc9309_settings)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, MIDDLEWARE_PRIORITY)
         settings.set_in_component_priority_dict("EXTENSIONS", CrawlDelayExtension, EXTENSION_PRIORITY)
+        if project_scheduler(settings) is settings.get("SCHEDULER"):  # not wrapped yet
+            priority = max(settings.getpriority("SCHEDULER") or 0, SETTINGS_PRIORITIES["addon"])
+            settings.set("RFC9309_SCHEDULER", settings.get("SCHEDULER"), priority)
+            settings.set("SCHEDULER", GATE, priority)
 
 
 def _enabled(settings: BaseSettings) -> bool:

@@ -11,16 +11,11 @@ reactor, and Scrapy's middleware tests on 2.19 with epoll's reactor).  The priva
 ========================================  =====================================
 2.13 only                                 ``process_request(request, spider)``
                                           (:func:`request_method`);
-                                          ``engine.download``, deferred signals,
-                                          ``Downloader._get_slot(request, spider)``,
-                                          component dicts keyed by import path,
-                                          downloads start at once,
-                                          ``CONCURRENT_REQUESTS = 0`` is no
-                                          "no bound" (:func:`.internals.widen_concurrency`)
+                                          deferred signals and downloads
+                                          (:func:`.internals.lane_download`),
+                                          component dicts keyed by import path
 before 2.15                               Twisted's network errors unwrapped
-                                          (:func:`network_error_name`)
-before 2.16                               ``Slot.lastseen`` on ``time.time``
-                                          (:data:`SLOT_CLOCK`)
+                                          (:func:`.internals.network_error_name`)
 before 2.18                               no ``robots_parsed`` signal;
                                           ``CloseSpider`` from ``spider_opened``
                                           ignored (:func:`close_at_open`)
@@ -89,12 +84,6 @@ if SCRAPY_VERSION < OLDEST_SCRAPY:  # pragma: no cover - pip refuses this unless
         f"scrapy-rfc9309 needs Scrapy {OLDEST_SCRAPY[0]}.{OLDEST_SCRAPY[1]} or later; "
         f"this is Scrapy {scrapy.__version__} (pip install -U 'scrapy>=2.13')"
     )
-
-#: the downloader starts a taken request in a task of its own (2.14+), not at once
-DEFERRED_DOWNLOAD_START = SCRAPY_VERSION >= (2, 14)
-
-#: the clock of ``Slot.lastseen``: ``time.monotonic`` since 2.16, ``time.time`` before
-SLOT_CLOCK: Callable[[], float] = time.monotonic if SCRAPY_VERSION >= (2, 16) else time.time
 
 #: Scrapy 2.13 passes ``spider=`` to every downloader middleware method; 2.14+
 #: passes it only to methods that require it, with a deprecation warning
@@ -254,15 +243,6 @@ async def run_in_thread(func: Callable[[], T]) -> T:
 
 
 # -- the engine ----------------------------------------------------------------------
-async def download(crawler: Crawler, request: Request) -> Response:
-    """Download ``request`` through the downloader middlewares only."""
-    engine = crawler.engine
-    assert engine is not None, "the crawl is not running"
-    if hasattr(engine, "download_async"):  # 2.14+
-        return await engine.download_async(request)
-    return await maybe_deferred_to_future(engine.download(request))  # pragma: no cover - 2.13
-
-
 def close_at_open(crawler: Crawler, reason: str) -> None:
     """Stop the crawl from a ``spider_opened`` handler, before its first request.
 
@@ -294,11 +274,9 @@ def close_at_open(crawler: Crawler, reason: str) -> None:
 def close_spider(crawler: Crawler, reason: str) -> None:
     """Close a running crawl now with ``reason`` as its finish reason (requests
     in the downloader end; nothing new is taken from the scheduler)."""
-    from .internals import engine_closing
-
     engine = crawler.engine
-    if engine is None or crawler.spider is None or engine_closing(crawler):
-        return
+    if engine is None or crawler.spider is None or not engine.running:
+        return  # (a second close while one runs is a no-op for the engine)
     if hasattr(engine, "close_spider_async"):  # 2.14+
         spawn(engine.close_spider_async(reason=reason))
     else:  # pragma: no cover - 2.13
@@ -402,31 +380,6 @@ def _network_errors() -> tuple[type[BaseException], ...]:
 
 
 NETWORK_ERRORS: tuple[type[BaseException], ...] = _network_errors()
-
-
-def network_error_name(error: BaseException) -> str:
-    """The class name of a network error as Scrapy 2.15+ raises it, so the
-    ``fetch/error/<name>`` stats are the same on every supported Scrapy: before
-    2.15 the download handler let Twisted's errors through, since then it wraps
-    them in its own (``DownloadTimeoutError``, ...)."""
-    if SCRAPY_VERSION >= (2, 15):
-        return type(error).__name__
-    from twisted.internet import error as net  # pragma: no cover - 2.13, 2.14
-    from twisted.web.client import ResponseFailed
-
-    from .internals import is_data_loss
-
-    if isinstance(error, ResponseFailed):
-        lost = any(is_data_loss(reason) for reason in error.reasons)
-        return "ResponseDataLossError" if lost else "DownloadFailedError"
-    for twisted_error, name in (
-        (net.TimeoutError, "DownloadTimeoutError"),
-        (net.ConnectionRefusedError, "DownloadConnectionRefusedError"),
-        (net.DNSLookupError, "CannotResolveHostError"),
-    ):
-        if isinstance(error, twisted_error):
-            return name
-    return type(error).__name__
 
 
 # -- settings ----------------------------------------------------------------------------

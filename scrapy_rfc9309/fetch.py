@@ -33,24 +33,21 @@ redirect that cannot be followed (:mod:`.addresses`, docs/middleware.md).
 
 Compression: Scrapy's HttpCompressionMiddleware decodes with
 ``download_maxsize`` as the limit and *fails* the response when the decoded
-body is larger.  So a ``response_downloaded`` handler, which runs before any
-middleware sees the response, moves this fetch's ``Content-Encoding`` aside,
-and the body is decoded here with ``zlib``, never producing more than the
-parse limit: a larger (or a deliberately huge, "bomb") body is truncated,
-not failed.  The fetch asks for ``gzip, deflate`` only, the codings the
-standard library can decode.
+body is larger.  So the fetch's ``Content-Encoding`` is moved aside as the
+handler returns the response, before any middleware sees it, and the body is
+decoded here with ``zlib``, never producing more than the parse limit: a
+larger (or a deliberately huge, "bomb") body is truncated, not failed.  The
+fetch asks for ``gzip, deflate`` only, the codings the standard library can
+decode.
 
-The lane: a robots.txt download takes no place of ``CONCURRENT_REQUESTS``.
-At most ``RFC9309_FETCH_CONCURRENCY`` fetches (a redirect chain is one) run
-at once; a fetch waits for a place of that lane, not for a page's.  Through
-the engine, each hop joins ``Downloader.active`` like any download (so the
-"Crawled" line, the signals, the stats and the engine's close see it), and
-the downloader's bound is widened by one while it is there
-(:func:`.internals.widen_concurrency`): from just before the hop enters the
-downloader until ``request_left_downloader`` (or the end of the hop, when it
-never reached the network).  In the downloader the hop is queued on its own
-origin's download slot, where it counts as that slot's request.  Why this
-design and not another: docs/middleware.md, "robots.txt downloads".
+The lane: a robots.txt download takes no place of ``CONCURRENT_REQUESTS``, of
+a download slot or of the pages' connection pools.  It passes the crawl's
+downloader middlewares (so proxy, headers, cookies, stats apply as to any
+request) and is downloaded by download handlers of the lane's own
+(:func:`.internals.lane_download`), at most ``RFC9309_FETCH_CONCURRENCY``
+fetches at once (a redirect chain is one).  The ``Crawled`` line and the
+``response_received`` signal are given as the engine gives them.  Why this
+design: docs/middleware.md, "robots.txt downloads".
 """
 
 from __future__ import annotations
@@ -65,6 +62,7 @@ from urllib.parse import urljoin, urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.log import logformatter_adapter
 from twisted.internet.defer import CancelledError, DeferredSemaphore
 
 from . import compat, internals
@@ -90,6 +88,8 @@ SLACK_BYTES = 65_536
 COUNT_LIMIT = 64 * 1024 * 1024
 #: meta keys of the page request that choose the network path; copied to the fetch
 PATH_META_KEYS = ("proxy", "bindaddress")
+#: a downloader middleware may replace the robots.txt request this many times
+REPLACEMENTS = 5
 #: why a public origin's fetch ended as unavailable (scrapy_rfc9309.addresses)
 INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
 INWARD_ORIGIN_NOTE = "its answer came from an internal address, not used for a public origin"
@@ -103,7 +103,7 @@ class _Transfer:
     """What the signal handlers learn about one hop while it downloads.  Only
     the fetcher that made it counts its bytes (``owner``)."""
 
-    __slots__ = ("owner", "limit", "received", "stopped", "encodings", "widened")
+    __slots__ = ("owner", "limit", "received", "stopped", "encodings")
 
     def __init__(self, owner: RobotsFetcher, limit: int) -> None:
         self.owner = owner
@@ -111,8 +111,6 @@ class _Transfer:
         self.received = 0
         self.stopped = False
         self.encodings: list[bytes] = []
-        #: the downloader's CONCURRENT_REQUESTS bound is widened for this hop now
-        self.widened = False
 
 
 @dataclass
@@ -181,6 +179,8 @@ class RobotsFetcher:
         self.addresses = AddressPolicy(settings.internal_networks)
         #: the lane: fetches (a redirect chain is one) running at once
         self._lane = DeferredSemaphore(settings.fetch_concurrency)
+        #: the lane's own download handlers (and connection pools), made at the first fetch
+        self._handlers: Any = None
 
     async def fetch(self, origin: str, trigger: Request | None = None) -> FetchResult:
         """Fetch ``origin``'s robots.txt, following redirects.  Never raises
@@ -226,17 +226,15 @@ class RobotsFetcher:
             transfer = request.meta[FETCH_META_KEY]
             try:
                 self._listen(1)
-                transfer.widened = internals.widen_concurrency(self.crawler, 1)
                 try:
-                    response = await compat.download(self.crawler, request)
+                    response = await self._download(request)
                 finally:
-                    self._narrow(transfer)
                     self._listen(-1)
             except CancelledError:
                 raise  # the crawl is closing: not an access result
             except compat.NETWORK_ERRORS as exc:  # timeout, DNS, refused, reset, TLS
                 access = classify_error(exc)[0]
-                classes.append(f"error/{compat.network_error_name(exc)}")
+                classes.append(f"error/{internals.network_error_name(exc)}")
                 return FetchResult(access, None, url, classes, error=exc)
             except Exception as exc:  # not the network: a middleware's bug, a URL filter ...
                 classes.append(f"error/internal/{type(exc).__name__}")
@@ -333,35 +331,38 @@ class RobotsFetcher:
             body = cut_body(body, max_bytes)
         result.body = body
 
-    # -- signal handlers (see the module docstring) --------------------------
+    async def _download(self, request: Request) -> Response:
+        """One hop in the lane; a downloader middleware may replace the request
+        (as ``engine.download_async`` follows it), a few times at most."""
+        crawler = self.crawler
+        if self._handlers is None:
+            self._handlers = internals.lane_handlers(crawler)
+        for _ in range(REPLACEMENTS):
+            result = await internals.lane_download(crawler, self._handlers, request, _encoding_aside)
+            if not isinstance(result, Request):
+                break
+            result.meta.setdefault(FETCH_META_KEY, request.meta[FETCH_META_KEY])
+            request = result
+        else:
+            raise IgnoreRequest(f"downloader middlewares replaced the robots.txt request {REPLACEMENTS} times")
+        # what the engine does for every download it makes
+        spider = crawler.spider
+        logged = crawler.logformatter.crawled(request, result, spider)  # type: ignore[arg-type]
+        if logged is not None:
+            logging.getLogger("scrapy.core.engine").log(*logformatter_adapter(logged), extra={"spider": spider})
+        crawler.signals.send_catch_log(signals.response_received, response=result, request=request, spider=spider)
+        return result
+
+    # -- the body limit (see the module docstring) --------------------------
     def _listen(self, change: int) -> None:
-        """Connect the handlers when the first download starts, disconnect them
-        when the last one ends."""
+        """Receive ``bytes_received`` while a download runs, only."""
         before = self._in_flight
         self._in_flight += change
         manager = self.crawler.signals
         if before == 0 and self._in_flight:
             manager.connect(self._bytes_received, signal=signals.bytes_received)
-            manager.connect(self._response_downloaded, signal=signals.response_downloaded)
-            manager.connect(self._request_left, signal=signals.request_left_downloader)
         elif before and self._in_flight == 0:
             manager.disconnect(self._bytes_received, signal=signals.bytes_received)
-            manager.disconnect(self._response_downloaded, signal=signals.response_downloaded)
-            manager.disconnect(self._request_left, signal=signals.request_left_downloader)
-
-    def _narrow(self, transfer: _Transfer) -> None:
-        """Give back the place the hop took outside CONCURRENT_REQUESTS (once)."""
-        if transfer.widened:
-            transfer.widened = False
-            internals.widen_concurrency(self.crawler, -1)
-
-    def _request_left(self, request: Request, spider: Any = None) -> None:
-        # Sent as the transfer ends, while the hop is still in Downloader.active: the
-        # bound is narrowed before anything can start a page in the place it frees
-        # (the engine looks again as soon as the hop leaves the active set).
-        transfer = request.meta.get(FETCH_META_KEY)
-        if isinstance(transfer, _Transfer) and transfer.owner is self:
-            self._narrow(transfer)
 
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         transfer = request.meta.get(FETCH_META_KEY)
@@ -372,14 +373,15 @@ class RobotsFetcher:
             transfer.stopped = True
             raise StopDownload(fail=False)
 
-    def _response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
-        transfer = request.meta.get(FETCH_META_KEY)
-        if not isinstance(transfer, _Transfer) or transfer.owner is not self:
-            return
-        encodings = response.headers.getlist("Content-Encoding")
-        if encodings:
-            transfer.encodings = list(encodings)
-            del response.headers["Content-Encoding"]
+
+def _encoding_aside(response: Response, request: Request) -> None:
+    """Move the hop's ``Content-Encoding`` aside before HttpCompressionMiddleware
+    sees it: the body is decoded here, bounded (see the module docstring)."""
+    transfer = request.meta.get(FETCH_META_KEY)
+    encodings = response.headers.getlist("Content-Encoding")
+    if isinstance(transfer, _Transfer) and encodings:
+        transfer.encodings = list(encodings)
+        del response.headers["Content-Encoding"]
 
 
 # -- helpers -------------------------------------------------------------------

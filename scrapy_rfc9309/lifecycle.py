@@ -10,15 +10,12 @@ ties the service to the crawl:
 
 * ``spider_opened``: the Scrapy internals the plugin needs are checked
   (:func:`.internals.check`; one changed: the crawl stops before its first
-  request, finish reason ``rfc9309_scrapy_internals_changed``), then the store
-  is opened (unreachable: the crawl stops before its first request, finish
-  reason ``rfc9309_storage_unavailable``);
-* while the spider runs, a 0.2 s timer asks :func:`~.internals.engine_closing`:
-  Scrapy sends no signal when closing *begins*, and waits, retries and held
-  requests must stop then, not when the last of them ends;
-* ``spider_idle``: the spider is not idle while requests wait inside the
-  middleware (they are not in ``Downloader.active``, see :mod:`.slots`);
-* ``spider_closed``: everything stops, stats are flushed, the store closed.
+  request, finish reason ``rfc9309_scrapy_internals_changed``, exit status 1),
+  then the store is opened (unreachable: the crawl stops before its first
+  request, finish reason ``rfc9309_storage_unavailable``);
+* ``spider_closed``: everything stops, stats are flushed, the store closed
+  (the gate, :mod:`.gate`, has already ended what it held when the engine
+  closed the scheduler).
 
 It also tells the crawl each time an origin's result takes effect: the
 plugin's ``robots_txt_ready`` signal and Scrapy's ``robots_parsed``.
@@ -32,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from scrapy import Request, signals
-from scrapy.exceptions import DontCloseSpider
 from scrapy.http.request import NO_CALLBACK
 from scrapy.settings import SETTINGS_PRIORITIES
 
@@ -45,7 +41,6 @@ from .robots.text import shorten
 from .service import Known, RobotsService
 from .settings import Rfc9309Settings
 from .signals import robots_txt_ready
-from .slots import HeldRequests
 from .storage import FallbackStorage, StorageNeedsAsyncio, StorageUnavailable, build_storage, display_url
 
 if TYPE_CHECKING:
@@ -59,8 +54,6 @@ logger = logging.getLogger(__name__)
 
 #: finish reason of a crawl whose store cannot be reached at start-up
 STORAGE_UNAVAILABLE = "rfc9309_storage_unavailable"
-#: how often the engine is asked whether the spider began to close
-CLOSING_POLL_SECONDS = 0.2
 #: at most max(this, 4 x CONCURRENT_REQUESTS) resolutions are started early (when a
 #: request is scheduled); beyond that one starts when its request reaches the middleware
 PREFETCH_MIN = 64
@@ -70,8 +63,10 @@ PREFETCH_MIN = 64
 class _Crawl:
     settings: Rfc9309Settings
     service: RobotsService | None = None
-    held: HeldRequests | None = None
-    watcher: Any = field(default=None, repr=False)
+    #: the crawl's gate (scrapy_rfc9309.gate), when the scheduler is one
+    gate: Any = field(default=None, repr=False)
+    #: the Crawl-delay floors of the download slots (scrapy_rfc9309.slots), when the extension runs
+    floors: Any = field(default=None, repr=False)
 
 
 _CRAWLS: WeakKeyDictionary[Any, _Crawl] = WeakKeyDictionary()
@@ -133,12 +128,10 @@ def robots_service(crawler: Crawler) -> RobotsService:
     return state.service
 
 
-def held_requests(crawler: Crawler) -> HeldRequests:
-    """The crawl's :class:`~scrapy_rfc9309.slots.HeldRequests` (built with the service)."""
-    robots_service(crawler)
-    held = _CRAWLS[crawler].held
-    assert held is not None
-    return held
+def crawl_state(crawler: Crawler) -> _Crawl:
+    """The crawl's registry entry (its gate and floors are set by their owners)."""
+    rfc9309_settings(crawler)
+    return _CRAWLS[crawler]
 
 
 async def governing_robots(crawler: Crawler, url: str) -> RobotsTxt | None:
@@ -171,7 +164,6 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
         RobotsFetcher(crawler, settings),
         FallbackStorage(build_storage(settings), count=lambda key: service.counts.inc(key)),
         crawler.stats,
-        closing=lambda: internals.engine_closing(crawler),
     )
     if settings.storage != "memory":
         logger.info(
@@ -180,15 +172,15 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
         )  # fmt: skip
     service.prefetch_cap = max(PREFETCH_MIN, 4 * crawler.settings.getint("CONCURRENT_REQUESTS", 16))
     state.service = service
-    state.held = HeldRequests(crawler)
     service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
 
     async def opened(spider: Any) -> None:
         try:  # first: no store, timer or request of the plugin starts on a Scrapy it cannot drive
-            internals.check(crawler)
+            internals.check(crawler, floors=state.floors is not None)
         except internals.InternalsChanged as exc:
             logger.error("%s", exc, extra={"spider": spider})
             service.shutdown()
+            compat.fail_exit_status(crawler)
             compat.close_at_open(crawler, internals.REFUSED)  # raises CloseSpider where Scrapy honours it
             return
         try:
@@ -210,20 +202,11 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
             service.shutdown()  # no robots.txt fetch starts meanwhile
             compat.fail_exit_status(crawler)  # a cron job sees the failure
             compat.close_at_open(crawler, STORAGE_UNAVAILABLE)  # raises CloseSpider where Scrapy honours it
-            return
-        state.watcher = compat.every(CLOSING_POLL_SECONDS, lambda: _watch(crawler, state))
-
-    def idle(spider: Any) -> None:
-        if state.held is not None and state.held.count:
-            raise DontCloseSpider
 
     async def closed(spider: Any, reason: str) -> None:
-        if state.watcher is not None and state.watcher.running:
-            state.watcher.stop()
         await service.close()
 
     crawler.signals.connect(opened, signal=signals.spider_opened, weak=False)
-    crawler.signals.connect(idle, signal=signals.spider_idle, weak=False)
     crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
 
 
@@ -237,12 +220,3 @@ async def _announce(crawler: Crawler, origin: str, known: Known, trigger: Any) -
     if compat.ROBOTS_PARSED is not None:
         adapter = RobotParserAdapter(known.robots, known.token)
         await compat.send_async(crawler, compat.ROBOTS_PARSED, robotparser=adapter, request=request)
-
-
-def _watch(crawler: Crawler, state: _Crawl) -> None:
-    assert state.service is not None and state.held is not None
-    if internals.engine_closing(crawler):
-        state.service.shutdown()
-        if state.watcher is not None and state.watcher.running:
-            state.watcher.stop()
-    state.held.wake()

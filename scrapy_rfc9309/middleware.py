@@ -1,10 +1,13 @@
-"""The downloader middleware: every request waits for its origin's robots.txt.
+"""The downloader middleware: the decision, and its log lines.
 
-It holds the decision and its log lines only.  What governs an origin (one
-fetch per origin, cache, store, access results, floors) is the crawl's
-:class:`~scrapy_rfc9309.service.RobotsService`; how a waiting request is
-accounted (busy on its slot, not against ``CONCURRENT_REQUESTS``) is
-:class:`~scrapy_rfc9309.slots.HeldRequests`.  Stats: docs/middleware.md.
+A request the gate (:mod:`.gate`) let through has a known origin and, with a
+shared store, its Crawl-delay turn: the check is a synchronous look-up and
+match.  A request that reached the downloader without the gate (an
+extension's ``engine.download_async``, a project without the gate, a cache
+entry that expired on the way) waits here for its origin's robots.txt, as the
+design card says: the middleware defers it until the origin's one fetch
+resolves.  What governs an origin is the crawl's
+:class:`~scrapy_rfc9309.service.RobotsService`.  Stats: docs/middleware.md.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
-from . import compat, internals
+from . import compat
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
-from .lifecycle import held_requests, rfc9309_settings, robots_service
+from .lifecycle import crawl_state, rfc9309_settings, robots_service
 from .masking import mask_url
 from .origins import origin_of_request
 from .robots import Decision, Verdict
@@ -29,11 +32,10 @@ from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED
 from .service import STATS, Known, NotResolved
 from .settings import usage_purposes
-from .slots import SpiderClosing, seconds_until_free
 from .useragent import derive_tokens
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Coroutine
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
@@ -72,13 +74,11 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.settings = settings
         self.service = service = robots_service(crawler)
-        self.held = held_requests(crawler)
+        #: the crawl's gate, once the engine built its scheduler (None without one)
+        self._gate: Any = None
         self._counts = service.counts
         #: provenance, changes and the audit trail (scrapy_rfc9309.audit)
         self.recorder = Recorder(crawler, service, settings)
-        self._offsite: Any = None  # Scrapy's OffsiteMiddleware, asked once the spider opens
-        if settings.early_fetch:  # a receiver for every request: only when asked for
-            crawler.signals.connect(self._request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -88,7 +88,7 @@ class RobotsTxtMiddleware:
 
     # -- the decision ----------------------------------------------------------
     @compat.request_method  # the spider argument of Scrapy 2.13
-    async def process_request(self, request: Request) -> None:
+    def process_request(self, request: Request) -> Coroutine[Any, Any, None] | None:
         meta = request.meta
         if FETCH_META_KEY in meta:
             return None  # our own robots.txt fetch
@@ -111,33 +111,41 @@ class RobotsTxtMiddleware:
             tokens = self._request_tokens(request, origin, header, "User-Agent header")
 
         known = self.service.fresh(origin)
+        held = self._gate.released.pop(request, None) if self._gate is not None else None
+        if known is not None and (held is not None and held.paced or not self._needs_turn(known, tokens)):
+            # the hot path: known, and no cluster-wide turn to take here
+            counts.inc("cache/misses" if held is not None and held.for_robots else "cache/hits")
+            self._decide(request, origin, known, tokens)
+            return None
         if known is not None:
             counts.inc("cache/hits")
-            if not self.service.paces:  # the hot path: no wait of any kind
-                self._decide(request, origin, known, tokens)
-                return None
-            decision, token, usage = self._check(request, origin, known, tokens)
         else:
             counts.inc("cache/misses")
-            # waits are held as a busy site's requests are (see slots.HeldRequests)
-            try:
-                async with self.held.holding(request, self._closing) as hold:
-                    try:
-                        known = await self.service.resolve(origin, request)
-                    except NotResolved:
-                        self._drop_closing(request)
-                    except Exception:
-                        counts.inc("requests/errors")
-                        raise
-                    decision, token, usage = self._check(request, origin, known, tokens)
-                    await hold.room()  # a place in the downloader, before the request counts as allowed
-            except SpiderClosing:
-                self._drop_closing(request)
-        floor = self._pace_floor(known, tokens, decision.verdict)
-        if floor:
-            await self._pace(request, origin, floor)
+        return self._wait(request, origin, tokens, known)
+
+    async def _wait(self, request: Request, origin: str, tokens: tuple[str, ...], known: Known | None) -> None:
+        """A request that came without the gate: wait for its origin's robots.txt
+        and, with a shared store, its cluster-wide Crawl-delay turn, in its downloader place."""
+        try:
+            if known is None:
+                try:
+                    known = await self.service.resolve(origin, request)
+                except NotResolved:
+                    self._drop_closing(request)
+                except Exception:
+                    self._counts.inc("requests/errors")
+                    raise
+            decision, token, usage = self._check(request, origin, known, tokens)
+            floor = self._pace_floor(known, tokens, decision.verdict)
+            if floor:
+                await self.service.wait_turn(origin, floor)
+                compat.spawn(self.service.note_start(origin, floor))  # on its way to the downloader now
+        except NotResolved:
+            self._drop_closing(request)
         self._allow(request, origin, known, tokens, decision, token, usage)
-        return None
+
+    def _needs_turn(self, known: Known, tokens: tuple[str, ...]) -> bool:
+        return self.service.paces and bool(known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0])
 
     def _decide(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Verdict:
         """Count an allowed request and give it its provenance
@@ -285,21 +293,6 @@ class RobotsTxtMiddleware:
             return 0.0
         return known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
 
-    async def _pace(self, request: Request, origin: str, floor: float) -> None:
-        """Wait for the cluster-wide turn, held (see RobotsService.wait_turn)."""
-
-        async def hold(wait: Callable[[], Awaitable[Any]]) -> None:
-            async with self.held.holding(request, self._closing):
-                await wait()
-
-        try:
-            await self.service.wait_turn(origin, floor, lambda: seconds_until_free(self.crawler, request), hold)
-        except (NotResolved, SpiderClosing):
-            self._drop_closing(request)
-
-    def _closing(self) -> bool:  # the engine asked directly: the service's watcher polls
-        return self.service.closed or internals.engine_closing(self.crawler)
-
     def _drop_closing(self, request: Request) -> NoReturn:
         self._counts.inc(DROPPED_CLOSING)
         self._drop(request, "Dropped: the spider closed before robots.txt allowed it")
@@ -308,20 +301,15 @@ class RobotsTxtMiddleware:
         logger.debug("%s: %s", message, _show(request), extra={"spider": self.crawler.spider})
         raise IgnoreRequest(message) from None
 
-    def _request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
-        """Resolve a new origin once a request is scheduled: done before it gets here."""
-        meta = request.meta
-        if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt"):
-            return
-        origin = origin_of_request(request)
-        if origin is None or self.service.pending(origin) or not self.settings.for_origin(origin).obey:
-            return
-        if self._offsite is not None and self._offsite(request):
-            return  # OffsiteMiddleware will drop it: do not fetch for nothing
-        self.service.prefetch(origin, request)
-
     def _spider_opened(self, spider: Spider) -> None:
-        self._offsite = compat.offsite_filter(self.crawler)
+        self._gate = crawl_state(self.crawler).gate
+        if self._gate is None:
+            logger.info(
+                "scrapy-rfc9309: the scheduler is not the gate (SCHEDULER = 'scrapy_rfc9309.gate.GateScheduler', "
+                "set by the add-on): requests of origins whose robots.txt is not known yet wait inside the "
+                "downloader, each in a CONCURRENT_REQUESTS place",
+                extra={"spider": spider},
+            )
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.service.counts.flush()

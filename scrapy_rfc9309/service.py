@@ -12,13 +12,14 @@ part of the plugin: the middleware (the decision), the Crawl-delay extension
 * the access-result rules applied to a fetch (``unreachable`` policy, the
   retries of ``"wait"``, a stale copy standing in for an unreachable file),
 * the floor of an origin (Crawl-delay / Request-rate, capped),
-* the shutdown: once the spider starts closing no fetch starts, sleeps end
-  and every waiter gets :class:`NotResolved`.
+* the shutdown (:meth:`RobotsService.shutdown`, when the engine closes the
+  gate): no fetch starts any more, sleeps end and every waiter gets
+  :class:`NotResolved`.
 
 It imports no Scrapy module: the fetcher is handed in (:mod:`.fetch` is the
-Scrapy download), and so are the stats collector and the "is the engine
-closing?" question; timers and sleeps come from :mod:`.compat` (the
-reactor's, or asyncio's when the crawl runs without a reactor).
+Scrapy download), and so is the stats collector; timers and sleeps come from
+:mod:`.compat` (the reactor's, or asyncio's when the crawl runs without a
+reactor).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet.defer import Deferred, DeferredLock
@@ -188,14 +188,12 @@ class RobotsService:
         fetcher: Fetcher,
         storage: FallbackStorage,
         stats: Any,
-        closing: Callable[[], bool] = lambda: False,
     ) -> None:
         self.settings = settings
         self.fetcher = fetcher
         self.storage = storage
         self.counts = Counts(stats)
         self._stats = stats
-        self._closing = closing
         #: True once the spider began to close: no fetch starts, waiters get NotResolved
         self.closed = False
         #: a store shared with other processes paces requests cluster-wide
@@ -254,7 +252,7 @@ class RobotsService:
         known = self.fresh(origin)
         if known is not None:
             return known
-        if self.closed or self._check_closing():
+        if self.closed:
             raise NotResolved(origin)
         pending = self._pending.get(origin) or self._start(origin, trigger)
         return await pending.wait()
@@ -286,70 +284,41 @@ class RobotsService:
         cap = self.settings.max_crawl_delay
         return (delay, None) if delay <= cap else (cap, delay)
 
-    async def wait_turn(
-        self,
-        origin: str,
-        floor: float,
-        local_wait: Callable[[], float],
-        hold: Callable[[Callable[[], Awaitable[Any]]], Awaitable[None]] | None = None,
-    ) -> None:
-        """With a shared store: hold until this request may start on ``origin``,
-        at least ``floor`` after any worker's previous start.
-
-        The turn is taken in the store (atomically, on its clock) only when the
-        request can start at once: its own download slot would start it now
-        (``local_wait() == 0``) and the caller holds its downloader place.  Every
-        wait before that (for this worker's other request of the origin, for the
-        slot, for another worker's turn) runs through ``hold(wait)``, with which
-        the middleware gives the place back meanwhile and takes one again after.
-        So no turn is taken by a request that then waits for a place and starts
-        late, closer than ``floor`` to the next worker's.  One request per origin
-        asks at a time."""
-        if hold is None:
-
-            async def hold(wait: Callable[[], Awaitable[Any]]) -> None:
-                await wait()
-
+    async def wait_turn(self, origin: str, floor: float, since: float | None = None) -> None:
+        """With a shared store: return once a request may start on ``origin``,
+        at least ``floor`` after any worker's previous start (taken atomically
+        in the store, on its clock).  One request per origin asks at a time; the
+        caller hands the request on at once.  ``since`` (monotonic): when the
+        request began to wait, for the ``crawl_delay/cluster/*`` stats."""
         lock = self._turns.get(origin)
         if lock is None:
             lock = self._turns[origin] = DeferredLock()
-        if lock.locked:
-            acquiring = lock.acquire()
-            try:
-                await hold(lambda: compat.wait_for(acquiring))
-            except BaseException:
-                # the hold ended without the turn (the spider is closing): the lock goes
-                # to the next waiter, which ends the same way, never stays taken
-                if acquiring.called:
-                    lock.release()
-                else:
-                    acquiring.cancel()
-                raise
-        else:
-            lock.acquire()
-        began = time.monotonic()
-        waited = False
+        await compat.wait_for(lock.acquire())
+        began = time.monotonic() if since is None else since
         try:
             while True:
-                if self._check_closing():  # a turn is never taken once the spider is closing
+                if self.closed:  # a turn is never taken once the spider is closing
                     raise NotResolved(origin)
-                local = local_wait()
-                if local > 0:
-                    await hold(partial(self._sleep, local, origin))
-                    continue
                 wait = await self.storage.take_turn(origin, floor)
                 if wait <= 0:
                     break
-                if not waited:
-                    waited = True
-                    self.counts.inc("crawl_delay/cluster/requests_held")
-                await hold(partial(self._sleep, wait, origin))
-            if waited:
-                self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", round(time.monotonic() - began, 3))
+                await self._sleep(wait, origin)
         finally:
             lock.release()
             if not lock.locked and not lock.waiting:
                 self._turns.pop(origin, None)
+        waited = round(time.monotonic() - began, 3)
+        if waited >= 0.001:
+            self.counts.inc("crawl_delay/cluster/requests_held")
+            self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
+
+    async def note_start(self, origin: str, floor: float) -> None:
+        """A request whose cluster-wide turn was taken has left: the next
+        worker's turn counts a floor from now (see :meth:`wait_turn`)."""
+        try:
+            await self.storage.note_start(origin, floor)
+        except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn
+            logger.debug("could not note the start of a request of %s", origin, exc_info=True)
 
     # -- life --------------------------------------------------------------------------
     async def open(self) -> None:
@@ -386,11 +355,6 @@ class RobotsService:
         await self.storage.close()
 
     # -- resolution --------------------------------------------------------------------
-    def _check_closing(self) -> bool:
-        if self._closing():
-            self.shutdown()
-        return self.closed
-
     def _start(self, origin: str, trigger: Any) -> _Pending:
         pending = self._pending[origin] = _Pending()
         task = pending.task = compat.spawn(self._resolve(origin, trigger, pending))
@@ -475,7 +439,7 @@ class RobotsService:
         return entry
 
     async def _fetch_once(self, origin: str, trigger: Any, pending: _Pending) -> FetchResult:
-        if self._check_closing():
+        if self.closed:
             raise NotResolved(origin)
         result = await self.fetcher.fetch(origin, trigger)
         if self.closed:  # cut short by the shutdown: not a result to keep or share
@@ -489,7 +453,7 @@ class RobotsService:
 
     async def _sleep(self, seconds: float, origin: str) -> None:
         await compat.sleep(seconds)
-        if self._check_closing():
+        if self.closed:
             raise NotResolved(origin)
 
     async def _claim(self, origin: str, policy: OriginPolicy) -> tuple[RobotsEntry | None, Lease | None, bool]:

@@ -40,9 +40,14 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_CACHE_SECONDS": 86_400.0,
     "RFC9309_CACHE_MIN_SECONDS": 60.0,
     "RFC9309_CACHE_MAX_ORIGINS": 10_000,
-    # fetch a new origin's robots.txt when its first request is scheduled (one more
-    # signal receiver per request): for crawls whose requests wait long in the scheduler
+    # fetch a new origin's robots.txt when its first request is scheduled, not when the
+    # gate takes it out of the scheduler: for crawls whose requests wait long in the scheduler
     "RFC9309_EARLY_FETCH": False,
+    # the project's own scheduler, wrapped by the gate (scrapy_rfc9309.gate); the add-on
+    # moves SCHEDULER here; None: Scrapy's
+    "RFC9309_SCHEDULER": None,
+    # requests the gate holds at most (robots.txt not known yet, Crawl-delay turn to come)
+    "RFC9309_MAX_HELD": 100_000,
     # None: scrapy-redis's server when scrapy-redis is the scheduler, else a SQLite
     # file inside JOBDIR when JOBDIR is set, else "memory"
     "RFC9309_STORAGE": None,
@@ -110,8 +115,10 @@ class Rfc9309Settings:
     cache_seconds: float = 86_400.0
     cache_min_seconds: float = 60.0
     cache_max_origins: int = 10_000
-    #: start a new origin's fetch when its first request is scheduled, not when it reaches the downloader
+    #: start a new origin's fetch when its first request is scheduled, not when the gate takes it out
     early_fetch: bool = False
+    #: requests the gate holds at most
+    max_held: int = 100_000
     #: the store URL, resolved (see scrapy_rfc9309.storage.factory)
     storage: str = "memory"
     #: seconds between attempts to use a store again after it failed mid-crawl
@@ -189,6 +196,7 @@ class Rfc9309Settings:
                 get("RFC9309_CACHE_MAX_ORIGINS"), "RFC9309_CACHE_MAX_ORIGINS", int, positive=True
             ),
             early_fetch=_bool(get("RFC9309_EARLY_FETCH"), "RFC9309_EARLY_FETCH"),
+            max_held=_number(get("RFC9309_MAX_HELD"), "RFC9309_MAX_HELD", int, positive=True),
             storage=_storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings),
             storage_retry_seconds=_number(
                 get("RFC9309_STORAGE_RETRY_SECONDS"), "RFC9309_STORAGE_RETRY_SECONDS", float, positive=True
@@ -225,6 +233,23 @@ class Rfc9309Settings:
         """The policy of ``origin`` (a canonical origin string): its
         ``RFC9309_ORIGINS`` entry, else the crawl's defaults."""
         return self.origins.get(origin) or self._default_policy  # type: ignore[attr-defined]
+
+
+#: the gate's import path: the add-on sets SCHEDULER to it
+GATE = "scrapy_rfc9309.gate.GateScheduler"
+SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
+
+
+def project_scheduler(settings: Any) -> Any:
+    """The scheduler the project chose (a class or an import path): ``SCHEDULER``,
+    or ``RFC9309_SCHEDULER`` where the gate took its place."""
+    scheduler = settings.get("SCHEDULER")
+    if not scheduler:
+        return scheduler
+    name = scheduler if isinstance(scheduler, str) else f"{scheduler.__module__}.{scheduler.__qualname__}"
+    if name == GATE:
+        return settings.get("RFC9309_SCHEDULER") or SCRAPY_SCHEDULER
+    return scheduler
 
 
 def _getter(settings: Any):

@@ -28,10 +28,10 @@ Stats (prefix ``rfc9309/crawl_delay/``):
 * ``cluster/requests_held``, ``cluster/max_wait`` - with a shared store
   (Redis), requests held for a cluster-wide time slot, and the longest hold.
 
-With a shared store (Redis) the cluster-wide half, every worker's request
-waiting for its time slot in the store, is done by the robots service
-(:meth:`~scrapy_rfc9309.service.RobotsService.wait_turn`), called by the
-middleware.
+A floored slot's requests wait for their turn in the gate (:mod:`.gate`),
+not in the downloader; with a shared store (Redis) the gate also takes each
+one's cluster-wide turn in the store
+(:meth:`~scrapy_rfc9309.service.RobotsService.wait_turn`).
 
 The floor of an origin is computed once, by the service
 (:meth:`~scrapy_rfc9309.service.RobotsService.floor_for`), and lives in its
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from .lifecycle import rfc9309_settings, robots_service
+from .lifecycle import crawl_state, rfc9309_settings, robots_service
 from .origins import origin_of_request
 from .slots import SlotFloors
 
@@ -86,7 +86,7 @@ class CrawlDelayExtension:
         self._stats = crawler.stats
         #: counts are batched with the service's (one ``inc_value`` per request costs as much as a check)
         self._counts = service.counts
-        self._slots = SlotFloors(crawler, on_gone=self._slot_gone)
+        self._slots = crawl_state(crawler).floors = SlotFloors(crawler, on_gone=self._slot_gone)
         #: origin with a floor -> the slot keys seen serving it (empty until its first request)
         self._origin_slots: dict[str, set[str]] = {}
         #: slot key -> the origins with a floor it serves

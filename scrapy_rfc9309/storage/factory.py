@@ -107,7 +107,9 @@ def scrapy_redis_url(settings: Any) -> str | None:
     scrapy-redis; else ``localhost:6379``, database 0.  Other client options of
     ``REDIS_PARAMS`` (TLS, socket options) are not carried over: set
     ``RFC9309_STORAGE`` to a URL that has them."""
-    if not uses_scrapy_redis(settings.get("SCHEDULER")):
+    from ..settings import project_scheduler
+
+    if not uses_scrapy_redis(project_scheduler(settings)):
         return None
     params = dict(_dict_setting(settings, "REDIS_PARAMS"))
     for setting, param in (("REDIS_URL", "url"), ("REDIS_HOST", "host"), ("REDIS_PORT", "port"), ("REDIS_DB", "db")):

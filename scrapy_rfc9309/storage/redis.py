@@ -24,10 +24,12 @@ braces change nothing):
 * ``<prefix>pace:{<origin>}`` - the start time (Redis server clock, in
   microseconds) of the last request started on the origin.  A Lua script, in
   one atomic step, either takes the turn (``now >= last + floor``: records
-  ``now`` and returns 0) or returns the wait and records nothing
-  (:meth:`take_turn`), so however many workers ask, their starts are at least
-  ``floor`` apart.  Redis's own clock is used, so the workers' clocks need
-  not agree.
+  ``now``, marked "on its way", and returns 0) or returns the wait and records
+  nothing (:meth:`take_turn`); the worker notes when its request really left
+  (:meth:`note_start`, from the gate), and the next turn counts from then, so
+  however many workers ask, and however late a loaded worker sends, the
+  requests the server sees are at least ``floor`` apart.  Redis's own clock is
+  used, so the workers' clocks need not agree.
 
 A resolution costs at most two round trips, one Lua script each
 (``EVALSHA``; the scripts are loaded when the store opens, on every master of
@@ -106,6 +108,15 @@ COMPRESS_INLINE_MAX = 64 * 1024
 #: (docs/benchmarks_crawl.md, "Why two broad-crawl measurements disagreed")
 STORE_DELAY = 0.1
 
+#: a turn taken is "on its way" until the worker notes that its request left (note_start):
+#: meanwhile the others ask again every TURN_POLL_US, for at most TURN_HOLD_US (a worker that
+#: died, or a request dropped after its turn, holds the origin that long).  The next turn
+#: counts from the note, i.e. from when the request really left, not from when its turn was
+#: taken: on a loaded machine the two are apart by whole turns of the loop
+#: (docs/storage.md, "Cluster-wide Crawl-delay").
+TURN_HOLD_US = 5_000_000
+TURN_POLL_US = 50_000
+
 #: Lua shared by the scripts: every key is read as hostile (another type, garbage, no TTL)
 _LIB = """
 local function str(k)  -- the string at k; nil when absent, and nil, true when of another type
@@ -117,14 +128,17 @@ local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function last_start(k, now)  -- a pace key's start; garbage: 0; ahead of the clock: nil
-  local last = tonumber(str(k) or '')
-  if not last or last ~= last or last < 0 then return 0 end
-  if last > now then return nil end
-  return last
+local function last_start(k, now)  -- a pace key's start and whether it is still on its way
+  local v = str(k) or ''
+  local on_way = string.sub(v, -1) == 'w'
+  if on_way then v = string.sub(v, 1, -2) end
+  local last = tonumber(v)
+  if not last or last ~= last or last < 0 then return 0, false end  -- garbage
+  if last > now then return nil, false end  -- ahead of the clock
+  return last, on_way
 end
-local function note(k, now, gap)
-  redis.call('SET', k, string.format('%.0f', now), 'PX', math.floor(gap / 1000) + 1000)
+local function note(k, now, gap, on_way)
+  redis.call('SET', k, string.format('%.0f', now) .. (on_way and 'w' or ''), 'PX', math.floor(gap / 1000) + 1000)
 end
 local function take_lock(k, token, ms)  -- a lock without a TTL (or a longer one than any lease) is taken over
   if redis.call('SET', k, token, 'NX', 'PX', ms) then return true end
@@ -141,7 +155,10 @@ local function keep_body(k, body, keep, most)  -- kept as long as the longest-ke
   redis.call('SET', k, body, 'PX', t)
 end
 """
-#: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait) or 'note'.
+#: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait) or 'note'
+#: (the request whose turn it is has left: the next turn counts from now), the longest a taken
+#: turn waits for its note us, a poll us.  A turn taken and not noted yet is "on its way": the
+#: others poll until it is noted (or the wait for it ends), then wait a floor from the note.
 #: A start ahead of the server's clock is no start of a worker (garbage, or a clock stepped
 #: back): it is replaced by now, so no request waits more than the floor for it.
 _PACE = (
@@ -150,10 +167,13 @@ _PACE = (
 if redis.replicate_commands then redis.replicate_commands() end
 local now = now_us()
 local gap = tonumber(ARGV[1])
-local last = last_start(KEYS[1], now)
-if last == nil then note(KEYS[1], now, gap) if ARGV[2] == 'take' then return gap end return 0 end
-if ARGV[2] == 'take' and last + gap > now then return last + gap - now end
-note(KEYS[1], now, gap)
+local last, on_way = last_start(KEYS[1], now)
+if ARGV[2] == 'note' then note(KEYS[1], now, gap, false) return 0 end
+if last == nil then note(KEYS[1], now, gap, false) return gap end
+local hold = tonumber(ARGV[3])
+if on_way and last + hold > now then return math.min(tonumber(ARGV[4]), last + hold - now) end
+if last + gap > now then return last + gap - now end
+note(KEYS[1], now, gap + hold, true)
 return 0
 """
 )
@@ -205,7 +225,7 @@ _STORE = (
     + """
 if redis.replicate_commands then redis.replicate_commands() end
 local gap = tonumber(ARGV[3])
-if gap > 0 then note(KEYS[3], now_us(), gap) end
+if gap > 0 then note(KEYS[3], now_us(), gap, false) end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   redis.call('SET', KEYS[1], ARGV[4], 'PX', keep)
@@ -532,11 +552,13 @@ class RedisStorage(RobotsStorage):
 
     # -- Crawl-delay across workers ----------------------------------------------------------
     async def take_turn(self, origin: str, floor: float) -> float:
-        micros = await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "take")
+        micros = await self._run_script(
+            "pace", self._key("pace", origin), int(floor * 1_000_000), "take", TURN_HOLD_US, TURN_POLL_US
+        )
         return max(0, int(micros)) / 1_000_000
 
     async def note_start(self, origin: str, floor: float) -> None:
-        await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "note")
+        await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "note", 0, 0)
 
     # -- helpers -------------------------------------------------------------------------
     def _key(self, kind: str, origin: str) -> str:

@@ -28,11 +28,12 @@ try:  # Scrapy 2.14+: the asyncio-first runner
 except ImportError:  # Scrapy 2.13
     Runner = CrawlerRunner  # type: ignore[misc,assignment]
 
-#: the plugin enabled by hand, as the README shows
+#: the plugin enabled by hand, as the README shows (with SCHEDULER = GATE)
 MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy_rfc9309.RobotsTxtMiddleware": 100,
 }
+GATE = "scrapy_rfc9309.gate.GateScheduler"
 
 #: the run has no Twisted reactor (``-p no:twisted --reactor=none``, tests/conftest.py)
 REACTORLESS = os.environ.get("RFC9309_TEST_REACTORLESS") == "1"
@@ -63,6 +64,7 @@ elif DEFAULT_REACTOR:  # AsyncCrawlerRunner needs the asyncio reactor: CrawlerRu
 BASE_SETTINGS: dict[str, Any] = {
     **MODE_SETTINGS,
     "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
+    "SCHEDULER": GATE,
     "USER_AGENT": "ExampleBot/1.0 (+https://example.com/bot)",
     "TELNETCONSOLE_ENABLED": False,
     "LOG_LEVEL": "DEBUG",

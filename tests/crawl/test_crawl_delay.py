@@ -21,7 +21,7 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import MemoryStatsCollector
 from twisted.internet.defer import Deferred
 
-from .harness import MIDDLEWARES, MODE_SETTINGS, Runner, clock, run
+from .harness import GATE, MIDDLEWARES, MODE_SETTINGS, Runner, clock, run
 from .servers import Reply, Server, gaps, robots
 
 TOLERANCE = 0.1
@@ -29,6 +29,7 @@ TOLERANCE = 0.1
 BASE_SETTINGS: dict[str, Any] = {
     **MODE_SETTINGS,
     "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
+    "SCHEDULER": GATE,
     "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayExtension": 0},
     "AUTOTHROTTLE_ENABLED": True,
     "AUTOTHROTTLE_START_DELAY": 0,

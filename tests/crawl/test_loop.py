@@ -17,7 +17,7 @@ import logging
 
 import pytest_twisted
 
-from scrapy_rfc9309 import lifecycle, slots
+from scrapy_rfc9309 import gate, slots
 
 from .command_runner import scrapy_crawl
 from .harness import check_accounting, crawl
@@ -30,22 +30,22 @@ def _errors(caplog) -> list[str]:
 
 @pytest_twisted.ensureDeferred
 async def test_every_timer_runs_and_no_signal_handler_fails(servers, caplog, monkeypatch, tmp_path):
-    """The closing watcher, the slot-floor sweeper and the audit trail's flush
-    timer tick; the Crawl-delay floor, the SQLite store and the audit trail
-    (closed in a worker thread) work; the crawl ends with no error."""
-    watched: list[object] = []
+    """The gate's Crawl-delay timers, the slot-floor sweeper and the audit
+    trail's flush timer tick; the Crawl-delay floor, the SQLite store and the
+    audit trail (closed in a worker thread) work; the crawl ends with no error."""
+    turns: list[object] = []
     swept: list[object] = []
-    watch, sweep = lifecycle._watch, slots.SlotFloors.sweep
+    turn, sweep = gate.GateScheduler._turn, slots.SlotFloors.sweep
 
-    def counting_watch(crawler, state):
-        watched.append(crawler)
-        watch(crawler, state)
+    def counting_turn(self, key, slot):
+        turns.append(key)
+        turn(self, key, slot)
 
     def counting_sweep(self):
         swept.append(self)
         sweep(self)
 
-    monkeypatch.setattr(lifecycle, "_watch", counting_watch)
+    monkeypatch.setattr(gate.GateScheduler, "_turn", counting_turn)
     monkeypatch.setattr(slots.SlotFloors, "sweep", counting_sweep)
     monkeypatch.setattr(slots, "SWEEP_SECONDS", 0.1)
     site = servers("127.0.0.2")
@@ -64,10 +64,10 @@ async def test_every_timer_runs_and_no_signal_handler_fails(servers, caplog, mon
     assert [result.outcome(site.url(f"/p/{i}")).status for i in range(4)] == [200] * 4
     assert result.outcome(site.url("/private")).error == "IgnoreRequest"
     check_accounting(result)
-    # four pages 0.3 s apart: about a second of crawl, the watcher ticking every 0.2 s
+    # four pages 0.3 s apart: about a second of crawl; the gate's timer let out the last three
     starts = sorted(hit.at for hit in site.page_hits())
     assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.3 - 0.02, starts
-    assert len(watched) >= 2, len(watched)
+    assert len(turns) >= 3, len(turns)
     assert len(swept) >= 2, len(swept)
     assert result.stat("crawl_delay/origins") == 1
     records = [json.loads(line) for line in trail.read_text().splitlines()]

@@ -35,7 +35,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
 from scrapy_rfc9309 import CrawlDelayExtension, RobotsTxt, governing_robots, robots_service
-from scrapy_rfc9309.lifecycle import held_requests
+from scrapy_rfc9309.lifecycle import crawl_state
 from scrapy_rfc9309.storage import RobotsEntry
 from scrapy_rfc9309.storage.sqlite import SqliteStorage
 
@@ -93,7 +93,8 @@ def look(crawler) -> dict[str, Any]:
         "extension origins": len(extension._origin_slots),
         "extension slots": len(extension._slot_origins),
         "slot floors": len(extension._slots),
-        "held": held_requests(crawler).count,
+        "held": len(crawl_state(crawler).gate),
+        "gate slots": len(crawl_state(crawler).gate._slots),
         "download slots": len(crawler.engine.downloader.slots),
         "parsed files alive": sum(1 for o in gc.get_objects() if isinstance(o, RobotsTxt)),
         "rss MiB": statm_rss() / 2**20,
