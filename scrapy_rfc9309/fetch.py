@@ -336,7 +336,7 @@ class RobotsFetcher:
         (as ``engine.download_async`` follows it), a few times at most."""
         crawler = self.crawler
         if self._handlers is None:
-            self._handlers = internals.lane_handlers(crawler)
+            self._handlers = internals.lane_handlers(crawler, self.settings.fetch_concurrency)
         for _ in range(REPLACEMENTS):
             result = await internals.lane_download(crawler, self._handlers, request, _encoding_aside)
             if not isinstance(result, Request):

@@ -77,12 +77,30 @@ def slots(crawler: Crawler) -> dict[str, Any]:
 
 
 # -- 2. the robots.txt lane ---------------------------------------------------------------
-def lane_handlers(crawler: Crawler) -> Any:
-    """Download handlers of the lane's own (their own connection pools), closed
-    by Scrapy with the engine as the crawl's are."""
+def lane_handlers(crawler: Crawler, concurrency: int) -> Any:
+    """Download handlers of the lane's own, closed by Scrapy with the engine as
+    the crawl's are.  Their connection pools are the lane's: the handlers that
+    bound theirs by ``CONCURRENT_REQUESTS`` (aiohttp's, httpx's) see the lane's
+    bound there instead, so hanging robots.txt servers hold none of the pages'
+    connections and the lane is not cut to the pages' size."""
     from scrapy.core.downloader.handlers import DownloadHandlers
 
-    return DownloadHandlers(crawler)
+    return DownloadHandlers(_LaneCrawler(crawler, concurrency))
+
+
+class _LaneCrawler:
+    """The crawler as the lane's download handlers see it: the same in all but
+    ``CONCURRENT_REQUESTS``, the lane's bound."""
+
+    def __init__(self, crawler: Crawler, concurrency: int) -> None:
+        self._crawler = crawler
+        settings = type(crawler.settings)()  # the crawl's are frozen: an open copy, priorities kept
+        settings.update(crawler.settings)
+        settings.set("CONCURRENT_REQUESTS", concurrency, priority="cmdline")
+        self.settings = settings
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._crawler, name)
 
 
 async def lane_download(
@@ -189,7 +207,7 @@ def _check_lane(crawler: Crawler, downloader: Any) -> None:
     method = "download_async" if SCRAPY_VERSION >= (2, 14) else "download"
     _need(callable(getattr(type(manager), method, None)), f"DownloaderMiddlewareManager.{method}", "is missing")
     try:
-        handlers = lane_handlers(crawler)
+        handlers = lane_handlers(crawler, 1)
     except (ImportError, TypeError) as exc:
         raise InternalsChanged("scrapy.core.downloader.handlers.DownloadHandlers", f"failed: {exc}") from exc
     method = "download_request_async" if SCRAPY_VERSION >= (2, 14) else "download_request"
