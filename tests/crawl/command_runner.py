@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from .accounting import SCRAPY_ARGS, check_output, subprocess_env
+
 TIMEOUT = 60
 
 
@@ -49,7 +51,8 @@ def scrapy_crawl(
 ) -> subprocess.CompletedProcess:
     """``scrapy crawl <name> [args]`` in a one-spider project made under
     ``tmp_path`` (the plugin through its add-on); what a cron job would see:
-    the exit status, stdout and stderr (the log)."""
+    the exit status, stdout and stderr (the log).  Its stats must add up
+    (tests/crawl/accounting.py)."""
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = probe_project.settings\n")
     package = tmp_path / "probe_project"
     (package / "spiders").mkdir(parents=True, exist_ok=True)
@@ -61,12 +64,14 @@ def scrapy_crawl(
         'ADDONS = {"scrapy_rfc9309.Addon": 0}\nROBOTSTXT_OBEY = True\nTELNETCONSOLE_ENABLED = False\n'
         'LOG_LEVEL = "INFO"\n'
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", name, *args],
+    env = subprocess_env({k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")})
+    process = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", name, *SCRAPY_ARGS, *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+    check_output(process.stdout, process.stderr)
+    return process
