@@ -5,8 +5,11 @@ site's ``/robots.txt`` could send the crawler to ``http://127.0.0.1:6379/``,
 to a router's admin page or to a cloud metadata service
 (``http://169.254.169.254/``), past ``allowed_domains`` (robots.txt is
 fetched on any host), with the answer kept in the store and the audit trail.
-So for a *public* origin the fetch uses no answer that comes from an
-*internal* address (see ``RobotsFetcher`` in :mod:`.fetch`).
+So a *public* origin's robots.txt redirect is not followed to an *internal*
+address (see ``RobotsFetcher`` in :mod:`.fetch`).  The guard is for
+redirects only: an origin's own ``/robots.txt`` is read wherever the origin
+is, since its pages will be fetched from there too (refusing it would allow
+every page of an intranet site).
 
 Internal, by default: every address that is not globally routable
 (loopback, RFC 1918, shared 100.64/10, link-local including
@@ -20,8 +23,9 @@ An origin is private (its robots.txt may redirect within private space) when
 its host is an internal IP address, or a name outside the public DNS:
 ``localhost``, a single label (``intranet``), or a name under ``local``,
 ``localhost``, ``internal``, ``home.arpa``, ``lan``, ``intranet``, ``corp``
-or ``private``.  Any other name is public, also when it resolves to an
-internal address: that is the case the check is for.
+or ``private``.  Any other name is public by its name; when its own
+robots.txt answers from an internal address (split-horizon DNS, an intranet
+name), the fetch treats it as private from then on.
 """
 
 from __future__ import annotations

@@ -25,11 +25,16 @@ off:
 * ``download_fail_on_dataloss``: a body cut by the network is unreachable, not
   a shorter file (a lost tail could hold a Disallow).
 
-Redirects stay on the public network: for a public origin, a redirect to an
-internal address (an IP literal, or a name the crawl's resolver puts inside)
-is not asked, and an answer whose connection went to an internal address
-(``response.ip_address``) is not used; the fetch ends unavailable, as for any
-redirect that cannot be followed (:mod:`.addresses`, docs/middleware.md).
+The redirect guard: a public origin's robots.txt redirects stay on the
+public network.  A redirect to an internal address (an IP literal, or a name
+the crawl's resolver puts inside) is not asked, and a redirect target whose
+connection went to an internal address (``response.ip_address``) is not used;
+the fetch ends unavailable, as for any redirect that cannot be followed.  The
+first hop, the origin's own ``/robots.txt``, is read wherever the origin is:
+its pages are fetched from there too.  When that answer came from inside (an
+intranet name, split-horizon DNS), the origin is private in this crawl and its
+redirects are an inside server's, not guarded (:mod:`.addresses`,
+docs/middleware.md).
 
 Compression: Scrapy's HttpCompressionMiddleware decodes with
 ``download_maxsize`` as the limit and *fails* the response when the decoded
@@ -92,7 +97,6 @@ PATH_META_KEYS = ("proxy", "bindaddress")
 REPLACEMENTS = 5
 #: why a public origin's fetch ended as unavailable (scrapy_rfc9309.addresses)
 INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
-INWARD_ORIGIN_NOTE = "its answer came from an internal address, not used for a public origin"
 
 
 class ContentDecodingError(Exception):
@@ -204,7 +208,7 @@ class RobotsFetcher:
         classes: list[str] = []
         limit = self.settings.max_redirects
         status: int | None = None
-        # a public origin's robots.txt is used only from public addresses (scrapy_rfc9309.addresses)
+        # a public origin's robots.txt redirects are followed only to public addresses (scrapy_rfc9309.addresses)
         guard = (
             None if self.settings.allow_private_redirects or self.addresses.private_origin(origin) else self.addresses
         )
@@ -240,12 +244,15 @@ class RobotsFetcher:
                 classes.append(f"error/internal/{type(exc).__name__}")
                 return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
             if guard is not None and _answered_inward(guard, request, response):
-                # nothing of the internal answer is kept: not its status, headers or body
-                if hop:
+                if not hop:
+                    # The origin's own server is inside (an intranet name, split-horizon DNS):
+                    # its rules are read from where its pages will be fetched, and a redirect
+                    # it sends is an inside server's choice, not an outsider's.
+                    guard = None
+                else:
+                    # a redirect target that answered from inside: nothing of it is kept
                     classes[-1] = "3xx_unfollowable"
                     return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
-                classes.append("internal_address")
-                return FetchResult(Access.UNAVAILABLE, None, url, classes, note=INWARD_ORIGIN_NOTE)
             access, name = classify_status(response.status)
             status = response.status
             if access is Access.REDIRECT:

@@ -201,7 +201,7 @@ class RobotsTxtMiddleware:
         return decision.verdict
 
     # -- AI usage preferences ----------------------------------------------------------
-    def _purposes(self, request: Request, origin: str) -> tuple[str, ...]:
+    def _purposes(self, request: Request, origin: str, downloaded: bool = False) -> tuple[str, ...]:
         """The declared purposes of ``request``: its ``rfc9309_usage`` meta key,
         else its origin's (RFC9309_ORIGINS), else the crawl's RFC9309_USAGE."""
         value = request.meta.get(META_USAGE)
@@ -210,9 +210,19 @@ class RobotsTxtMiddleware:
         try:
             return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)
         except (ValueError, TypeError) as exc:
-            message = f"Forbidden by usage preferences: invalid {META_USAGE} ({shorten(exc)})"
-            self._counts.inc("usage/denied/invalid_purpose")
-            self._drop(request, message)
+            self._invalid_purposes(request, exc, downloaded)
+
+    def _invalid_purposes(self, request: Request, exc: Exception, downloaded: bool) -> NoReturn:
+        """A bad ``rfc9309_usage`` value: a denial before the download (counted
+        with the other usage denials, so the stats add up); a drop after it (a
+        request that skipped the check, already counted as allowed)."""
+        reason = f"invalid {META_USAGE} ({shorten(exc)})"
+        if downloaded:
+            self._counts.inc("usage/dropped/invalid_purpose")
+            self._drop(request, f"Dropped by usage preferences: {reason}")
+        self._counts.inc("usage/denied/invalid_purpose")
+        self._counts.inc(DENIED_USAGE)
+        self._drop(request, f"Forbidden by usage preferences: {reason}")
 
     def _deny_usage(
         self,
@@ -254,7 +264,7 @@ class RobotsTxtMiddleware:
             prov["usage"] = usage.to_dict()
             if self.recorder.allowed_records:
                 self.recorder.response_usage(request.url, origin or "", prov["usage"])
-        purposes = self._purposes(request, origin) if origin is not None else ()
+        purposes = self._purposes(request, origin, downloaded=True) if origin is not None else ()
         denied = usage.denies(purposes, unknown_denies) if purposes else None
         if denied is None:
             return response
@@ -315,11 +325,11 @@ class RobotsTxtMiddleware:
         self.service.counts.flush()
         get = self.crawler.stats.get_value
         origins = {a.value: get(STATS + f"origins/{a.value}", 0) for a in Access if a is not Access.REDIRECT}
-        allowed = sum(get(STATS + key, 0) for key in _ALLOWED.values())
-        denied = sum(
-            get(STATS + key, 0) for key in [*_DENIED.values(), "requests/denied/invalid_user_agent", DENIED_USAGE]
-        )
-        dropped = get(STATS + DROPPED_CLOSING, 0)
+        # every key under each prefix, as docs/middleware.md says the stats add up: a new
+        # denial key cannot be left out of the summary
+        stats = self.crawler.stats.get_stats()
+        allowed, denied = (_total(stats, STATS + f"requests/{kind}/") for kind in ("allowed", "denied"))
+        dropped = _total(stats, STATS + "requests/dropped/")
         logger.info(
             "RFC 9309 robots.txt: origins with a file: %d, unavailable (allow all): %d, unreachable: %d; "
             "requests checked: %d, allowed: %d, denied: %d%s", origins["success"], origins["unavailable"],
@@ -335,6 +345,10 @@ def _announce_settings(crawler: Crawler, settings: Rfc9309Settings) -> None:
         settings.user_agent_source, settings.unreachable, settings.cache_seconds, settings.cache_max_origins,
         extra={"spider": crawler.spider},
     )  # fmt: skip
+
+
+def _total(stats: dict[str, Any], prefix: str) -> int:
+    return sum(value for key, value in stats.items() if key.startswith(prefix) and isinstance(value, int))
 
 
 def _where(sources: tuple[Any, ...]) -> str:

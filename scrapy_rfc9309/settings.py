@@ -142,7 +142,7 @@ class Rfc9309Settings:
     #: write a record for every allowed request too
     audit_allowed: bool = False
     # -- read by the robots.txt fetcher (scrapy_rfc9309.fetch, scrapy_rfc9309.addresses) --
-    #: a public origin's robots.txt may redirect to (or answer from) an internal address
+    #: a public origin's robots.txt may redirect to an internal address
     allow_private_redirects: bool = False
     #: the networks that count as internal, or None for every address not globally routable
     internal_networks: tuple[Any, ...] | None = None

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 import scrapy
+from accounting import check_crawler  # this directory: sys.path[0] of the script
 
 try:  # Scrapy 2.14+
     from scrapy.crawler import AsyncCrawlerProcess as Process
@@ -74,6 +75,7 @@ def main(argv: list[str]) -> None:
     process.start()
     stats = crawler.stats.get_stats()
     report = {
+        "accounting": check_crawler(crawler),  # its stats add up (accounting.py, read_report)
         "outcomes": outcomes,
         "finish_reason": stats.get("finish_reason"),
         "rfc9309": {k[len("rfc9309/") :]: v for k, v in stats.items() if k.startswith("rfc9309/")},

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from .accounting import SCRAPY_ARGS, check_output, subprocess_env
+
 TIMEOUT = 60
 
 
@@ -49,12 +51,15 @@ def scrapy_crawl(
 ) -> subprocess.CompletedProcess:
     """``scrapy crawl <name> [args]`` in a one-spider project made under
     ``tmp_path`` (the plugin through its add-on); what a cron job would see:
-    the exit status, stdout and stderr (the log)."""
+    the exit status, stdout and stderr (the log).  Its stats must add up
+    (tests/crawl/accounting.py)."""
     write_crawl_project(tmp_path, urls, name=name, custom=custom)
     return scrapy_crawl_again(tmp_path, *args, name=name, timeout=timeout)
 
 
-def write_crawl_project(tmp_path, urls: list[str], name: str = "probe", custom: dict | None = None, head: str = "") -> None:
+def write_crawl_project(
+    tmp_path, urls: list[str], name: str = "probe", custom: dict | None = None, head: str = ""
+) -> None:
     """The one-spider project of :func:`scrapy_crawl`; ``head`` is code run
     when the spider module is imported (before the crawl starts)."""
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = probe_project.settings\n")
@@ -62,7 +67,8 @@ def write_crawl_project(tmp_path, urls: list[str], name: str = "probe", custom: 
     (package / "spiders").mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
     (package / "spiders" / "__init__.py").write_text("")
-    (package / "spiders" / "probe.py").write_text(head + CRAWL_SPIDER.format(name=name, urls=urls, custom=custom or {}))
+    spider = head + CRAWL_SPIDER.format(name=name, urls=urls, custom=custom or {})
+    (package / "spiders" / "probe.py").write_text(spider)
     (package / "settings.py").write_text(
         'BOT_NAME = "probe_project"\nSPIDER_MODULES = ["probe_project.spiders"]\n'
         'ADDONS = {"scrapy_rfc9309.Addon": 0}\nROBOTSTXT_OBEY = True\nTELNETCONSOLE_ENABLED = False\n'
@@ -70,14 +76,20 @@ def write_crawl_project(tmp_path, urls: list[str], name: str = "probe", custom: 
     )
 
 
-def scrapy_crawl_again(tmp_path, *args: str, name: str = "probe", timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
-    """``scrapy crawl <name> [args]`` in the project :func:`scrapy_crawl` made."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", name, *args],
+def scrapy_crawl_again(
+    tmp_path, *args: str, name: str = "probe", timeout: float = TIMEOUT, check: bool = True
+) -> subprocess.CompletedProcess:
+    """``scrapy crawl <name> [args]`` in the project :func:`write_crawl_project`
+    made; ``check``: its stats must add up."""
+    env = subprocess_env({k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")})
+    process = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", name, *SCRAPY_ARGS, *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+    if check:
+        check_output(process.stdout, process.stderr)
+    return process

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from .accounting import Watch
 from .redisd import RedisServer, require_redis
 from .servers import Server
 
@@ -31,3 +32,13 @@ def redis_server(tmp_path):
     server = RedisServer(tmp_path / "redis")
     yield server
     server.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Every crawl a test makes in this process must have stats that add up
+    (tests/crawl/accounting.py): checked once the test's own body is over."""
+    with Watch() as watch:
+        result = yield
+    watch.assert_added_up()
+    return result

@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 import pytest
 
+from .accounting import read_report
 from .redisd import RedisServer, require_redis
 
 WORKER = Path(__file__).with_name("scrapy_redis_worker.py")
@@ -109,7 +110,7 @@ class Worker:
         os.kill(self.proc.pid, signal.SIGKILL)
 
     def report(self) -> dict[str, Any]:
-        return json.loads((self.out / f"worker{self.name}.json").read_text(encoding="utf-8"))
+        return read_report(self.out / f"worker{self.name}.json")  # its stats add up
 
     def endings(self) -> list[Ending]:
         path = self.out / f"worker{self.name}.jsonl"

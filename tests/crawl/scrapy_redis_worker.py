@@ -39,6 +39,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from accounting import check_crawler  # this directory: sys.path[0] of the script
 from scrapy_redis.spiders import RedisSpider
 
 from scrapy_rfc9309 import compat
@@ -132,6 +133,7 @@ def main(argv: list[str]) -> None:
         process.start()
     stats = crawler.stats.get_stats()
     report = {
+        "accounting": check_crawler(crawler),  # its stats add up (accounting.py, read_report)
         "finish_reason": stats.get("finish_reason"),
         "rfc9309": {k[len("rfc9309/") :]: v for k, v in stats.items() if k.startswith("rfc9309/")},
         "scheduler": {k: v for k, v in stats.items() if k.startswith("scheduler/")},

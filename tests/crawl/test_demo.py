@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from .accounting import SCRAPY_ARGS, check_output, subprocess_env
 from .harness import MODE_ARGS
 
 PROJECT = Path(__file__).resolve().parents[2] / "example_project"
@@ -50,17 +51,19 @@ def _free_port() -> int:
 
 
 def _scrapy(*args: str, port: int, **extra_env: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "RFC9309_DEMO_"))}
+    env = subprocess_env({k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "RFC9309_DEMO_"))})
     env["RFC9309_DEMO_PORT"] = str(port)
     env.update(extra_env)
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args, *MODE_ARGS],
+    process = subprocess.run(
+        [sys.executable, "-m", "scrapy", *args, *SCRAPY_ARGS, *MODE_ARGS],
         cwd=PROJECT,
         env=env,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
     )
+    check_output(process.stdout, process.stderr)  # the crawl's stats add up (tests/crawl/accounting.py)
+    return process
 
 
 def _multi_host() -> bool:

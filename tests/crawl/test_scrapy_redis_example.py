@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.request
 
+from .accounting import SCRAPY_ARGS, check_output, subprocess_env
 from .harness import MODE_ARGS
 from .redisd import RedisServer
 from .scrapy_redis_cluster import require_scrapy_redis
@@ -26,7 +27,7 @@ TIMEOUT = 90
 
 
 def _env(port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "RFC9309_DEMO_"))}
+    env = subprocess_env({k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "RFC9309_DEMO_"))})
     env["RFC9309_DEMO_PORT"] = str(port)
     return env
 
@@ -62,12 +63,14 @@ def test_the_cluster_recipe_crawls_the_demo_with_one_robots_txt_fetch_per_origin
         assert pushed.returncode == 0, pushed.stderr[-3000:]
         assert pushed.stdout.startswith("pushed 26 start URLs to demo_cluster:start_urls")
 
-        crawl = [sys.executable, "-m", "scrapy", "crawl", "demo_cluster", *MODE_ARGS]
+        crawl = [sys.executable, "-m", "scrapy", "crawl", "demo_cluster", *SCRAPY_ARGS, *MODE_ARGS]
         crawl += ["-s", f"REDIS_URL={redis.url}", "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=2"]
         for i in range(3):
             out = open(tmp_path / f"worker{i}.log", "w")  # noqa: SIM115 - closed with the process
             workers.append(subprocess.Popen(crawl, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=out, text=True))
         tables = [worker.communicate(timeout=TIMEOUT)[0] for worker in workers]
+        for i in range(3):  # each worker's stats add up (tests/crawl/accounting.py)
+            check_output((tmp_path / f"worker{i}.log").read_text(encoding="utf-8", errors="replace"))
         assert [worker.returncode for worker in workers] == [0, 0, 0], f"see {tmp_path}"
 
         report = cluster("report")

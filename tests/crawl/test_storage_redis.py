@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import select
 import subprocess
@@ -29,6 +28,7 @@ from twisted.internet.defer import Deferred
 from scrapy_rfc9309.storage import FallbackStorage, RobotsEntry, entries
 from scrapy_rfc9309.storage.redis import RedisStorage, key_of
 
+from .accounting import read_report
 from .harness import Req, check_accounting, clock, crawl
 from .redisd import RedisServer, require_redis
 from .servers import Hit, Reply, check_paced, closed_port, gaps, robots
@@ -91,7 +91,7 @@ def three_workers_crawl(store_url: str, site, tmp_path: Path, prefix: str = "clu
                 proc.kill()
                 proc.wait(5)
             log.close()
-    reports = [json.loads(out.read_text()) for _, out, _ in workers]
+    reports = [read_report(out) for _, out, _ in workers]
 
     assert site.count("/robots.txt") == 1  # one fetch for the whole cluster
     pages = site.page_hits()

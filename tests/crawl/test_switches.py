@@ -13,6 +13,7 @@ import sys
 import pytest
 import pytest_twisted
 
+from .accounting import SCRAPY_ARGS, check_output, subprocess_env
 from .harness import MIDDLEWARES, MODE_ARGS, Req, check_accounting, crawl
 from .servers import robots
 
@@ -145,13 +146,15 @@ def test_command_line_switch_turns_the_plugin_off(site, tmp_path):
         'BOT_NAME = "probe_project"\nSPIDER_MODULES = ["probe_project.spiders"]\n'
         'ADDONS = {"scrapy_rfc9309.Addon": 0}\nROBOTSTXT_OBEY = True\nTELNETCONSOLE_ENABLED = False\n'
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    env = subprocess_env({k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")})
 
     def run(*extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "scrapy", "crawl", "probe", *extra, *MODE_ARGS],
+        process = subprocess.run(
+            [sys.executable, "-m", "scrapy", "crawl", "probe", *SCRAPY_ARGS, *extra, *MODE_ARGS],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
+        check_output(process.stdout, process.stderr)
+        return process
 
     obeyed = run()
     assert obeyed.returncode == 0, obeyed.stderr

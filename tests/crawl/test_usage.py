@@ -8,6 +8,7 @@ declared nothing changes in what is downloaded."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,7 @@ async def test_no_purpose_declared_changes_nothing_downloaded(servers):
 
 
 @pytest_twisted.ensureDeferred
-async def test_mark_and_overrides(servers):
+async def test_mark_and_overrides(servers, caplog):
     s = setup(servers)
     rules, header = s["rules"], s["header"]
     settings = {
@@ -211,6 +212,7 @@ async def test_mark_and_overrides(servers):
         "RFC9309_USAGE_HEADER": "mark",
         "RFC9309_ORIGINS": {s["signal"].url(""): {"usage": []}},  # this origin: nothing declared
     }
+    caplog.set_level(logging.INFO, logger="scrapy_rfc9309")
     result = await crawl(
         [
             rules.url("/test"),
@@ -243,6 +245,27 @@ async def test_mark_and_overrides(servers):
     )
     assert "/plain" not in {h.path for h in header.hits}  # refused before the download
     assert result.stat("usage/denied/invalid_purpose") == 2
+    check_accounting(result)  # issue 30: the two invalid values are denials, counted as such
+    assert result.stat("requests/denied/usage_preferences") == 3
+    (summary,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("RFC 9309 robots.txt: origins")]
+    assert summary.endswith("requests checked: 7, allowed: 4, denied: 3")
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_invalid_purpose_on_a_request_that_skipped_the_check_is_dropped_not_denied(servers):
+    # dont_obey_robotstxt: counted as allowed before the download; the header is read after
+    # it, and only then is the bad value met: a drop of a downloaded response, not a denial
+    s = setup(servers)
+    header = s["header"]
+    bad = Req(header.url("/h-no"), meta={"dont_obey_robotstxt": True, "rfc9309_usage": "train-ai;"})
+    result = await crawl([bad], {"RFC9309_USAGE": ["train-ai"]})
+    check_accounting(result)
+    o = outcome(result, header, "/h-no")
+    assert o.message.startswith("Dropped by usage preferences: invalid rfc9309_usage (")
+    assert "/h-no" in {h.path for h in header.hits}
+    assert result.stat("requests/allowed/allowed_not_obeyed") == 1
+    assert result.stat("usage/dropped/invalid_purpose") == 1
+    assert result.stat("requests/denied/usage_preferences") == 0
 
 
 @pytest_twisted.ensureDeferred
