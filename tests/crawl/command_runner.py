@@ -45,17 +45,25 @@ class Probe(scrapy.Spider):
 
 
 def scrapy_crawl(
-    tmp_path, urls: list[str], *args: str, name: str = "probe", custom: dict | None = None, timeout: float = TIMEOUT
+    tmp_path,
+    urls: list[str],
+    *args: str,
+    name: str = "probe",
+    custom: dict | None = None,
+    timeout: float = TIMEOUT,
+    prelude: str = "",
 ) -> subprocess.CompletedProcess:
     """``scrapy crawl <name> [args]`` in a one-spider project made under
     ``tmp_path`` (the plugin through its add-on); what a cron job would see:
-    the exit status, stdout and stderr (the log)."""
+    the exit status, stdout and stderr (the log).  ``prelude``: Python run
+    when the spider's module is imported (before the crawl starts)."""
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = probe_project.settings\n")
     package = tmp_path / "probe_project"
     (package / "spiders").mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
     (package / "spiders" / "__init__.py").write_text("")
-    (package / "spiders" / "probe.py").write_text(CRAWL_SPIDER.format(name=name, urls=urls, custom=custom or {}))
+    spider = CRAWL_SPIDER.format(name=name, urls=urls, custom=custom or {})
+    (package / "spiders" / "probe.py").write_text(f"{prelude}\n{spider}")
     (package / "settings.py").write_text(
         'BOT_NAME = "probe_project"\nSPIDER_MODULES = ["probe_project.spiders"]\n'
         'ADDONS = {"scrapy_rfc9309.Addon": 0}\nROBOTSTXT_OBEY = True\nTELNETCONSOLE_ENABLED = False\n'

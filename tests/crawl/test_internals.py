@@ -11,6 +11,7 @@ or dropped one by one.
 from __future__ import annotations
 
 import ast
+import inspect
 import logging
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ import scrapy_rfc9309
 from scrapy_rfc9309 import compat, internals
 from scrapy_rfc9309.compat import version_tuple
 
-from .harness import check_accounting, crawl
+from .command_runner import scrapy_crawl
+from .harness import MODE_ARGS, check_accounting, crawl
 from .servers import robots
 
 PLUGIN = "scrapy_rfc9309"
@@ -101,6 +103,31 @@ async def test_a_renamed_downloader_get_slot_refuses_the_crawl(servers, caplog, 
     # before the contract: every request of a new origin failed with AttributeError
     hide(monkeypatch, Downloader, "_get_slot")
     await _refused(servers, caplog, "Downloader._get_slot")
+
+
+def test_scrapy_crawl_refused_for_a_renamed_internal_exits_non_zero_with_one_error_line(servers, tmp_path):
+    """As a cron job sees it: ``scrapy crawl`` on a Scrapy whose ``Downloader._get_slot``
+    the plugin no longer finds (hidden when the project's spider module is imported)."""
+    site = _site(servers)
+    prelude = "\n".join(
+        [
+            "import sys",
+            "from scrapy.core.downloader import Downloader",
+            f"PLUGIN = {PLUGIN!r}",
+            inspect.getsource(_HiddenFromPlugin),
+            "Downloader._get_slot = _HiddenFromPlugin('_get_slot', vars(Downloader)['_get_slot'])",
+        ]
+    )
+    process = scrapy_crawl(tmp_path, [site.url("/a"), site.url("/private")], *MODE_ARGS, prelude=prelude)
+
+    log = process.stderr
+    assert process.returncode != 0, log[-3000:]  # was 0: a cron job saw a refused crawl as a success
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    assert "Downloader._get_slot" in errors[0] and internals.tested_range() in errors[0], errors[0]
+    assert "Traceback" not in log
+    assert f"Spider closed ({internals.REFUSED})" in log
+    assert site.paths() == []
 
 
 @pytest.mark.skipif(
