@@ -8,11 +8,14 @@ helper all call it and get the same object, built on first use with the
 crawl's only :class:`~scrapy_rfc9309.fetch.RobotsFetcher`.  This module also
 ties the service to the crawl:
 
-* ``spider_opened``: the Scrapy internals the plugin needs are checked
+* ``spider_opened``: a crawl with a bad setting stops (finish reason
+  ``rfc9309_invalid_setting``; the ERROR line came when the settings were
+  read); the Scrapy internals the plugin needs are checked
   (:func:`.internals.check`; one changed: the crawl stops before its first
-  request, finish reason ``rfc9309_scrapy_internals_changed``, exit status 1),
-  then the store is opened (unreachable: the crawl stops before its first
-  request, finish reason ``rfc9309_storage_unavailable``);
+  request, finish reason ``rfc9309_scrapy_internals_changed``), then the store
+  is opened (unreachable: the crawl stops before its first request, finish
+  reason ``rfc9309_storage_unavailable``); each of these refusals is one ERROR
+  line and a non-zero exit status of ``scrapy crawl``;
 * ``spider_closed``: everything stops, stats are flushed, the store closed
   (the gate, :mod:`.gate`, has already ended what it held when the engine
   closed the scheduler).
@@ -39,7 +42,7 @@ from .masking import mask_url
 from .origins import origin_of, robots_url
 from .robots.text import shorten
 from .service import Known, RobotsService
-from .settings import Rfc9309Settings
+from .settings import InvalidSetting, Rfc9309Settings
 from .signals import robots_txt_ready
 from .storage import FallbackStorage, StorageNeedsAsyncio, StorageUnavailable, build_storage, display_url
 
@@ -54,6 +57,8 @@ logger = logging.getLogger(__name__)
 
 #: finish reason of a crawl whose store cannot be reached at start-up
 STORAGE_UNAVAILABLE = "rfc9309_storage_unavailable"
+#: finish reason of a crawl refused for a bad setting (said in one ERROR line when it is read)
+INVALID_SETTING = "rfc9309_invalid_setting"
 #: at most max(this, 4 x CONCURRENT_REQUESTS) resolutions are started early (when a
 #: request is scheduled); beyond that one starts when its request reaches the middleware
 PREFETCH_MIN = 64
@@ -67,6 +72,8 @@ class _Crawl:
     gate: Any = field(default=None, repr=False)
     #: the Crawl-delay floors of the download slots (scrapy_rfc9309.slots), when the extension runs
     floors: Any = field(default=None, repr=False)
+    #: the finish reason the crawl is refused with when the spider opens (a bad setting)
+    refused: str | None = None
 
 
 _CRAWLS: WeakKeyDictionary[Any, _Crawl] = WeakKeyDictionary()
@@ -77,10 +84,21 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
 
     ``enabled`` is False when ``RFC9309_ENABLED`` is False or when the user set
     ``ROBOTSTXT_OBEY = False`` (anywhere above Scrapy's own default: project,
-    spider, command line), as for Scrapy's middleware; one INFO line says so."""
+    spider, command line), as for Scrapy's middleware; one INFO line says so.
+
+    A bad setting is one ERROR line here, where the first component reads
+    the settings (early in the crawl's start-up, before Scrapy lists its
+    components); the crawl runs on the defaults until the spider opens and
+    is refused then, before its first request (finish reason
+    ``rfc9309_invalid_setting``, a non-zero exit status): no traceback."""
     state = _CRAWLS.get(crawler)
     if state is None:
-        settings = Rfc9309Settings.from_settings(crawler.settings)
+        try:
+            settings = Rfc9309Settings.from_settings(crawler.settings)
+        except InvalidSetting as exc:
+            logger.error("%s. The crawl stops before its first request.", exc, extra={"spider": crawler.spider})
+            state = _CRAWLS[crawler] = _Crawl(Rfc9309Settings(), refused=INVALID_SETTING)
+            return state.settings
         switch = _switched_off(crawler.settings, settings)
         if switch:
             settings = replace(settings, enabled=False)
@@ -97,6 +115,12 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
             )
         state = _CRAWLS[crawler] = _Crawl(settings)
     return state.settings
+
+
+def refused(crawler: Crawler) -> bool:
+    """Whether this crawl is refused for a bad setting (see :func:`rfc9309_settings`)."""
+    state = _CRAWLS.get(crawler)
+    return state is not None and state.refused is not None
 
 
 def _switched_off(scrapy_settings: Any, settings: Rfc9309Settings) -> str:
@@ -175,12 +199,17 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
     service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
 
     async def opened(spider: Any) -> None:
+        if state.refused is not None:  # a bad setting, said when it was read
+            service.shutdown()
+            compat.fail_exit_status(crawler)
+            compat.close_at_open(crawler, state.refused)  # raises CloseSpider where Scrapy honours it
+            return
         try:  # first: no store, timer or request of the plugin starts on a Scrapy it cannot drive
             internals.check(crawler, floors=state.floors is not None)
         except internals.InternalsChanged as exc:
             logger.error("%s", exc, extra={"spider": spider})
             service.shutdown()
-            compat.fail_exit_status(crawler)
+            compat.fail_exit_status(crawler)  # a cron job sees the failure
             compat.close_at_open(crawler, internals.REFUSED)  # raises CloseSpider where Scrapy honours it
             return
         try:

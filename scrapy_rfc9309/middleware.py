@@ -22,7 +22,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from . import compat
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
 from .fetch import FETCH_META_KEY
-from .lifecycle import crawl_state, rfc9309_settings, robots_service
+from .lifecycle import crawl_state, refused, rfc9309_settings, robots_service
 from .masking import mask_url
 from .origins import origin_of_request
 from .robots import Decision, Verdict
@@ -70,7 +70,8 @@ class RobotsTxtMiddleware:
             settings = rfc9309_settings(crawler)
             if not settings.enabled:
                 raise NotConfigured  # said once, at INFO, by rfc9309_settings
-            _announce_settings(crawler, settings)
+            if not refused(crawler):  # refused: the ERROR line said why; these are only the defaults
+                _announce_settings(crawler, settings)
         self.crawler = crawler
         self.settings = settings
         self.service = service = robots_service(crawler)

@@ -17,9 +17,11 @@ from types import MappingProxyType
 from typing import Any
 
 from .addresses import parse_networks
+from .masking import mask_text
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES
 from .robots.text import shorten
+from .storage.factory import check_storage
 from .useragent import derive_tokens
 
 #: RFC 9309 section 2.4: a cached robots.txt should not be used for more than 24 hours.
@@ -72,9 +74,29 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_USAGE_UNKNOWN": "allow",
 }
 
+#: the longest a refused setting's message may be (a value in it is shortened first)
+MESSAGE_CHARS = 1_000
+
 _ORIGIN_KEYS = ("obey", "user_agent", "unreachable", "usage")
 USAGE_HEADER_CHOICES = ("drop", "mark")
 USAGE_UNKNOWN_CHOICES = ("allow", "deny")
+
+
+class InvalidSetting(ValueError):
+    """A setting the plugin cannot run with.  Its message is one line: the
+    setting, its value (secrets masked, a long value shortened) and what is
+    allowed; the crawl (or ``scrapy robots``) stops on it."""
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line, secrets masked, at most :data:`MESSAGE_CHARS` long."""
+    return shorten(mask_text(" ".join(text.splitlines())), MESSAGE_CHARS)
+
+
+def _shown(value: Any) -> str:
+    """A setting's value as a message shows it: its repr, secrets masked,
+    shortened when long (a JSON document given with ``-s``)."""
+    return shorten(mask_text(repr(value)))
 
 
 @dataclass(frozen=True)
@@ -157,7 +179,15 @@ class Rfc9309Settings:
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
         """Read and validate; ``settings`` is a Scrapy ``BaseSettings`` (or a
-        plain mapping, for tests of the pure parts)."""
+        plain mapping, for tests of the pure parts).  :class:`InvalidSetting`
+        (a ``ValueError``) for the first bad value, naming it in one line."""
+        try:
+            return cls._read(settings)
+        except ValueError as exc:
+            raise InvalidSetting(one_line(str(exc))) from None
+
+    @classmethod
+    def _read(cls, settings: Any) -> Rfc9309Settings:
         get = _getter(settings)
         enabled = _bool(get("RFC9309_ENABLED"), "RFC9309_ENABLED")
         max_bytes = _number(get("RFC9309_MAX_BYTES"), "RFC9309_MAX_BYTES", int)
@@ -172,13 +202,21 @@ class Rfc9309Settings:
         unreachable = _policy(get("RFC9309_UNREACHABLE"), "RFC9309_UNREACHABLE")
         ua_setting = get("ROBOTSTXT_USER_AGENT")
         source = "ROBOTSTXT_USER_AGENT" if ua_setting else "USER_AGENT"
-        tokens = derive_tokens(_listish(ua_setting or get("USER_AGENT")))
+        try:
+            tokens = derive_tokens(_listish(ua_setting or get("USER_AGENT")))
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
         token = tokens[0]
         usage = usage_purposes(get("RFC9309_USAGE"), "RFC9309_USAGE")
         origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable, source == "USER_AGENT", usage)
         audit = get("RFC9309_AUDIT")
         if audit is not None and not isinstance(audit, str):
-            raise ValueError(f"RFC9309_AUDIT={audit!r} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl'")
+            raise ValueError(
+                f"RFC9309_AUDIT={_shown(audit)} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl'"
+            )
+        redis_prefix = str(get("RFC9309_REDIS_PREFIX"))
+        storage = _storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings)
+        check_storage(storage, redis_prefix)  # its form, before anything connects
         return cls(
             enabled=enabled,
             max_bytes=max_bytes,
@@ -197,12 +235,12 @@ class Rfc9309Settings:
             ),
             early_fetch=_bool(get("RFC9309_EARLY_FETCH"), "RFC9309_EARLY_FETCH"),
             max_held=_number(get("RFC9309_MAX_HELD"), "RFC9309_MAX_HELD", int, positive=True),
-            storage=_storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings),
+            storage=storage,
             storage_retry_seconds=_number(
                 get("RFC9309_STORAGE_RETRY_SECONDS"), "RFC9309_STORAGE_RETRY_SECONDS", float, positive=True
             ),
             stale_if_unreachable=_bool(get("RFC9309_STALE_IF_UNREACHABLE"), "RFC9309_STALE_IF_UNREACHABLE"),
-            redis_prefix=str(get("RFC9309_REDIS_PREFIX")),
+            redis_prefix=redis_prefix,
             user_agent=token,
             user_agents=tokens,
             user_agent_source=source,
@@ -271,7 +309,7 @@ def _bool(value: Any, name: str) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
         return value.strip().lower() in ("true", "1")
-    raise ValueError(f"{name}={value!r} is not a boolean")
+    raise ValueError(f"{name}={_shown(value)} is not a boolean: use True or False")
 
 
 def _number(value: Any, name: str, kind: type, positive: bool = False):
@@ -281,8 +319,9 @@ def _number(value: Any, name: str, kind: type, positive: bool = False):
     nan denies every origin, a cache lifetime of nan re-fetches for every
     request), and inf turns a bound into none.  An int setting refuses a
     fraction (``2.7`` would silently become 2)."""
+    wanted = f"give {'a whole number' if kind is int else 'a number'} {'above zero' if positive else 'of zero or more'}"
     if isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} is not a number")
+        raise ValueError(f"{name}={_shown(value)} is not a number: {wanted}")
     number: float | int
     if isinstance(value, int):
         number = value
@@ -290,23 +329,23 @@ def _number(value: Any, name: str, kind: type, positive: bool = False):
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"{name}={value!r} is not a number") from None
+            raise ValueError(f"{name}={_shown(value)} is not a number: {wanted}") from None
         if not math.isfinite(number):
-            raise ValueError(f"{name}={value!r} is not a finite number")
+            raise ValueError(f"{name}={_shown(value)} is not a finite number: {wanted}")
     if kind is int:
         if not float(number).is_integer():
-            raise ValueError(f"{name}={value!r} is not a whole number")
+            raise ValueError(f"{name}={_shown(value)} is not a whole number: {wanted}")
         number = int(number)
     else:
         number = float(number)
     if number < 0 or (positive and number == 0):
-        raise ValueError(f"{name}={value!r} must be {'positive' if positive else 'zero or more'}")
+        raise ValueError(f"{name}={_shown(value)} is out of range: {wanted}")
     return number
 
 
 def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in choices:
-        raise ValueError(f"{name}={value!r}: choose one of {', '.join(choices)}")
+        raise ValueError(f"{name}={_shown(value)}: choose one of {', '.join(choices)}")
     return value.strip().lower()
 
 
@@ -323,12 +362,12 @@ def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
         if isinstance(value, str):
             value = [part for part in (p.strip() for p in value.split(",")) if part]
     if not isinstance(value, (list, tuple, set, frozenset)):
-        raise ValueError(f"{name}={value!r} must be a list of usage categories such as ['train-ai']")
+        raise ValueError(f"{name}={_shown(value)} must be a list of usage categories such as ['train-ai']")
     purposes: list[str] = []
     for item in value:
         label = PURPOSES.get(str(item).strip().lower()) if isinstance(item, str) else None
         if label is None:
-            raise ValueError(f"{name}: {item!r} is not a usage category; known: {', '.join(sorted(PURPOSES))}")
+            raise ValueError(f"{name}: {_shown(item)} is not a usage category; known: {', '.join(sorted(PURPOSES))}")
         if label not in purposes:
             purposes.append(label)
     return tuple(purposes)
@@ -350,14 +389,14 @@ def _fetch_concurrency(value: Any, concurrent: Any) -> int:
             pages = 0  # Scrapy itself refuses it
         return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * pages)
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise ValueError(f"{name}={value!r} must be a whole number of fetches, e.g. 64")
+        raise ValueError(f"{name}={_shown(value)} must be a whole number of fetches, e.g. 64")
     number = _number(value, name, int, positive=True)
     return int(number)
 
 
 def _policy(value: Any, name: str) -> str:
     if not isinstance(value, str) or value.lower() not in UNREACHABLE_POLICIES:
-        raise ValueError(f"{name}={value!r}: choose one of {', '.join(UNREACHABLE_POLICIES)}")
+        raise ValueError(f"{name}={_shown(value)}: choose one of {', '.join(UNREACHABLE_POLICIES)}")
     return value.lower()
 
 
@@ -392,7 +431,7 @@ def _listish(value: Any) -> Any:
         try:
             return json.loads(value)
         except ValueError:
-            raise ValueError(f"{value!r} looks like a JSON list of user agents but is not valid JSON") from None
+            raise ValueError(f"{_shown(value)} looks like a JSON list of user agents but is not valid JSON") from None
     return value
 
 
@@ -405,31 +444,35 @@ def _origins(
         try:  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
             raw = json.loads(raw)
         except ValueError as exc:
-            raise ValueError(f"RFC9309_ORIGINS is not valid JSON ({exc}): {shorten(raw)!r}") from None
+            raise ValueError(f"RFC9309_ORIGINS is not valid JSON ({exc}): {_shown(raw)}") from None
     if not isinstance(raw, Mapping):
         raise ValueError(f"RFC9309_ORIGINS must be a dict of origin -> overrides, not {type(raw).__name__}")
     resolved: dict[str, OriginPolicy] = {}
     for key, overrides in raw.items():
         origin = origin_of(str(key))
         if origin is None:
-            raise ValueError(f"RFC9309_ORIGINS: {key!r} is not an http(s) origin such as 'https://example.com'")
+            raise ValueError(f"RFC9309_ORIGINS: {_shown(key)} is not an http(s) origin such as 'https://example.com'")
         if not isinstance(overrides, Mapping):
-            raise ValueError(f"RFC9309_ORIGINS[{key!r}] must be a dict such as {{'obey': False}}")
+            raise ValueError(f"RFC9309_ORIGINS[{_shown(key)}] must be a dict such as {{'obey': False}}")
         unknown = set(overrides) - set(_ORIGIN_KEYS)
         if unknown:
             raise ValueError(
-                f"RFC9309_ORIGINS[{key!r}]: unknown key(s) {sorted(unknown)}; known: {', '.join(_ORIGIN_KEYS)}"
+                f"RFC9309_ORIGINS[{_shown(key)}]: unknown key(s) {sorted(unknown)}; known: {', '.join(_ORIGIN_KEYS)}"
             )
-        obey = _bool(overrides.get("obey", True), f"RFC9309_ORIGINS[{key!r}]['obey']")
+        obey = _bool(overrides.get("obey", True), f"RFC9309_ORIGINS[{_shown(key)}]['obey']")
         user_agent = overrides.get("user_agent")
         try:
             origin_tokens = derive_tokens(_listish(user_agent)) if user_agent else tokens
         except ValueError as exc:
-            raise ValueError(f"RFC9309_ORIGINS[{key!r}]['user_agent']: {exc}") from None
+            raise ValueError(f"RFC9309_ORIGINS[{_shown(key)}]['user_agent']: {exc}") from None
         policy = overrides.get("unreachable")
-        origin_unreachable = _policy(policy, f"RFC9309_ORIGINS[{key!r}]['unreachable']") if policy else unreachable
+        origin_unreachable = (
+            _policy(policy, f"RFC9309_ORIGINS[{_shown(key)}]['unreachable']") if policy else unreachable
+        )
         origin_usage = (
-            usage_purposes(overrides["usage"], f"RFC9309_ORIGINS[{key!r}]['usage']") if "usage" in overrides else usage
+            usage_purposes(overrides["usage"], f"RFC9309_ORIGINS[{_shown(key)}]['usage']")
+            if "usage" in overrides
+            else usage
         )
         resolved[origin] = OriginPolicy(
             obey,

@@ -42,17 +42,28 @@ class Trail:
             handle = open(path, encoding="utf-8")  # noqa: SIM115
         except OSError as exc:
             raise TrailError(f"cannot read {path}: {exc.strerror or exc}") from None
+        number = 0
         with handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    if not line.endswith("\n"):
-                        break  # the last line of a crawl that died mid-write
-                    raise TrailError(f"{path}:{number}: not a JSON record") from None
-                self._add(record)
+            try:
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        if not line.endswith("\n"):
+                            break  # the last line of a crawl that died mid-write
+                        raise TrailError(f"{path}:{number}: not a JSON record") from None
+                    if not isinstance(record, dict):
+                        raise TrailError(f"{path}:{number}: not a JSON record (an object)")
+                    try:
+                        self._add(record)
+                    except (KeyError, TypeError, ValueError, AttributeError):
+                        raise TrailError(
+                            f"{path}:{number}: the {record.get('type')!r} record lacks what it needs"
+                        ) from None
+            except UnicodeDecodeError:
+                raise TrailError(f"{path}:{number + 1}: not UTF-8 text: is this an audit trail?") from None
 
     def _add(self, record: dict[str, Any]) -> None:
         kind = record.get("type")

@@ -36,8 +36,13 @@ the file states any.  With ``--audit`` the purposes the crawl declared are
 used unless ``--usage`` is given.
 
 Exit status: 0 when every URL is allowed, 1 when any is denied (``--lint``:
-when the file has diagnostics), 2 on a usage error (no URL, a bad token, an
-unreadable file, an invalid setting) or when the fetch could not run.
+when the file has diagnostics) and never otherwise, 2 when there is no
+answer: a bad input, the fetch could not run, or a bug (its traceback
+printed).  A bad input (a URL that is no absolute http(s) URL, an unreadable
+file, an unknown option, spider or usage category, options that do not go
+together, any bad ``RFC9309_*`` setting) is refused before anything is
+fetched, with one line on stderr that shows it, masked and shortened
+(:mod:`.inputs`), and says what to write instead.
 
 Scrapy imports this module on every ``scrapy`` invocation (entry point), so it
 imports little at the top.
@@ -53,6 +58,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from ..masking import mask_text, mask_url
+from .inputs import shown
 
 if TYPE_CHECKING:
     import argparse
@@ -88,7 +94,8 @@ class Command(ScrapyCommand):
             "Crawl-delay and Request-rate for the agent, the sitemaps and the file's diagnostics. "
             "Without --file, robots.txt is fetched as the scrapy-rfc9309 middleware fetches it "
             "(redirects, 4xx = allow all, 429/5xx/errors = deny all, size limit, RFC9309_* settings). "
-            "Exit status: 0 all allowed, 1 any denied, 2 usage error. "
+            "Exit status: 0 all allowed, 1 any denied, 2 no answer: a bad URL, option, file or setting "
+            "(one line on stderr says which and what to write instead), the fetch could not run, or a bug. "
             "--lint PATH prints the file's diagnostics only (exit 0 clean, 1 with diagnostics). "
             "--audit FILE URL ... answers from the robots.txt in force during the crawl that wrote the "
             "audit trail FILE (RFC9309_AUDIT); --audit FILE --summary prints its per-origin summary."
@@ -147,40 +154,47 @@ class Command(ScrapyCommand):
 
     # -- entry point -----------------------------------------------------------
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        try:
+            self.exitcode = self._run(args, opts)
+        except UsageError as exc:
+            # one line, not Scrapy's usage block: the message says what to write instead
+            _fail(str(exc))
+            self.exitcode = EXIT_USAGE
+        except Exception:
+            # a bug: its traceback for the report, and never status 1, which means "denied"
+            import traceback
+
+            traceback.print_exc()
+            _fail("an unexpected error (a bug in scrapy-rfc9309: please report it with the traceback above)")
+            self.exitcode = EXIT_USAGE
+
+    def _run(self, args: list[str], opts: argparse.Namespace) -> int:
+        """The exit status; ``UsageError`` for anything the user gave that it
+        cannot use, checked before anything runs: options, then the spider and
+        the settings (every ``RFC9309_*`` one, as a crawl reads them), then the
+        URLs."""
         # Scrapy hands options it does not know to the command as arguments
         unknown = [arg for arg in args if arg.startswith("-") and arg != "-"]
         if unknown:
-            raise UsageError(f"unknown option {unknown[0]!r} (see scrapy robots -h)", print_help=False)
+            raise UsageError(f"unknown option {shown(unknown[0])} (see scrapy robots -h)", print_help=False)
+        _check_options(args, opts)
         self._spider = self._spider_class(opts.spider)
-        if opts.lint is not None:
-            if args or opts.file is not None:
-                raise UsageError("--lint PATH takes no URL and no --file", print_help=False)
-            self.exitcode = self._lint(opts.lint)
-            return
-        if opts.audit is not None:
-            if opts.file is not None:
-                raise UsageError("--audit FILE takes no --file", print_help=False)
-            if opts.summary == bool(args):
-                raise UsageError("--audit FILE takes URLs or --summary (one of them)", print_help=False)
-            self.exitcode = self._replay(opts.audit, args, opts.summary, opts.agent, opts.usage)
-            return
-        if opts.summary:
-            raise UsageError("--summary goes with --audit FILE", print_help=False)
-        if not args:
-            raise UsageError("give at least one URL (or --lint PATH)", print_help=False)
         config = self._config(opts.agent, opts.usage)
+        if opts.lint is not None:
+            return self._lint(opts.lint, config)
+        _check_urls(args, paths=opts.file is not None, online=opts.file is None and opts.audit is None)
+        if opts.audit is not None:
+            return self._replay(opts.audit, args, opts.summary, opts.agent, opts.usage)
         if opts.file is not None:
-            self.exitcode = self._check_file(opts.file, args, config)
-        else:
-            self.exitcode = self._check_online(args, config, agent_given=opts.agent is not None)
+            return self._check_file(opts.file, args, config)
+        return self._check_online(args, config, agent_given=opts.agent is not None)
 
     # -- the three modes ---------------------------------------------------------
-    def _lint(self, path: str) -> int:
+    def _lint(self, path: str, config: Rfc9309Settings) -> int:
         from ..robots import parse
         from .report import lint_lines
 
-        max_bytes = self._settings().getint("RFC9309_MAX_BYTES", 512_000)
-        lines, status = lint_lines(_label(path), parse(_read(path), max_bytes=max_bytes))
+        lines, status = lint_lines(_label(path), parse(_read(path), max_bytes=config.max_bytes))
         _print(lines)
         return status
 
@@ -188,11 +202,6 @@ class Command(ScrapyCommand):
         from ..robots import parse
         from .report import exit_status, usage_lines, verdict_lines
 
-        for target in targets:
-            if not target.startswith("/") and not target.lower().startswith(("http://", "https://")):
-                raise UsageError(
-                    f"{mask_url(target)!r} is neither a path (starting with '/') nor an http(s) URL", print_help=False
-                )
         robots = parse(_read(path), max_bytes=config.max_bytes)
         tokens = config.user_agents
         decisions = [_decide(robots, target, tokens, config.usage) for target in targets]
@@ -209,17 +218,13 @@ class Command(ScrapyCommand):
         by_origin: dict[str, list[str]] = {}
         for url in urls:
             origin = origin_of(url)
-            if origin is None:
-                raise UsageError(
-                    f"{mask_url(url)!r} is not an absolute http(s) URL (to check paths, give --file PATH)",
-                    print_help=False,
-                )
+            assert origin is not None, url  # _check_urls refused it
             by_origin.setdefault(origin, []).append(url)
         to_fetch = [origin for origin in by_origin if config.for_origin(origin).obey]
         results = self._fetch(to_fetch, config) if to_fetch else {}
         missing = [origin for origin in to_fetch if origin not in results]
         if missing:
-            print(f"scrapy robots: could not fetch robots.txt of {', '.join(missing)}", file=sys.stderr)
+            _fail(f"could not fetch robots.txt of {', '.join(missing)} (the log above says why)")
             return EXIT_USAGE
 
         lines: list[str] = []
@@ -242,8 +247,7 @@ class Command(ScrapyCommand):
         by_origin: dict[str, list[str]] = {}
         for url in urls:
             origin = origin_of(url)
-            if origin is None:
-                raise UsageError(f"{mask_url(url)!r} is not an absolute http(s) URL", print_help=False)
+            assert origin is not None, url  # _check_urls refused it
             by_origin.setdefault(origin, []).append(url)
         forced = _agent_tokens(agents) if agents else None
         try:
@@ -286,7 +290,7 @@ class Command(ScrapyCommand):
                             )  # fmt: skip
                     decisions.extend(block)
         except TrailError as exc:
-            print(f"scrapy robots: {exc}", file=sys.stderr)
+            _fail(str(exc))
             return EXIT_USAGE
         _print(lines)
         return exit_status(decisions)
@@ -305,8 +309,8 @@ class Command(ScrapyCommand):
             settings.set("ROBOTSTXT_USER_AGENT", list(tokens) if len(tokens) > 1 else tokens[0], priority="cmdline")
         try:
             return Rfc9309Settings.from_settings(settings)
-        except ValueError as exc:
-            raise UsageError(f"invalid setting: {exc}", print_help=False) from None
+        except ValueError as exc:  # InvalidSetting: one line naming it, its value masked
+            raise UsageError(f"invalid setting {exc}", print_help=False) from None
 
     def _spider_class(self, name: str | None) -> type[Spider] | None:
         """The project's spider ``name`` (``--spider``), or None."""
@@ -317,7 +321,7 @@ class Command(ScrapyCommand):
             return self.crawler_process.spider_loader.load(name)
         except KeyError:
             raise UsageError(
-                f"--spider {name!r}: no such spider here (`scrapy list` names the project's spiders)",
+                f"--spider {shown(name)}: no such spider here (`scrapy list` names the project's spiders)",
                 print_help=False,
             ) from None
 
@@ -542,11 +546,74 @@ def _read(path: str) -> bytes:
         with open(path, "rb") as handle:
             return handle.read()
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}", print_help=False) from None
+        raise UsageError(
+            f"cannot read {_path_shown(path)}: {exc.strerror or exc}; give a robots.txt file, or '-' for standard input",
+            print_help=False,
+        ) from None
 
 
 def _label(path: str) -> str:
     return "<stdin>" if path == "-" else path
+
+
+def _path_shown(path: str) -> str:
+    """A file name in a one-line message: as typed, or quoted and escaped when it holds a line break."""
+    return path if path.isprintable() else repr(path)
+
+
+def _check_options(args: list[str], opts: argparse.Namespace) -> None:
+    """``UsageError`` for options that do not go together (one that would be
+    ignored is refused: the answer would not be the one asked for)."""
+    if opts.lint is not None:
+        given = [
+            name
+            for name, value in (
+                ("a URL", args),
+                ("--file", opts.file),
+                ("--audit", opts.audit),
+                ("--summary", opts.summary),
+                ("--agent", opts.agent),
+                ("--usage", opts.usage),
+            )
+            if value
+        ]
+        if given:
+            raise UsageError(
+                f"--lint PATH takes no URL, --file, --audit, --summary, --agent or --usage (given: {', '.join(given)})",
+                print_help=False,
+            )
+    elif opts.audit is not None:
+        if opts.file is not None:
+            raise UsageError("--audit FILE takes no --file", print_help=False)
+        if opts.summary == bool(args):
+            raise UsageError("--audit FILE takes URLs or --summary (one of them)", print_help=False)
+        if opts.summary and (opts.agent or opts.usage):
+            raise UsageError("--summary takes no --agent or --usage: it replays no decision", print_help=False)
+    elif opts.summary:
+        raise UsageError("--summary goes with --audit FILE", print_help=False)
+    elif not args:
+        raise UsageError("give at least one URL (or --lint PATH; see scrapy robots -h)", print_help=False)
+
+
+def _check_urls(targets: list[str], paths: bool, online: bool) -> None:
+    """``UsageError`` for the first target that is no URL to check (``paths``:
+    or a path, ``--file``); ``online``: a path gets the hint to give ``--file``."""
+    from .inputs import url_problem
+
+    for target in targets:
+        problem = url_problem(target, paths=paths)
+        if problem is not None:
+            if online and target.startswith("/"):
+                problem += " (to check a path, give --file PATH)"
+            raise UsageError(problem, print_help=False)
+
+
+def _fail(message: str) -> None:
+    """The command's one line on stderr (secrets masked, line breaks removed)."""
+    from ..settings import one_line
+
+    sys.stderr.write(f"scrapy robots: {one_line(message)}\n")
+    sys.stderr.flush()
 
 
 def _print(lines: list[str]) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..masking import mask_url
+from ..robots.text import shorten
 from .base import RETRY_AFTER, RobotsStorage
 from .memory import MemoryStorage
 
@@ -61,28 +62,50 @@ def build_storage(settings: Any) -> RobotsStorage:
 
 def _build(settings: Any) -> RobotsStorage:
     url = str(settings.storage).strip()
-    lowered = url.lower()
-    if lowered == "memory":
+    kind = check_storage(url, settings.redis_prefix)
+    if kind == "memory":
         return MemoryStorage(settings.cache_max_origins)
-    if lowered.startswith("sqlite://"):
+    if kind == "sqlite":
         from .sqlite import SqliteStorage
 
-        path = url[len("sqlite://") :]
-        if not path:
-            raise ValueError(
-                f"RFC9309_STORAGE={mask_url(url)!r}: give a file, e.g. 'sqlite:///var/cache/robots.sqlite'"
-            )
-        return SqliteStorage(path)
-    if lowered.startswith(REDIS_SCHEMES):
+        return SqliteStorage(url[len("sqlite://") :])
+    if kind == "redis":
         from .redis import RedisStorage
 
         return RedisStorage(url, prefix=settings.redis_prefix)
+    cls = _load(url)
+    factory = getattr(cls, "from_rfc9309_settings", None)
+    return factory(settings) if factory is not None else cls()
+
+
+def check_storage(url: str, prefix: str = "rfc9309:") -> str:
+    """Which kind of store ``url`` (a resolved ``RFC9309_STORAGE``) names:
+    ``"memory"``, ``"sqlite"``, ``"redis"`` or ``"class"``.  ``ValueError``, a
+    message naming the setting with its value masked, for a value no store
+    can be built from (an unknown scheme, a SQLite URL without a file, a Redis
+    URL without the redis package or with a database on a Redis Cluster, an
+    import path that does not import).  Nothing connects: run at start-up,
+    before the crawl opens."""
+    url = url.strip()
+    lowered = url.lower()
+    if lowered == "memory":
+        return "memory"
+    if lowered.startswith("sqlite://"):
+        if not url[len("sqlite://") :]:
+            raise ValueError(
+                f"RFC9309_STORAGE={mask_url(url)!r}: give a file, e.g. 'sqlite:///var/cache/robots.sqlite'"
+            )
+        return "sqlite"
+    if lowered.startswith(REDIS_SCHEMES):
+        from .redis import check_url
+
+        check_url(url, prefix)
+        return "redis"
     if "://" not in url and "." in url:
-        cls = _load(url)
-        factory = getattr(cls, "from_rfc9309_settings", None)
-        return factory(settings) if factory is not None else cls()
+        _load(url)
+        return "class"
     raise ValueError(
-        f"RFC9309_STORAGE={mask_url(url)!r}: use 'memory', 'sqlite:///path/robots.sqlite', "
+        f"RFC9309_STORAGE={shorten(mask_url(url))!r}: use 'memory', 'sqlite:///path/robots.sqlite', "
         "'redis://host:port/db', 'redis+cluster://host:port' or the import path of a storage class"
     )
 
@@ -91,8 +114,8 @@ def _load(path: str) -> Any:
     module, _, name = path.rpartition(".")
     try:
         return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"RFC9309_STORAGE={path!r}: cannot import it ({exc})") from None
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(f"RFC9309_STORAGE={shorten(path)!r}: cannot import it ({exc})") from None
 
 
 def scrapy_redis_url(settings: Any) -> str | None:

@@ -270,6 +270,18 @@ def _import_redis() -> Any:
     return aioredis
 
 
+def check_url(url: str, prefix: str) -> None:
+    """``ValueError`` naming ``RFC9309_STORAGE`` when a Redis store cannot be
+    built from ``url`` (the redis package missing, a Redis Cluster URL with a
+    database or a prefix with braces); nothing connects."""
+    try:
+        _import_redis()
+    except ImportError as exc:
+        raise ValueError(f"RFC9309_STORAGE={display_url(url)!r}: {exc}") from None
+    if url.lower().startswith(CLUSTER_SCHEMES):
+        _check_cluster_url(display_url(url), _node_url(url), prefix)
+
+
 class RedisStorage(RobotsStorage):
     """Entries, fetch leases and Crawl-delay turns in one Redis database."""
 

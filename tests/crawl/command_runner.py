@@ -47,7 +47,12 @@ class Probe(scrapy.Spider):
 
 
 def scrapy_crawl(
-    tmp_path, urls: list[str], *args: str, name: str = "probe", custom: dict | None = None, timeout: float = TIMEOUT
+    tmp_path,
+    urls: list[str],
+    *args: str,
+    name: str = "probe",
+    custom: dict | None = None,
+    timeout: float = TIMEOUT,
 ) -> subprocess.CompletedProcess:
     """``scrapy crawl <name> [args]`` in a one-spider project made under
     ``tmp_path`` (the plugin through its add-on); what a cron job would see:

@@ -31,7 +31,7 @@ def test_a_non_finite_setting_refuses_the_crawl_naming_the_setting(servers, tmp_
     site = servers("127.0.0.2")
     process = scrapy_crawl(tmp_path, [site.url("/page")], "-s", "RFC9309_FETCH_TIMEOUT=nan")
     assert process.returncode == 1, process.stderr[-2000:]
-    assert "ValueError: RFC9309_FETCH_TIMEOUT='nan' is not a finite number" in process.stderr
+    assert "ERROR: RFC9309_FETCH_TIMEOUT='nan' is not a finite number" in process.stderr
     assert site.hits == []  # not even robots.txt
 
 

@@ -304,10 +304,13 @@ async def test_product_token_is_derived_and_logged_once(servers, caplog):
 
 
 @pytest_twisted.ensureDeferred
-async def test_invalid_product_token_stops_the_crawl_at_start(servers):
+async def test_invalid_product_token_stops_the_crawl_at_start(servers, caplog):
     site = servers()
-    with pytest.raises(ValueError, match="ROBOTSTXT_USER_AGENT"):
-        await crawl([site.url("/a")], {"ROBOTSTXT_USER_AGENT": "Bot2000/1.0"})
+    with caplog.at_level(logging.ERROR):
+        result = await crawl([site.url("/a")], {"ROBOTSTXT_USER_AGENT": "Bot2000/1.0"})
+    assert result.stats.get("finish_reason") == "rfc9309_invalid_setting"
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith("ROBOTSTXT_USER_AGENT: cannot derive a robots.txt product token")
     assert site.hits == []
 
 

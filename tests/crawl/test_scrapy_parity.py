@@ -325,9 +325,12 @@ async def test_a_header_naming_no_valid_token_is_a_logged_denial(site, caplog, h
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_mozilla_style_user_agent_with_a_space_in_its_name_stops_the_crawl(site):
-    with pytest.raises(ValueError, match="ambiguous"):
-        await crawl([site.url("/a")], {"USER_AGENT": "Mozilla/5.0 (compatible; Foo Bar/1.0)"})
+async def test_a_mozilla_style_user_agent_with_a_space_in_its_name_stops_the_crawl(site, caplog):
+    with caplog.at_level(logging.ERROR):
+        result = await crawl([site.url("/a")], {"USER_AGENT": "Mozilla/5.0 (compatible; Foo Bar/1.0)"})
+    assert result.stats.get("finish_reason") == "rfc9309_invalid_setting"
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "is ambiguous" in errors[0] and errors[0].startswith("USER_AGENT: ")
     assert site.hits == []
 
 

@@ -96,9 +96,12 @@ async def test_both_middlewares_on_is_a_warning_that_names_the_fix(site, caplog)
 
 # -- one product-token rule ----------------------------------------------------------------
 @pytest_twisted.ensureDeferred
-async def test_a_user_agent_with_a_space_in_its_name_stops_the_crawl_at_start(site):
-    with pytest.raises(ValueError, match="ambiguous"):
-        await crawl([site.url("/a")], {"ROBOTSTXT_USER_AGENT": "my bot/1.0 (+http://x)"})
+async def test_a_user_agent_with_a_space_in_its_name_stops_the_crawl_at_start(site, caplog):
+    with caplog.at_level(logging.ERROR):
+        result = await crawl([site.url("/a")], {"ROBOTSTXT_USER_AGENT": "my bot/1.0 (+http://x)"})
+    assert result.stats.get("finish_reason") == "rfc9309_invalid_setting"
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith("ROBOTSTXT_USER_AGENT: 'my bot/1.0 (+http://x)' is ambiguous")
     assert site.hits == []
 
 
