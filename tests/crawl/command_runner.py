@@ -10,8 +10,11 @@ import sys
 TIMEOUT = 60
 
 
-def scrapy_robots(*args: str, cwd, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+def scrapy_robots(
+    *args: str, cwd, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``scrapy robots ARGS`` (``env``: more environment variables)."""
+    env = crawl_env(**(env or {}))
     if os.environ.get("RFC9309_TEST_REACTORLESS") == "1":  # tests/conftest.py: --reactor=none
         args = ("-s", "TWISTED_REACTOR_ENABLED=False", *args)
     elif os.environ.get("RFC9309_TEST_DEFAULT_REACTOR") == "1":  # --reactor=default
@@ -44,12 +47,9 @@ class Probe(scrapy.Spider):
 """
 
 
-def scrapy_crawl(
-    tmp_path, urls: list[str], *args: str, name: str = "probe", custom: dict | None = None, timeout: float = TIMEOUT
-) -> subprocess.CompletedProcess:
-    """``scrapy crawl <name> [args]`` in a one-spider project made under
-    ``tmp_path`` (the plugin through its add-on); what a cron job would see:
-    the exit status, stdout and stderr (the log)."""
+def make_project(tmp_path, urls: list[str], name: str = "probe", custom: dict | None = None) -> None:
+    """A one-spider project under ``tmp_path`` (the plugin through its add-on)
+    whose spider ``name`` requests ``urls``."""
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = probe_project.settings\n")
     package = tmp_path / "probe_project"
     (package / "spiders").mkdir(parents=True, exist_ok=True)
@@ -61,12 +61,37 @@ def scrapy_crawl(
         'ADDONS = {"scrapy_rfc9309.Addon": 0}\nROBOTSTXT_OBEY = True\nTELNETCONSOLE_ENABLED = False\n'
         'LOG_LEVEL = "INFO"\n'
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+
+
+def crawl_env(**extra: str) -> dict[str, str]:
+    """The environment of a ``scrapy`` subprocess: ours without ``SCRAPY_*`` (and
+    without an audit key: a key is given by the test that wants one), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_") and k != "RFC9309_AUDIT_KEY"}
+    env.update(extra)
+    return env
+
+
+def scrapy_crawl(
+    tmp_path,
+    urls: list[str],
+    *args: str,
+    name: str = "probe",
+    custom: dict | None = None,
+    timeout: float = TIMEOUT,
+    env: dict[str, str] | None = None,
+    preexec_fn=None,
+) -> subprocess.CompletedProcess:
+    """``scrapy crawl <name> [args]`` in a one-spider project made under
+    ``tmp_path`` (the plugin through its add-on); what a cron job would see:
+    the exit status, stdout and stderr (the log).  ``env``: more environment
+    variables; ``preexec_fn``: run in the child before Scrapy starts (a resource limit)."""
+    make_project(tmp_path, urls, name, custom)
     return subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", name, *args],
         cwd=tmp_path,
-        env=env,
+        env=crawl_env(**(env or {})),
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=preexec_fn,
     )

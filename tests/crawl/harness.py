@@ -252,7 +252,8 @@ def check_accounting(result: Result) -> None:
     rfc = result.rfc()
     allowed = sum(v for k, v in rfc.items() if k.startswith("requests/allowed/"))
     denied = sum(v for k, v in rfc.items() if k.startswith("requests/denied/"))
-    dropped = rfc.get("requests/dropped/spider_closing", 0)
+    # spider_closing; audit_failed (RFC9309_AUDIT_SYNC: the record could not be written)
+    dropped = sum(v for k, v in rfc.items() if k.startswith("requests/dropped/"))
     assert rfc.get("requests/checked", 0) == allowed + denied + dropped + rfc.get("requests/errors", 0), rfc
     consulted = rfc.get("requests/checked", 0) - rfc.get("requests/allowed/allowed_not_obeyed", 0)
     consulted -= rfc.get("requests/denied/invalid_user_agent", 0)
