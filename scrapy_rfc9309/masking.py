@@ -73,3 +73,23 @@ def _mask_pair(pair: str) -> str:
     if equals and value and _SECRET_NAME.search(name.lower()):
         return f"{name}={MASK}"
     return pair
+
+
+class Secret:
+    """A secret value (``RFC9309_AUDIT_KEY``) that never prints: its ``repr``
+    and ``str`` are a mask, so a settings object or a traceback that shows it
+    shows no secret.  :meth:`reveal` gives the bytes to the one caller that
+    needs them."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: bytes) -> None:
+        self._value = value
+
+    def reveal(self) -> bytes:
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK!r})"
+
+    __str__ = __repr__

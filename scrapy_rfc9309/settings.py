@@ -11,13 +11,14 @@ come for free: Scrapy builds one settings object per crawler, so a spider's
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from .addresses import parse_networks
-from .masking import mask_text
+from .masking import Secret, mask_text
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES
 from .robots.text import shorten
@@ -28,6 +29,10 @@ from .useragent import derive_tokens
 MAX_CACHE_SECONDS = 86_400
 #: RFC 9309 section 2.5: at least 500 KiB must be parsed.
 MIN_MAX_BYTES = 512_000
+#: the audit trail's HMAC key: the setting, else the environment variable of that name
+AUDIT_KEY = "RFC9309_AUDIT_KEY"
+#: a shorter key could be guessed from the trail (every record is an HMAC of known text)
+MIN_AUDIT_KEY_BYTES = 16
 
 DEFAULTS: dict[str, Any] = {
     "RFC9309_ENABLED": True,
@@ -62,6 +67,10 @@ DEFAULTS: dict[str, Any] = {
     # the audit trail (scrapy_rfc9309.audit, docs/audit.md): a JSON Lines file, off by default
     "RFC9309_AUDIT": None,
     "RFC9309_AUDIT_ALLOWED": False,
+    # the HMAC key of the trail's chain (a secret; else the environment variable of the same
+    # name), and writing each record before its request goes on (allowed requests recorded)
+    "RFC9309_AUDIT_KEY": None,
+    "RFC9309_AUDIT_SYNC": False,
     # a public origin's robots.txt may not lead to an internal address (scrapy_rfc9309.addresses)
     "RFC9309_ALLOW_PRIVATE_REDIRECTS": False,
     # None: every address that is not globally routable is internal; else a list of networks
@@ -161,8 +170,12 @@ class Rfc9309Settings:
     # -- read by the audit trail (scrapy_rfc9309.audit) --
     #: the JSON Lines file (feed-style %(name)s / %(time)s placeholders unexpanded), or None
     audit: str | None = None
-    #: write a record for every allowed request too
+    #: write a record for every allowed request too (always with audit_sync)
     audit_allowed: bool = False
+    #: the HMAC key of the trail's chain (RFC9309_AUDIT_KEY, or the environment), masked when printed
+    audit_key: Secret | None = field(default=None, repr=False)
+    #: write (and flush) each record before the request it decides goes on
+    audit_sync: bool = False
     # -- read by the robots.txt fetcher (scrapy_rfc9309.fetch, scrapy_rfc9309.addresses) --
     #: a public origin's robots.txt may redirect to an internal address
     allow_private_redirects: bool = False
@@ -217,6 +230,7 @@ class Rfc9309Settings:
         redis_prefix = str(get("RFC9309_REDIS_PREFIX"))
         storage = _storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings)
         check_storage(storage, redis_prefix)  # its form, before anything connects
+        audit_sync = _bool(get("RFC9309_AUDIT_SYNC"), "RFC9309_AUDIT_SYNC")
         return cls(
             enabled=enabled,
             max_bytes=max_bytes,
@@ -248,7 +262,9 @@ class Rfc9309Settings:
             crawl_delay=_bool(get("RFC9309_CRAWL_DELAY"), "RFC9309_CRAWL_DELAY"),
             max_crawl_delay=_number(get("RFC9309_MAX_CRAWL_DELAY"), "RFC9309_MAX_CRAWL_DELAY", float),
             audit=audit or None,
-            audit_allowed=_bool(get("RFC9309_AUDIT_ALLOWED"), "RFC9309_AUDIT_ALLOWED"),
+            audit_allowed=_bool(get("RFC9309_AUDIT_ALLOWED"), "RFC9309_AUDIT_ALLOWED") or audit_sync,
+            audit_key=audit_key(settings),
+            audit_sync=audit_sync,
             allow_private_redirects=_bool(get("RFC9309_ALLOW_PRIVATE_REDIRECTS"), "RFC9309_ALLOW_PRIVATE_REDIRECTS"),
             internal_networks=parse_networks(get("RFC9309_INTERNAL_NETWORKS"), "RFC9309_INTERNAL_NETWORKS"),
             usage=usage,
@@ -288,6 +304,28 @@ def project_scheduler(settings: Any) -> Any:
     if name == GATE:
         return settings.get("RFC9309_SCHEDULER") or SCRAPY_SCHEDULER
     return scheduler
+
+
+def audit_key(settings: Any) -> Secret | None:
+    """``RFC9309_AUDIT_KEY`` (a str, UTF-8, or bytes; at least
+    :data:`MIN_AUDIT_KEY_BYTES`), else the environment variable of the same
+    name, else None.  No message names the value."""
+    value = settings.get(AUDIT_KEY) if hasattr(settings, "get") else None
+    where = AUDIT_KEY
+    if value is None or value == "":
+        value, where = os.environ.get(AUDIT_KEY) or None, f"the environment variable {AUDIT_KEY}"
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if not isinstance(value, bytes):
+        raise ValueError(f"{where} must be a string (or bytes), not {type(value).__name__}")
+    if len(value) < MIN_AUDIT_KEY_BYTES:
+        raise ValueError(
+            f"{where} is too short ({len(value)} bytes): at least {MIN_AUDIT_KEY_BYTES}, e.g. "
+            "python -c 'import secrets; print(secrets.token_hex(32))'"
+        )
+    return Secret(value)
 
 
 def _getter(settings: Any):

@@ -12,13 +12,17 @@ Three things, all fed by the crawl's robots service and the middleware:
 * **the audit trail** (``RFC9309_AUDIT``, off by default): JSON Lines, one
   record per robots.txt fetch and per denied request (per allowed request too
   with ``RFC9309_AUDIT_ALLOWED``), bodies kept once per SHA-256 in
-  ``robots-bodies/`` beside the file.  Records are queued in memory and
-  written by a thread of their own, which writes and flushes at least every
-  second and drains the queue when the spider closes.
+  ``robots-bodies/`` beside the file.  Every record is sealed in a chain
+  (``chain``: SHA-256, or an HMAC with ``RFC9309_AUDIT_KEY``) so that an
+  edit, a deletion, a reordering or a cut shows on replay.  Records are
+  queued in memory and written by a thread of their own, which writes and
+  flushes at least every second and drains the queue when the spider closes;
+  with ``RFC9309_AUDIT_SYNC`` each is written before its request goes on.
 
 The record formats, the replay (``scrapy robots --audit``) and what the trail
 does and does not prove: docs/audit.md.  The parts: ``decisions`` (several
-tokens, provenance, rule changes), ``writer`` (the file and its thread),
+tokens, provenance, rule changes), ``chain`` (sealing and verifying),
+``writer`` (the file and its thread),
 ``recorder`` (the crawl's records), ``trail`` (reading a trail back).
 Nothing here imports Scrapy at module level except through the functions
 that need the crawl.
@@ -26,7 +30,7 @@ that need the crawl.
 
 from .decisions import META_KEY, decide_all, denial_reason, iso, provenance, rule_changes
 from .recorder import Recorder
-from .trail import Trail, TrailError
+from .trail import Trail, TrailError, TrailKeyNeeded, TrailTampered
 from .writer import BODIES_DIR, Writer, audit_path, bodies_dir
 
 __all__ = [
@@ -35,6 +39,8 @@ __all__ = [
     "Recorder",
     "Trail",
     "TrailError",
+    "TrailKeyNeeded",
+    "TrailTampered",
     "Writer",
     "audit_path",
     "bodies_dir",

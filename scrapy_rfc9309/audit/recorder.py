@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+import uuid
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..masking import mask_text, mask_url
 from ..robots import Decision
@@ -23,12 +24,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: version of the record format (the "crawl" record carries it)
-FORMAT = 1
+#: version of the record format (the "crawl" record carries it): 2 is sealed in a chain (.chain)
+FORMAT = 2
 #: finish reason of a crawl stopped because its audit trail cannot be written
 AUDIT_FAILED = "rfc9309_audit_failed"
 #: finish reason of a crawl whose audit trail cannot be opened
 AUDIT_UNAVAILABLE = "rfc9309_audit_unavailable"
+#: the stat of an allowed request dropped because its record could not be written (RFC9309_AUDIT_SYNC)
+DROPPED_AUDIT = "requests/dropped/audit_failed"
 
 
 class Recorder:
@@ -43,6 +46,8 @@ class Recorder:
         #: True when the audit trail is on: the middleware calls denied() / allowed()
         self.active = settings.audit is not None
         self.allowed_records = self.active and settings.audit_allowed
+        #: each record is written before the request it decides goes on (RFC9309_AUDIT_SYNC)
+        self.sync = settings.audit_sync
         self.path: str | None = None
         self._writer: Writer | None = None
         #: fetches made and not yet published, per origin (one record each)
@@ -69,7 +74,8 @@ class Recorder:
         started = time.time()
         try:
             self.path = audit_path(self.settings.audit, spider, started)
-            self._writer = Writer(self.path)
+            key = self.settings.audit_key
+            self._writer = Writer(self.path, key.reveal() if key is not None else None, sync=self.sync)
         except (OSError, ValueError) as exc:
             self.active = self.allowed_records = False
             logger.error(
@@ -82,14 +88,19 @@ class Recorder:
         settings = self.settings
         self._put(
             {
-                "type": "crawl", "format": FORMAT, "at": iso(started), "spider": getattr(spider, "name", None),
+                "type": "crawl", "format": FORMAT, "at": iso(started), "crawl_id": uuid.uuid4().hex,
+                **self._writer.describe(), "sync": self.sync, "spider": getattr(spider, "name", None),
                 "tokens": list(settings.user_agents), "unreachable": settings.unreachable,
                 "max_bytes": settings.max_bytes, "bodies": BODIES_DIR, "allowed_records": settings.audit_allowed,
                 "usage": list(settings.usage), "usage_header": settings.usage_header,
                 "usage_unknown": "deny" if settings.usage_unknown_denies else "allow",
             }
         )  # fmt: skip
-        logger.info("RFC 9309 audit trail: %s (bodies in %s)", self.path, bodies_dir(self.path))
+        logger.info(
+            "RFC 9309 audit trail: %s (bodies in %s; %s chain%s)", self.path, bodies_dir(self.path),
+            "HMAC-SHA256" if settings.audit_key is not None else "SHA-256, unkeyed",
+            "; each record written before its request goes on" if self.sync else "",
+        )  # fmt: skip
         self._ticker = compat.every(FLUSH_SECONDS, self._tick)
 
     async def _closed(self, spider: Any, reason: str) -> None:
@@ -124,9 +135,10 @@ class Recorder:
                 writer.written, writer.path, unwritten, _why(writer.error),
             )  # fmt: skip
         else:
+            # the final digest pins the whole trail: kept elsewhere, it shows a rewrite even by the key's holder
             logger.info(
-                "RFC 9309 audit trail: %d records written to %s (writer thread: %.2f s CPU)",
-                writer.written, writer.path, writer.cpu,
+                "RFC 9309 audit trail: %d records written to %s, final digest %s (writer: %.2f s CPU)",
+                writer.written, writer.path, writer.last_digest, writer.cpu,
             )  # fmt: skip
 
     def _fail(self, writer: Writer) -> None:
@@ -281,9 +293,11 @@ class Recorder:
     ) -> None:
         """A request was decided on ``known``: a record when denied (or when
         allowed records are on, with the usage preferences robots.txt states
-        when it states any), and the per-origin count either way."""
-        self._tally(origin, denied=not decision.allowed)
+        when it states any), and the per-origin count either way.  With
+        ``RFC9309_AUDIT_SYNC`` an allowed request whose record could not be
+        written raises ``IgnoreRequest``: it does not go on unrecorded."""
         if decision.allowed and not self.allowed_records:
+            self._tally(origin, denied=False)
             return
         rule = decision.rule
         record: dict[str, Any] = {
@@ -295,6 +309,18 @@ class Recorder:
         if usage:
             record["usage"] = usage.to_dict()
         self._put(record)
+        if self.sync and decision.allowed and self.failed:
+            self._unrecorded(url)
+        self._tally(origin, denied=not decision.allowed)
+
+    def _unrecorded(self, url: str) -> NoReturn:
+        """Drop an allowed request whose record is not in the trail (RFC9309_AUDIT_SYNC)."""
+        from scrapy.exceptions import IgnoreRequest
+
+        self.service.counts.inc(DROPPED_AUDIT)
+        message = "Dropped: its audit record could not be written (RFC9309_AUDIT_SYNC)"
+        logger.debug("%s: %s", message, mask_url(url), extra={"spider": self.crawler.spider})
+        raise IgnoreRequest(message)
 
     def response_usage(self, url: str, origin: str, usage: dict[str, Any]) -> None:
         """An allowed response came with a ``Content-Usage`` header: its combined

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import json
+import hashlib
 import logging
 import os
 from typing import Any
 
 from ..masking import mask_url
 from ..robots import RobotsTxt
+from .chain import KeyNeeded, Tampered, Verifier
 from .writer import bodies_dir
 
 logger = logging.getLogger(__name__)
+
+_HEX = frozenset("0123456789abcdef")
 
 
 # -- reading a trail back (scrapy robots --audit) ------------------------------------------------
@@ -19,14 +22,30 @@ class TrailError(Exception):
     """The audit trail cannot be read, or lacks what a replay needs."""
 
 
+class TrailTampered(TrailError):
+    """The trail does not verify: the first line that does not fit its chain,
+    or a record whose robots.txt body is missing or altered."""
+
+
+class TrailKeyNeeded(TrailError):
+    """The trail is sealed with a key (HMAC) and none was given."""
+
+
 class Trail:
-    """An audit trail read back: what governed each origin, and when.
+    """An audit trail read back and verified: what governed each origin, and when.
+
+    Every line is checked against the chain as it is read (:mod:`.chain`):
+    ``TrailTampered`` names the first that does not fit, ``TrailKeyNeeded``
+    says a keyed trail needs its key (``key``: RFC9309_AUDIT_KEY).  A crawl
+    left without its closing record (killed, or the trail cut) is listed in
+    :attr:`unfinished`; its records are used.  :meth:`check_bodies` checks
+    every robots.txt body the records name.
 
     ``states[origin]`` lists the records that put a result in force (a fetch
     that took effect, or a result taken from the store), in file order;
     ``decisions[url]`` is the last decision record of ``url``."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, key: bytes | None = None) -> None:
         self.path = path
         self.bodies = bodies_dir(path)
         self.crawls: list[dict[str, Any]] = []
@@ -38,36 +57,71 @@ class Trail:
         self.allowed: dict[str, int] = {}
         self.denied: dict[str, int] = {}
         self.decision_records = 0
+        #: sha256 -> the first line naming that body
+        self._named: dict[str, int] = {}
+        verifier = Verifier(key)
         try:
-            handle = open(path, encoding="utf-8")  # noqa: SIM115
+            handle = open(path, "rb")  # noqa: SIM115
         except OSError as exc:
             raise TrailError(f"cannot read {path}: {exc.strerror or exc}") from None
         number = 0
         with handle:
             try:
                 for number, line in enumerate(handle, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except ValueError:
-                        if not line.endswith("\n"):
-                            break  # the last line of a crawl that died mid-write
-                        raise TrailError(f"{path}:{number}: not a JSON record") from None
-                    if not isinstance(record, dict):
-                        raise TrailError(f"{path}:{number}: not a JSON record (an object)")
-                    try:
-                        self._add(record)
-                    except (KeyError, TypeError, ValueError, AttributeError):
-                        raise TrailError(
-                            f"{path}:{number}: the {record.get('type')!r} record lacks what it needs"
-                        ) from None
-            except UnicodeDecodeError:
-                raise TrailError(f"{path}:{number + 1}: not UTF-8 text: is this an audit trail?") from None
+                    record = verifier.feed(number, line[:-1] if line.endswith(b"\n") else line)
+                    if record is not None:
+                        try:
+                            self._add(record, number)
+                        except (KeyError, TypeError, ValueError, AttributeError):
+                            raise TrailError(
+                                f"{path}:{number}: the {record.get('type')!r} record lacks what it needs"
+                            ) from None
+            except Tampered as exc:
+                raise TrailTampered(str(exc)) from None
+            except KeyNeeded as exc:
+                raise TrailKeyNeeded(str(exc)) from None
+            except OSError as exc:
+                raise TrailError(f"cannot read {path}: {exc.strerror or exc}") from None
+        verifier.finish()
+        #: one text per crawl without its closing record (killed, or the trail truncated)
+        self.unfinished: list[str] = verifier.unfinished
+        if not verifier.crawls:  # (a crawl killed before its first write leaves an empty file)
+            self.unfinished.append("the trail holds no record: truncated or unfinished (no closing record)")
+        #: what was verified, e.g. ``chain intact: 57 records, 1 crawl (SHA-256, no key)``
+        self.chain = verifier.describe()
 
-    def _add(self, record: dict[str, Any]) -> None:
+    def check_bodies(self) -> int:
+        """Check every robots.txt body the records name, once each, against
+        its hash; ``TrailTampered`` naming the first record whose body is
+        missing or altered.  The number of bodies checked."""
+        for sha256, number in self._named.items():
+            self._body(sha256, number)
+        return len(self._named)
+
+    def _body(self, sha256: str, number: int | None) -> bytes:
+        where = f"line {number}: " if number is not None else ""
+        name = os.path.join(self.bodies, sha256)
+        try:
+            with open(name, "rb") as handle:
+                body = handle.read()
+        except OSError as exc:
+            raise TrailTampered(
+                f"{where}the robots.txt body it names ({sha256}) is not in {self.bodies} "
+                f"({exc.strerror or exc}): deleted, or the trail was copied without it"
+            ) from None
+        if hashlib.sha256(body).hexdigest() != sha256:
+            raise TrailTampered(f"{where}the robots.txt body it names does not match its hash: {name} was altered")
+        return body
+
+    def _add(self, record: dict[str, Any], number: int) -> None:
         kind = record.get("type")
         origin = record.get("origin")
+        for key in ("sha256", "governing_sha256"):
+            value = record.get(key)
+            if isinstance(value, str) and value not in self._named:
+                if len(value) != 64 or not _HEX.issuperset(value):  # (sealed: only a forger gets here)
+                    raise TrailTampered(f"line {number}: {key} is not a SHA-256")
+                self._named[value] = number
         if kind == "crawl":
             self.crawls.append(record)
         elif kind == "fetch":
@@ -120,15 +174,7 @@ class Trail:
         if access is not Access.SUCCESS:
             return policy_for(access, state.get("unreachable") or "deny")
         sha256 = state["governing_sha256"]
-        try:
-            with open(os.path.join(self.bodies, sha256), "rb") as handle:
-                body = handle.read()
-        except OSError as exc:
-            raise TrailError(f"the body {sha256} is not in {self.bodies}: {exc.strerror or exc}") from None
-        import hashlib
-
-        if hashlib.sha256(body).hexdigest() != sha256:
-            raise TrailError(f"{os.path.join(self.bodies, sha256)} does not hash to its name: it was altered")
+        body = self._body(sha256, self._named.get(sha256))
         return parse(body, state.get("governing_content_type"), self.max_bytes)
 
     def summary(self) -> list[dict[str, Any]]:

@@ -4,16 +4,18 @@ writes its records and keeps each robots.txt body once."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import threading
 import time
 from collections import deque
 from datetime import datetime, timezone
 from typing import Any
+
+from .chain import Sealer
 
 logger = logging.getLogger(__name__)
 
@@ -83,33 +85,63 @@ def bodies_dir(audit_file: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(audit_file)), BODIES_DIR)
 
 
+def _end_line(handle: Any) -> None:
+    """A file whose last line was cut mid-write (a crawl killed while writing)
+    gets its newline, so the next crawl's first record starts a line."""
+    status = os.fstat(handle.fileno())
+    if not stat.S_ISREG(status.st_mode) or status.st_size == 0:
+        return
+    try:
+        with open(handle.name, "rb") as reader:
+            reader.seek(-1, os.SEEK_END)
+            last = reader.read(1)
+    except OSError:  # not readable: the replay will say so
+        return
+    if last != b"\n":
+        handle.write(b"\n")
+        handle.flush()
+
+
 class TrailBehind(OSError):
     """More than :data:`MAX_PENDING` items wait for the writer thread."""
 
 
 class Writer:
-    """A thread that writes queued records (and bodies) to the file.
+    """Writes records (and bodies) to the file, each record sealed in the
+    trail's chain (:mod:`.chain`) in the order written.
 
-    The reactor only appends to a deque (thread-safe, no lock); the thread
-    wakes every :data:`FLUSH_SECONDS` (or when told to close), writes every
-    record queued so far as JSON Lines and flushes the file.
+    By default a thread of its own writes: the reactor only appends to a
+    deque (thread-safe, no lock); the thread wakes every
+    :data:`FLUSH_SECONDS` (or when told to close), writes every record queued
+    so far as JSON Lines and flushes the file.  With ``sync`` (``RFC9309_AUDIT_SYNC``)
+    there is no thread: :meth:`put` writes and flushes the record before it
+    returns, so the caller knows it is in the file (:attr:`error` is set when
+    it is not).
 
-    When a write fails (a full disk, a file system gone read-only) the thread
-    stops and :attr:`error` says why; so it does when more than
+    When a write fails (a full disk, a file system gone read-only) the
+    writing stops and :attr:`error` says why; so it does when more than
     :data:`MAX_PENDING` items wait.  From then on nothing is queued: every
-    record the crawl puts is counted as not written (:attr:`unwritten`)."""
+    record the crawl puts is counted as not written (:attr:`unwritten`).
+    ``key``: the HMAC key of the chain (``RFC9309_AUDIT_KEY``), never written."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, key: bytes | None = None, sync: bool = False) -> None:
         self.path = path
         self.bodies = bodies_dir(path)
+        self.sync = sync
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         os.makedirs(self.bodies, exist_ok=True)
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the thread
+        self._file = open(path, "ab")  # noqa: SIM115 - closed by close() / the thread
+        try:
+            _end_line(self._file)
+        except BaseException:
+            self._file.close()
+            raise
+        self._sealer = Sealer(key)
         self._queue: deque[Any] = deque()
         self._wake = threading.Event()
         self._stop = False
         self.written = 0
-        #: CPU seconds the writer thread used (known once it ended)
+        #: CPU seconds spent writing (the thread's; with sync, the callers' time in put)
         self.cpu = 0.0
         #: why the trail cannot be written (set once, by either thread), else None
         self.error: BaseException | None = None
@@ -119,11 +151,27 @@ class Writer:
         self._refused = 0
         #: records of the write in progress (a write that never returns keeps them)
         self._writing = 0
-        self._thread = threading.Thread(target=self._run, name="rfc9309-audit", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if not sync:
+            self._thread = threading.Thread(target=self._run, name="rfc9309-audit", daemon=True)
+            self._thread.start()
+
+    def describe(self) -> dict[str, Any]:
+        """The chain's fields of the crawl's first record (which chain, which key)."""
+        return self._sealer.describe()
+
+    @property
+    def last_digest(self) -> str:
+        """The digest of the last record written (after :meth:`close`: the crawl's final digest)."""
+        return self._sealer.last.decode("ascii")
 
     def put(self, item: Any) -> None:
+        """Queue a record (a dict) or a body (``(sha256, bytes)``); with
+        ``sync``, write it now."""
         if self.error is None:
+            if self.sync:
+                self._write_now(item)
+                return
             if len(self._queue) < MAX_PENDING:
                 self._queue.append(item)
                 return
@@ -145,11 +193,27 @@ class Writer:
             return self._lost + self._refused + self._writing + queued
 
     def close(self, timeout: float = 30.0) -> None:
+        if self._thread is None:
+            try:
+                self._file.close()
+            except OSError as exc:  # (every write was flushed: nothing should be left)
+                if self.error is None:
+                    self.error = exc
+            return
         self._stop = True
         self._wake.set()
         self._thread.join(timeout)
         if self._thread.is_alive() and self.error is None:  # a write that never returns (a hung mount)
             self.error = TimeoutError(f"the writer thread did not finish within {timeout:g} s")
+
+    def _write_now(self, item: Any) -> None:
+        started = time.thread_time()
+        try:
+            self._write([item])
+        except BaseException as exc:  # disk full, permissions ...: the recorder stops the crawl
+            self.error = exc
+        finally:
+            self.cpu += time.thread_time() - started
 
     def _run(self) -> None:
         try:
@@ -170,23 +234,31 @@ class Writer:
 
     def _drain(self) -> None:
         queue = self._queue
-        lines: list[str] = []
-        dumps = json.dumps
+        items = []
+        while queue and self.error is None:
+            items.append(queue.popleft())
+        if items:
+            self._write(items)
+
+    def _write(self, items: list[Any]) -> None:
+        """Keep the bodies, then seal the records in order and write them in
+        one write (and flush)."""
+        lines: list[bytes] = []
+        seal = self._sealer.seal
         try:
-            while queue and self.error is None:
-                item = queue.popleft()
-                if isinstance(item, tuple):  # (sha256, body)
+            for item in items:
+                if isinstance(item, tuple):  # (sha256, body): kept before the records that name it
                     self._keep_body(*item)
                 else:
-                    lines.append(dumps(item, ensure_ascii=False, separators=(",", ":")))
+                    lines.append(seal(item))
             if lines:
                 self._writing = len(lines)
-                self._file.write("\n".join(lines) + "\n")
+                self._file.write(b"".join(lines))
                 self._file.flush()
                 self.written += len(lines)
                 self._writing = 0
         except BaseException:
-            self._lost += len(lines)
+            self._lost += sum(1 for item in items if not isinstance(item, tuple))
             self._writing = 0
             raise
 

@@ -4,8 +4,8 @@
 
     scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME] [--usage PURPOSE ...]
     scrapy robots --lint PATH
-    scrapy robots --audit FILE URL [URL ...]
-    scrapy robots --audit FILE --summary
+    scrapy robots --audit FILE URL [URL ...] [--audit-key-file PATH]
+    scrapy robots --audit FILE --summary [--audit-key-file PATH]
 
 Without ``--file`` the robots.txt of each URL's origin is fetched in a tiny
 crawl through that crawl's robots service
@@ -19,7 +19,11 @@ answer is the one a crawl would get on its first request to that origin.
 checked against the robots.txt that governed it during that crawl (the body
 kept by its SHA-256 beside the trail), not against today's file, and the
 output says when that file was fetched.  ``--summary`` prints, per origin, the
-fetches, the last result, the changes and the allowed/denied counts.
+fetches, the last result, the changes and the allowed/denied counts.  Either
+way the trail is verified first: its chain, line by line, and every body its
+records name.  A trail sealed with a key (``RFC9309_AUDIT_KEY``) is checked
+with the key from ``--audit-key-file PATH`` (``-``: stdin), else the setting
+(``-s``, the project's), else the environment variable ``RFC9309_AUDIT_KEY``.
 
 ``--spider NAME`` (inside a project) uses that spider's settings, its
 ``custom_settings`` over the project's, as ``scrapy fetch --spider`` does: its
@@ -37,12 +41,17 @@ used unless ``--usage`` is given.
 
 Exit status: 0 when every URL is allowed, 1 when any is denied (``--lint``:
 when the file has diagnostics) and never otherwise, 2 when there is no
-answer: a bad input, the fetch could not run, or a bug (its traceback
-printed).  A bad input (a URL that is no absolute http(s) URL, an unreadable
-file, an unknown option, spider or usage category, options that do not go
-together, any bad ``RFC9309_*`` setting) is refused before anything is
-fetched, with one line on stderr that shows it, masked and shortened
-(:mod:`.inputs`), and says what to write instead.
+answer: a bad input, the fetch could not run, a keyed trail and no key, or a
+bug (its traceback printed).  A bad input (a URL that is no absolute http(s)
+URL, an unreadable file, an unknown option, spider or usage category, options
+that do not go together, any bad ``RFC9309_*`` setting) is refused before
+anything is fetched, with one line on stderr that shows it, masked and
+shortened (:mod:`.inputs`), and says what to write instead.  With ``--audit``:
+3 when the trail does not verify (one line names the first line that does not
+fit: edited, deleted, reordered, forged, another key, a body that does not
+match; nothing is replayed), 4 when it verifies but a crawl in it has no
+closing record (truncated, or killed: the replay is printed, then the line);
+3 and 4 outrank 0 and 1.
 
 Scrapy imports this module on every ``scrapy`` invocation (entry point), so it
 imports little at the top.
@@ -74,6 +83,10 @@ if TYPE_CHECKING:
 
 #: exit status when the command could not produce an answer
 EXIT_USAGE = 2
+#: --audit: the trail does not verify (edited, deleted, reordered, forged, a body altered)
+EXIT_TAMPERED = 3
+#: --audit: the trail verifies, but a crawl in it has no closing record (truncated, or killed)
+EXIT_UNFINISHED = 4
 
 
 class Command(ScrapyCommand):
@@ -98,7 +111,9 @@ class Command(ScrapyCommand):
             "(one line on stderr says which and what to write instead), the fetch could not run, or a bug. "
             "--lint PATH prints the file's diagnostics only (exit 0 clean, 1 with diagnostics). "
             "--audit FILE URL ... answers from the robots.txt in force during the crawl that wrote the "
-            "audit trail FILE (RFC9309_AUDIT); --audit FILE --summary prints its per-origin summary."
+            "audit trail FILE (RFC9309_AUDIT); --audit FILE --summary prints its per-origin summary. "
+            "The trail is verified first: exit 3 when it was altered (the first line that does not fit is "
+            "named), 4 when a crawl in it has no closing record (truncated or killed)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -119,6 +134,12 @@ class Command(ScrapyCommand):
         )
         parser.add_argument(
             "--summary", action="store_true", help="with --audit: fetches, results, changes and counts per origin"
+        )
+        parser.add_argument(
+            "--audit-key-file",
+            metavar="PATH",
+            help="with --audit: the file ('-' for stdin) holding the key the trail was sealed with; by default "
+            "RFC9309_AUDIT_KEY (setting, else environment variable)",
         )
         parser.add_argument(
             "--file",
@@ -184,7 +205,8 @@ class Command(ScrapyCommand):
             return self._lint(opts.lint, config)
         _check_urls(args, paths=opts.file is not None, online=opts.file is None and opts.audit is None)
         if opts.audit is not None:
-            return self._replay(opts.audit, args, opts.summary, opts.agent, opts.usage)
+            key = self._audit_key(opts.audit_key_file)
+            return self._replay(opts.audit, args, opts.summary, opts.agent, opts.usage, key)
         if opts.file is not None:
             return self._check_file(opts.file, args, config)
         return self._check_online(args, config, agent_given=opts.agent is not None)
@@ -236,11 +258,34 @@ class Command(ScrapyCommand):
         _print(lines)
         return exit_status(decisions)
 
+    def _audit_key(self, path: str | None) -> bytes | None:
+        """The key a trail is checked with: ``--audit-key-file``, else RFC9309_AUDIT_KEY
+        (setting, else environment variable).  Never printed."""
+        from ..settings import AUDIT_KEY, audit_key
+
+        settings = self._settings()
+        if path is not None:
+            text = _read(path).rstrip(b"\r\n")  # (a key file's last newline is not part of the key)
+            settings.set(AUDIT_KEY, text, priority="cmdline")
+        try:
+            secret = audit_key(settings)
+        except ValueError as exc:
+            where = "--audit-key-file" if path is not None else ""
+            raise UsageError(f"{where + ': ' if where else ''}{exc}", print_help=False) from None
+        return secret.reveal() if secret is not None else None
+
     def _replay(
-        self, path: str, urls: list[str], summary: bool, agents: list[str] | None, usage: list[str] | None = None
+        self,
+        path: str,
+        urls: list[str],
+        summary: bool,
+        agents: list[str] | None,
+        usage: list[str] | None = None,
+        trail_key: bytes | None = None,
     ) -> int:
-        """``--audit FILE``: answer from the robots.txt in force during the crawl."""
-        from ..audit import Trail, TrailError
+        """``--audit FILE``: verify the trail, then answer from the robots.txt in
+        force during the crawl."""
+        from ..audit import Trail, TrailError, TrailKeyNeeded, TrailTampered
         from ..origins import origin_of
         from .report import exit_status, row, usage_lines, verdict_lines
 
@@ -251,14 +296,21 @@ class Command(ScrapyCommand):
             by_origin.setdefault(origin, []).append(url)
         forced = _agent_tokens(agents) if agents else None
         try:
-            trail = Trail(path)
+            trail = Trail(path, trail_key)
+            trail.check_bodies()
+        except TrailTampered as exc:
+            print(f"scrapy robots: audit trail {path}: {exc}", file=sys.stderr)
+            return EXIT_TAMPERED
+        except TrailKeyNeeded as exc:
+            print(f"scrapy robots: audit trail {path}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         except TrailError as exc:
             raise UsageError(str(exc), print_help=False) from None
         if summary:
             _print(_summary_lines(trail))
-            return 0
+            return _unfinished(trail, path, 0)
         purposes = _purposes(usage) if usage else trail.usage
-        lines: list[str] = []
+        lines: list[str] = [f"audit trail {path}: {_chain_text(trail)}"]
         decisions: list[_Decided] = []
         try:
             for origin, targets in by_origin.items():
@@ -289,11 +341,14 @@ class Command(ScrapyCommand):
                                 f"{used['category']} disallowed by {by}")
                             )  # fmt: skip
                     decisions.extend(block)
+        except TrailTampered as exc:  # (a body altered since check_bodies)
+            print(f"scrapy robots: audit trail {path}: {exc}", file=sys.stderr)
+            return EXIT_TAMPERED
         except TrailError as exc:
             _fail(str(exc))
-            return EXIT_USAGE
+            return _unfinished(trail, path, EXIT_USAGE)
         _print(lines)
-        return exit_status(decisions)
+        return _unfinished(trail, path, exit_status(decisions))
 
     # -- helpers -----------------------------------------------------------------
     def _config(self, agents: list[str] | None, usage: list[str] | None = None) -> Rfc9309Settings:
@@ -451,6 +506,23 @@ def _describe_state(state: dict[str, Any], path: str) -> str:
     return text
 
 
+def _chain_text(trail: Any) -> str:
+    """``chain intact: 57 records, 1 crawl (SHA-256, no key)`` (and how many crawls are unfinished)."""
+    text = trail.chain
+    if trail.unfinished:
+        text += f"; {len(trail.unfinished)} crawl(s) truncated or unfinished (no closing record)"
+    return text
+
+
+def _unfinished(trail: Any, path: str, status: int) -> int:
+    """After a replay: one line naming the first crawl without its closing
+    record, and :data:`EXIT_UNFINISHED`; else ``status``."""
+    if not trail.unfinished:
+        return status
+    print(f"scrapy robots: audit trail {path}: {trail.unfinished[0]}", file=sys.stderr)
+    return EXIT_UNFINISHED
+
+
 def _summary_lines(trail: Any) -> list[str]:
     """``--summary``: one row per origin."""
     rows = trail.summary()
@@ -459,7 +531,7 @@ def _summary_lines(trail: Any) -> list[str]:
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     out = [
         f"audit trail {trail.path}: {len(trail.crawls)} crawl(s), {len(rows)} origin(s), "
-        f"{trail.decision_records} decision record(s)"
+        f"{trail.decision_records} decision record(s); {_chain_text(trail)}"
     ]
     for line in table:
         out.append(
@@ -574,12 +646,14 @@ def _check_options(args: list[str], opts: argparse.Namespace) -> None:
                 ("--summary", opts.summary),
                 ("--agent", opts.agent),
                 ("--usage", opts.usage),
+                ("--audit-key-file", opts.audit_key_file),
             )
             if value
         ]
         if given:
             raise UsageError(
-                f"--lint PATH takes no URL, --file, --audit, --summary, --agent or --usage (given: {', '.join(given)})",
+                "--lint PATH takes no URL, --file, --audit, --summary, --agent, --usage or --audit-key-file "
+                f"(given: {', '.join(given)})",
                 print_help=False,
             )
     elif opts.audit is not None:
@@ -589,8 +663,10 @@ def _check_options(args: list[str], opts: argparse.Namespace) -> None:
             raise UsageError("--audit FILE takes URLs or --summary (one of them)", print_help=False)
         if opts.summary and (opts.agent or opts.usage):
             raise UsageError("--summary takes no --agent or --usage: it replays no decision", print_help=False)
-    elif opts.summary:
-        raise UsageError("--summary goes with --audit FILE", print_help=False)
+    elif opts.summary or opts.audit_key_file is not None:
+        raise UsageError(
+            f"{'--summary' if opts.summary else '--audit-key-file'} goes with --audit FILE", print_help=False
+        )
     elif not args:
         raise UsageError("give at least one URL (or --lint PATH; see scrapy robots -h)", print_help=False)
 

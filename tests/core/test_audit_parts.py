@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 
 import pytest
@@ -14,12 +15,14 @@ from scrapy_rfc9309.audit import (
     BODIES_DIR,
     Trail,
     TrailError,
+    TrailTampered,
     Writer,
     audit_path,
     decide_all,
     denial_reason,
     rule_changes,
 )
+from scrapy_rfc9309.audit.chain import KeyNeeded, Sealer, Tampered, Verifier
 from scrapy_rfc9309.settings import OriginPolicy, Rfc9309Settings
 from scrapy_rfc9309.useragent import derive_tokens
 
@@ -95,13 +98,14 @@ def test_writer_flushes_within_seconds_without_closing_and_keeps_a_body_once(tmp
     path = tmp_path / "trail.jsonl"
     writer = Writer(str(path))
     try:
-        writer.put({"type": "crawl", "n": 1})
+        writer.put({"type": "crawl", "x": 1})
         writer.put(("ab" * 32, b"User-agent: *\n"))
         writer.put(("ab" * 32, b"User-agent: *\n"))
         deadline = time.monotonic() + 10  # written by the thread on its own (every second)
         while time.monotonic() < deadline and not path.read_text():
             time.sleep(0.05)
-        assert json.loads(path.read_text()) == {"type": "crawl", "n": 1}
+        written = json.loads(path.read_text())
+        assert (written["type"], written["x"], written["n"], len(written["h"])) == ("crawl", 1, 1, 64)
         assert [p.name for p in (tmp_path / BODIES_DIR).iterdir()] == ["ab" * 32]
     finally:
         writer.close()
@@ -116,18 +120,19 @@ def _trail(tmp_path, body: bytes, tail: str = "") -> Trail:
         "governing_access": "success", "governing_sha256": digest, "governing_status": 200,
         "fetched_at": "2026-11-24T22:00:00.000Z", "tokens": ["ExampleBot"],
     }  # fmt: skip
-    lines = [json.dumps({"type": "crawl", "tokens": ["ExampleBot"], "max_bytes": 512000}), json.dumps(state)]
-    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n" + tail)
+    sealer = Sealer()
+    crawl = {"type": "crawl", "crawl_id": "c1", **sealer.describe(), "tokens": ["ExampleBot"], "max_bytes": 512000}
+    (tmp_path / "t.jsonl").write_bytes(sealer.seal(crawl) + sealer.seal(state) + tail.encode())
     return Trail(str(tmp_path / "t.jsonl"))
 
 
 def test_a_trail_cut_mid_line_is_read_and_an_altered_body_is_refused(tmp_path):
-    trail = _trail(tmp_path, b"User-agent: *\nDisallow: /x\n", tail='{"type": "den')
+    trail = _trail(tmp_path, b"User-agent: *\nDisallow: /x\n", tail='{"type":"den')
     state, decided = trail.state_for("http://a.example:80", "http://a.example/x")
     assert decided is None
     assert not trail.robots_of(state).can_fetch("http://a.example/x", "ExampleBot")
     (tmp_path / BODIES_DIR / state["governing_sha256"]).write_bytes(b"User-agent: *\nAllow: /\n")
-    with pytest.raises(TrailError, match="altered"):
+    with pytest.raises(TrailTampered, match="line 2: the robots.txt body it names does not match its hash"):
         trail.robots_of(state)
     with pytest.raises(TrailError, match="no robots.txt of http://b.example:80"):
         trail.state_for("http://b.example:80", "http://b.example/")
@@ -188,3 +193,127 @@ def test_a_stalled_disk_bounds_the_queue_and_counts_what_was_not_written(tmp_pat
         os.close(reader)  # the stuck write ends (EPIPE), the thread with it
     writer._thread.join(5)
     assert not writer._thread.is_alive()
+
+
+# -- the chain (issue 30, item 3) ---------------------------------------------------------------
+def _crawl(sealer: Sealer, crawl_id: str, *kinds: str) -> list[bytes]:
+    """One crawl's sealed lines: its first record, ``kinds``, its closing record."""
+    out = [sealer.seal({"type": "crawl", "crawl_id": crawl_id, **sealer.describe()})]
+    out += [sealer.seal({"type": kind, "url": f"http://a.example/{i}"}) for i, kind in enumerate(kinds)]
+    return [*out, sealer.seal({"type": "closed", "reason": "finished"})]
+
+
+def _verify(lines: list[bytes], key: bytes | None = None) -> Verifier:
+    verifier = Verifier(key)
+    for number, line in enumerate(b"".join(lines).split(b"\n")[:-1] if lines else [], 1):
+        verifier.feed(number, line)
+    verifier.finish()
+    return verifier
+
+
+def test_two_crawls_appended_to_one_file_are_two_chains():
+    lines = _crawl(Sealer(), "c1", "denied") + _crawl(Sealer(), "c2", "allowed", "denied")
+    verifier = _verify(lines)
+    assert (verifier.crawls, verifier.closed, verifier.records, verifier.unfinished) == (2, 2, 7, [])
+    assert verifier.describe() == "chain intact: 7 records, 2 crawls (SHA-256, no key)"
+
+
+@pytest.mark.parametrize(
+    ("alter", "message"),
+    [
+        (lambda ls: [*ls[:2], b"\n", *ls[2:]], "line 3: not a sealed record"),  # a blank line inserted
+        (lambda ls: [*ls, ls[1]], "line 4: record 2 outside a crawl (after the closing record of its crawl)"),
+        (lambda ls: ls + ls, "line 4: crawl 2 repeats an earlier crawl (a copied crawl_id)"),
+        (lambda ls: ls[1:], "line 1: record 2 outside a crawl (its crawl's first record is missing)"),
+        (
+            lambda ls: [ls[0], ls[1][:30] + b"\n", ls[1], ls[2]],
+            "line 2: not a sealed record (edited, or a line inserted)",
+        ),
+        (lambda ls: [ls[0], ls[1].replace(b'"n":2', b'"n":"2"'), ls[2]], "line 2: edited: its record number '2'"),
+        (lambda ls: [ls[0].replace(b'"sha256"', b'"md5"'), *ls[1:]], "line 1: crawl 1 names no known chain ('md5')"),
+    ],
+)
+def test_each_way_a_line_can_be_out_of_place_is_named(alter, message):
+    lines = _crawl(Sealer(), "c1", "denied")
+    with pytest.raises(Tampered) as caught:
+        _verify(alter(lines))
+    assert str(caught.value).startswith(message), caught.value
+
+
+def test_a_cut_line_is_an_unfinished_crawl_when_a_new_crawl_or_the_end_follows():
+    first, second = _crawl(Sealer(), "c1", "denied"), _crawl(Sealer(), "c2")
+    killed = [*first[:2], first[2][:25] + b"\n"]  # killed mid-write; the next crawl ended the line
+    verifier = _verify(killed + second)
+    assert verifier.unfinished == [
+        "crawl 1 (lines 1-2): truncated or unfinished (no closing record); line 3, its last, is cut mid-write"
+    ]
+    assert verifier.closed == 1
+    assert _verify([first[0][:7] + b"\n"]).unfinished == [
+        "line 1: a crawl truncated or unfinished (no closing record): its first record is cut mid-write"
+    ]
+    assert _verify([]).crawls == 0
+
+
+def test_a_keyed_chain_needs_its_key_and_its_key_only():
+    key = b"k" * 32
+    lines = _crawl(Sealer(key), "c1", "denied")
+    assert key not in b"".join(lines)
+    assert _verify(lines, key).describe() == "chain intact: 3 records, 1 crawl (HMAC-SHA256, keyed)"
+    with pytest.raises(KeyNeeded):
+        _verify(lines)
+    with pytest.raises(Tampered, match="line 1: crawl 1 was sealed with another key"):
+        _verify(lines, b"j" * 32)
+    # the right key id on a record sealed with another key: the record's HMAC fails
+    forged = Sealer(b"j" * 32)
+    crawl = json.loads(lines[0])
+    del crawl["n"], crawl["h"]
+    with pytest.raises(Tampered, match="line 1: record 1 of crawl 1 was edited: its HMAC does not match"):
+        _verify([forged.seal(crawl), *lines[1:]], key)
+
+
+def test_a_lone_surrogate_is_written_as_its_json_escape_and_reads_back():
+    sealer = Sealer()
+    lines = _crawl(sealer, "c1")
+    odd = sealer.seal({"type": "denied", "url": "http://a.example/\udc80\u00e9"})
+    assert b"\\udc80" in odd and "\u00e9".encode() in odd
+    verifier = Verifier()
+    verifier.feed(1, lines[0].rstrip(b"\n"))
+    assert verifier.feed(2, lines[1].rstrip(b"\n"))["type"] == "closed"
+    assert json.loads(odd)["url"] == "http://a.example/\udc80\u00e9"
+
+
+# -- the key ---------------------------------------------------------------------------------------
+def test_the_audit_key_comes_from_the_setting_else_the_environment_and_never_prints(monkeypatch):
+    monkeypatch.delenv("RFC9309_AUDIT_KEY", raising=False)
+    assert Rfc9309Settings.from_settings({}).audit_key is None
+    secret = "s3cret-" + "x" * 20
+    settings = Rfc9309Settings.from_settings({"RFC9309_AUDIT_KEY": secret})
+    assert settings.audit_key.reveal() == secret.encode()
+    assert secret not in repr(settings) and secret not in str(settings.audit_key)
+    monkeypatch.setenv("RFC9309_AUDIT_KEY", "from-the-environment-0123")
+    assert Rfc9309Settings.from_settings({}).audit_key.reveal() == b"from-the-environment-0123"
+    assert Rfc9309Settings.from_settings({"RFC9309_AUDIT_KEY": secret}).audit_key.reveal() == secret.encode()
+    for bad, message in (("tiny-k3y", "too short (8 bytes): at least 16"), (9309123, "must be a string")):
+        with pytest.raises(ValueError, match=re.escape(message)) as caught:
+            Rfc9309Settings.from_settings({"RFC9309_AUDIT_KEY": bad})
+        assert str(bad) not in str(caught.value)  # no message names the value
+    monkeypatch.setenv("RFC9309_AUDIT_KEY", "tiny")
+    with pytest.raises(ValueError, match="the environment variable RFC9309_AUDIT_KEY is too short"):
+        Rfc9309Settings.from_settings({})
+    monkeypatch.delenv("RFC9309_AUDIT_KEY")
+    assert Rfc9309Settings.from_settings({"RFC9309_AUDIT_SYNC": True}).audit_allowed  # sync records every request
+
+
+# -- the writer's chain ------------------------------------------------------------------------------
+def test_a_sync_writer_has_the_record_in_the_file_when_put_returns(tmp_path):
+    path = tmp_path / "trail.jsonl"
+    path.write_bytes(b'{"type":"denied","url":"http://cut')  # a crawl killed mid-write
+    writer = Writer(str(path), sync=True)
+    writer.put({"type": "crawl", "crawl_id": "c1", **writer.describe()})
+    writer.put({"type": "closed", "reason": "finished"})
+    lines = path.read_bytes().split(b"\n")  # no close, no wait
+    assert lines[0] == b'{"type":"denied","url":"http://cut' and lines[-1] == b""
+    assert json.loads(lines[2])["h"] == writer.last_digest
+    writer.close()
+    verifier = _verify([line + b"\n" for line in lines[:-1]])
+    assert (verifier.closed, len(verifier.unfinished)) == (1, 1)

@@ -12,8 +12,11 @@ from .accounting import SCRAPY_ARGS, check_output, subprocess_env
 TIMEOUT = 60
 
 
-def scrapy_robots(*args: str, cwd, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+def scrapy_robots(
+    *args: str, cwd, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``scrapy robots ARGS`` (``env``: more environment variables)."""
+    env = crawl_env(**(env or {}))
     if os.environ.get("RFC9309_TEST_REACTORLESS") == "1":  # tests/conftest.py: --reactor=none
         args = ("-s", "TWISTED_REACTOR_ENABLED=False", *args)
     elif os.environ.get("RFC9309_TEST_DEFAULT_REACTOR") == "1":  # --reactor=default
@@ -53,20 +56,22 @@ def scrapy_crawl(
     name: str = "probe",
     custom: dict | None = None,
     timeout: float = TIMEOUT,
+    env: dict[str, str] | None = None,
+    preexec_fn=None,
 ) -> subprocess.CompletedProcess:
     """``scrapy crawl <name> [args]`` in a one-spider project made under
     ``tmp_path`` (the plugin through its add-on); what a cron job would see:
-    the exit status, stdout and stderr (the log).  Its stats must add up
-    (tests/crawl/accounting.py)."""
-    write_crawl_project(tmp_path, urls, name=name, custom=custom)
-    return scrapy_crawl_again(tmp_path, *args, name=name, timeout=timeout)
+    the exit status, stdout and stderr (the log).  ``env``: more environment
+    variables; ``preexec_fn``: run in the child before Scrapy starts (a
+    resource limit).  Its stats must add up (tests/crawl/accounting.py)."""
+    make_project(tmp_path, urls, name=name, custom=custom)
+    return scrapy_crawl_again(tmp_path, *args, name=name, timeout=timeout, env=env, preexec_fn=preexec_fn)
 
 
-def write_crawl_project(
-    tmp_path, urls: list[str], name: str = "probe", custom: dict | None = None, head: str = ""
-) -> None:
-    """The one-spider project of :func:`scrapy_crawl`; ``head`` is code run
-    when the spider module is imported (before the crawl starts)."""
+def make_project(tmp_path, urls: list[str], name: str = "probe", custom: dict | None = None, head: str = "") -> None:
+    """A one-spider project under ``tmp_path`` (the plugin through its add-on)
+    whose spider ``name`` requests ``urls``; ``head`` is code run when the
+    spider module is imported (before the crawl starts)."""
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = probe_project.settings\n")
     package = tmp_path / "probe_project"
     (package / "spiders").mkdir(parents=True, exist_ok=True)
@@ -81,19 +86,33 @@ def write_crawl_project(
     )
 
 
+def crawl_env(**extra: str) -> dict[str, str]:
+    """The environment of a ``scrapy`` subprocess: ours without ``SCRAPY_*`` (and
+    without an audit key: a key is given by the test that wants one), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_") and k != "RFC9309_AUDIT_KEY"}
+    env.update(extra)
+    return subprocess_env(env)
+
+
 def scrapy_crawl_again(
-    tmp_path, *args: str, name: str = "probe", timeout: float = TIMEOUT, check: bool = True
+    tmp_path,
+    *args: str,
+    name: str = "probe",
+    timeout: float = TIMEOUT,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    preexec_fn=None,
 ) -> subprocess.CompletedProcess:
-    """``scrapy crawl <name> [args]`` in the project :func:`write_crawl_project`
-    made; ``check``: its stats must add up."""
-    env = subprocess_env({k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")})
+    """``scrapy crawl <name> [args]`` in the project :func:`make_project` made;
+    ``check``: its stats must add up."""
     process = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", name, *SCRAPY_ARGS, *args],
         cwd=tmp_path,
-        env=env,
+        env=crawl_env(**(env or {})),
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=preexec_fn,
     )
     if check:
         check_output(process.stdout, process.stderr)

@@ -23,7 +23,7 @@ import scrapy_rfc9309
 from scrapy_rfc9309 import compat, internals
 from scrapy_rfc9309.compat import version_tuple
 
-from .command_runner import scrapy_crawl_again, write_crawl_project
+from .command_runner import scrapy_crawl_again, make_project
 from .harness import MODE_ARGS, check_accounting, crawl
 from .servers import robots
 
@@ -143,7 +143,7 @@ def renamed_slot(name):
 
 
 def _crawl_with(tmp_path, site, rename: str):
-    write_crawl_project(tmp_path, [site.url("/a"), site.url("/private")], head=RENAMING.format(rename=rename))
+    make_project(tmp_path, [site.url("/a"), site.url("/private")], head=RENAMING.format(rename=rename))
     return scrapy_crawl_again(tmp_path, *MODE_ARGS)
 
 
