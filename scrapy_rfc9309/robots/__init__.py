@@ -7,6 +7,9 @@
 * :mod:`.verdicts` - ``Decision``, ``Verdict``, ``Rule``
 * :mod:`.access` - HTTP access results to policies and cache lifetimes
 * :mod:`.usage` - AI usage preferences (``Content-Usage``, ``Content-Signal``): ``RobotsTxt.usage``
+* :mod:`.tdmrep` - TDMRep: ``/.well-known/tdmrep.json``, ``tdm-reservation`` headers and meta tags
+* :mod:`.directives` - page-level robots directives (``X-Robots-Tag``, robots meta tags)
+* :mod:`.html_head` - the bounded reader of an HTML head's meta tags
 """
 
 from .diagnostics import Diagnostic

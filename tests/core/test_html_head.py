@@ -1,0 +1,355 @@
+"""The bounded reader of an HTML head's meta tags (robots/html_head.py).
+
+* the TDMRep report's own HTML example (#sec-tdm-html-meta) gives its two tags;
+* attributes in every usual form (quoting, case, order, character
+  references, duplicates) are read as the HTML standard's tokenizer reads
+  them, checked against the standard library's ``html.parser`` on generated
+  documents;
+* what is not the head is not read: comments, raw text (``<script>`` ...),
+  anything after ``</head>`` / ``<body`` or past the byte bound;
+* the charset: byte order mark, HTTP header, ``<meta charset>``, UTF-8;
+* hostile documents of 1 MB never raise and are read in bounded time.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from html.parser import HTMLParser
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scrapy_rfc9309.robots.html_head import (
+    MAX_ATTRIBUTES,
+    MAX_HEAD_BYTES,
+    MAX_METAS,
+    MAX_STEPS,
+    MetaTag,
+    _Scanner,
+    is_html,
+    read_head,
+)
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# TDM Reservation Protocol, CG final report 10 May 2024, #sec-tdm-html-meta "TDM Metadata in HTML Content"
+TDMREP_EXAMPLE = b"""<!DOCTYPE html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <meta name="tdm-reservation" content="1">
+    <meta name="tdm-policy" content="https://provider.com/policies/policy.json">
+    <title>Document title</title>
+  </head>
+  <body>
+    ...
+    <!-- body content -->
+    ...
+  </body>
+</html>
+"""
+
+
+def pairs(body: bytes, **kwargs) -> list[tuple[str, str]]:
+    return [(m.name, m.content) for m in read_head(body, **kwargs).metas]
+
+
+def test_tdmrep_example() -> None:
+    head = read_head(TDMREP_EXAMPLE)
+    assert head.metas == (
+        MetaTag("tdm-reservation", "1", 5, '<meta name="tdm-reservation" content="1">'),
+        MetaTag(
+            "tdm-policy",
+            "https://provider.com/policies/policy.json",
+            6,
+            '<meta name="tdm-policy" content="https://provider.com/policies/policy.json">',
+        ),
+    )
+    assert head.charset == "utf-8"
+    assert head.complete
+    assert head.diagnostics == ()
+
+
+def test_attribute_forms() -> None:
+    doc = (
+        b"<head>"
+        b"<META NAME=Robots CONTENT=NoIndex>"
+        b"<meta content='noai' name='ExampleBot'>"
+        b'<meta\tname = "robots"\ncontent = "a &amp; b &#x41;&#66;&lt;" />'
+        b'<meta name="robots" name="other" content="first" content="second">'
+        b'<meta/name="x"/content="y">'
+        b'<meta name="robots" content="">'
+        b"<meta name=robots>"  # no content: no pair
+        b'<meta content="z">'  # no name: no pair
+        b"</head>"
+    )
+    assert pairs(doc) == [
+        ("robots", "NoIndex"),
+        ("examplebot", "noai"),
+        ("robots", "a & b AB<"),
+        ("robots", "first"),
+        ("x", "y"),
+        ("robots", ""),
+    ]
+
+
+def test_names_filter_and_text() -> None:
+    doc = b'<meta name="robots" content="noindex">\n<meta name="viewport" content="w">\n<meta name="r&#111;bots" content="x">'
+    head = read_head(doc, names={"robots"})
+    assert [(m.name, m.content, m.line) for m in head.metas] == [("robots", "noindex", 1), ("robots", "x", 3)]
+    # the tag as written names the statement; line ends inside it are spaces
+    head = read_head(b'<meta name="robots"\r\n content="noai">')
+    assert head.metas[0].text == '<meta name="robots"   content="noai">'
+
+
+def test_not_the_head_is_not_read() -> None:
+    hidden = [
+        b'<!-- <meta name="robots" content="noindex"> -->',
+        b'<!--> <meta name="a" content="abrupt comment closed, this is read">',
+        b'<script>document.write(\'<meta name="robots" content="noindex">\')</script>',
+        b'<style>/* <meta name="robots" content="noindex"> */</style>',
+        b'<title><meta name="robots" content="noindex"></title>',
+        b'<textarea><meta name="robots" content="noindex"></textarea>',
+        b'<!DOCTYPE html><?xml version="1.0"?><![CDATA[x]]>',
+    ]
+    assert pairs(b"<head>" + b"".join(hidden) + b"</head>") == [("a", "abrupt comment closed, this is read")]
+    after = b'<meta name="robots" content="noai">'
+    assert pairs(b"<head></head>" + after) == []
+    assert pairs(b"<head><body>" + after) == []
+    assert pairs(b"<html><BODY class=x>" + after) == []
+    assert pairs(b"<head></HEAD >" + after) == []
+    # an unclosed comment or script consumes the rest, as in a browser
+    head = read_head(b"<head><!-- " + after)
+    assert head.metas == () and not head.complete and [d.code for d in head.diagnostics] == ["head_cut"]
+    assert pairs(b"<script>" + after) == []
+    # "<" as text, end tags of other elements, unknown elements
+    assert pairs(b"<head>a < b <3 </div> <x-y a=1>" + after) == [("robots", "noai")]
+
+
+def test_charset() -> None:
+    e_acute = '<meta name="robots" content="caf\u00e9">'
+    assert pairs(b"\xef\xbb\xbf" + e_acute.encode("utf-8")) == [("robots", "caf\u00e9")]
+    assert pairs(b"\xff\xfe" + e_acute.encode("utf-16-le")) == [("robots", "caf\u00e9")]
+    assert pairs(b"\xfe\xff" + e_acute.encode("utf-16-be")) == [("robots", "caf\u00e9")]
+    latin = e_acute.encode("latin-1")
+    assert pairs(latin) == [("robots", "caf\ufffd")]  # assumed UTF-8, invalid byte replaced
+    assert pairs(latin, http_charset="iso-8859-1") == [("robots", "caf\u00e9")]
+    assert pairs(latin, http_charset=b"text/html; charset=ISO-8859-1") == [("robots", "caf\u00e9")]
+    assert read_head(latin, http_charset="text/html; charset=ISO-8859-1").charset == "iso8859-1"
+    # the meta charset, even after the tag it decodes
+    assert pairs(latin + b'<meta charset="windows-1252">') == [("robots", "caf\u00e9")]
+    assert pairs(b'<meta http-equiv="Content-Type" content="text/html; charset=latin1">' + latin) == [
+        ("robots", "caf\u00e9")
+    ]
+    # the HTTP header wins over the meta tag, the BOM over both
+    assert pairs(b'<meta charset="utf-8">' + latin, http_charset="latin-1") == [("robots", "caf\u00e9")]
+    assert pairs(b"\xef\xbb\xbf" + e_acute.encode(), http_charset="latin-1") == [("robots", "caf\u00e9")]
+    # not ASCII-compatible, unknown, or no text codec at all: UTF-8
+    for label in ("utf-16", "utf-7", "x-no-such", "rot13", "base64", "hex", "zlib", "a" * 100):
+        assert read_head(b'<meta charset="' + label.encode() + b'">').charset == "utf-8", label
+        assert read_head(b"<p>", http_charset=label).charset == "utf-8", label
+
+
+def test_bounds() -> None:
+    late = b'<meta name="robots" content="noai">'
+    head = read_head(b"<head>" + b" " * MAX_HEAD_BYTES + late)
+    assert head.metas == () and not head.complete
+    assert [d.code for d in head.diagnostics] == ["head_truncated"]
+    assert pairs(b"<head>" + b" " * 100 + late, limit=50) == []
+    many = b"".join(b'<meta name="m" content="%d">' % i for i in range(MAX_METAS + 10))
+    head = read_head(many)
+    assert len(head.metas) == MAX_METAS and head.metas[-1].content == str(MAX_METAS - 1)
+    assert [d.code for d in head.diagnostics] == ["too_many_metas"]
+    head = read_head(b'<meta name="robots" content="' + b"x" * 10_000 + b'">')
+    assert len(head.metas[0].content) == 4_096
+    assert [d.code for d in head.diagnostics] == ["content_clipped"]
+    assert len(head.metas[0].text) <= 203
+
+
+def test_step_bound() -> None:
+    # a head of many tiny tags or attributes stops at the step budget, keeping what it read
+    late = b'<meta name="robots" content="noai">'
+    head = read_head(late + b"<p>" * MAX_STEPS + late)
+    assert [m.content for m in head.metas] == ["noai"] and not head.complete
+    assert [d.code for d in head.diagnostics] == ["head_too_complex"]
+    # (a tag of two values: four steps)
+    assert pairs(b'<p a="1" b=2 c>' * (MAX_STEPS // 3) + late) == []
+    assert pairs(b'<p a="1" b=2 c>' * (MAX_STEPS // 8) + late) == [("robots", "noai")]
+    # a meta tag's attributes past the first MAX_ATTRIBUTES are not read; its end is still found
+    padding = b" ".join(b"a%d=1" % i for i in range(MAX_ATTRIBUTES))
+    assert pairs(b"<meta " + padding + b' name="robots" content="x">' + late) == [("robots", "noai")]
+    assert pairs(b'<meta name="robots" content="x" ' + padding + b">" + late) == [("robots", "x"), ("robots", "noai")]
+
+
+def test_is_html() -> None:
+    assert is_html("text/html")
+    assert is_html(b"Text/HTML; charset=utf-8")
+    assert is_html("application/xhtml+xml")
+    assert not is_html("application/json")
+    assert not is_html("text/plain; x=text/html")
+    assert not is_html(None)
+    assert not is_html("")
+
+
+def test_empty_and_odd_inputs() -> None:
+    for body in (None, b"", b"<", b"<!", b"<!-", b"<meta", b"<meta name", b"<meta name=", b'<meta name="', b"</"):
+        head = read_head(body)
+        assert head.metas == ()
+
+
+# -- against the standard library's tokenizer --------------------------------------------------
+
+
+class _Reference(HTMLParser):
+    """The meta name/content pairs html.parser sees before </head> or <body>."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, str]] = []
+        self.done = False
+
+    def handle_starttag(self, tag, attrs):
+        if self.done:
+            return
+        if tag == "body":
+            self.done = True
+        elif tag == "meta":
+            seen: dict[str, str] = {}
+            for k, v in attrs:
+                seen.setdefault(k, v or "")  # a valueless attribute is the empty string (HTML 13.2.5.33)
+            if "name" in seen and "content" in seen:
+                self.found.append((seen["name"].strip().lower(), seen["content"]))
+
+    handle_startendtag = handle_starttag
+
+    def handle_endtag(self, tag):
+        if tag == "head":
+            self.done = True
+
+
+WORDS = ["robots", "ExampleBot", "tdm-reservation", "noai", "1", "a b", "x&amp;y", "&#65;", "caf\u00e9", ""]
+
+
+@st.composite
+def attribute(draw) -> str:
+    name = draw(st.sampled_from(["name", "NAME", "content", "Content", "charset-x", "id", "data-a"]))
+    value = draw(st.sampled_from(WORDS))
+    form = draw(st.sampled_from(["dq", "sq", "bare", "spaced", "none"]))
+    if form == "bare":
+        value = value.replace(" ", "").replace("&", "") or "v"
+        return f"{name}={value}"
+    if form == "none":
+        return name
+    if form == "sq":
+        return f"{name}='{value}'"
+    if form == "spaced":
+        return f'{name} = "{value}"'
+    return f'{name}="{value}"'
+
+
+@st.composite
+def document(draw) -> str:
+    parts = []
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["meta", "meta", "meta", "comment", "script", "title", "text", "other", "end"]))
+        if kind == "meta":
+            attrs = draw(st.lists(attribute(), max_size=4))
+            close = draw(st.sampled_from([">", "/>", " />"]))
+            parts.append(f"<{draw(st.sampled_from(['meta', 'META', 'Meta']))} {' '.join(attrs)}{close}")
+        elif kind == "comment":
+            parts.append('<!-- <meta name="robots" content="hidden"> -->')
+        elif kind == "script":
+            parts.append('<script>var a = "<meta name=robots content=hidden>";</script>')
+        elif kind == "title":
+            parts.append("<title>a <b> c</title>")
+        elif kind == "text":
+            parts.append(draw(st.sampled_from(["\n", "  ", "text", "a < b"])))
+        elif kind == "other":
+            parts.append(draw(st.sampled_from(['<link rel="x" href="/a>b">', "<div class=a>", "<br/>", "<x-y z>"])))
+        else:
+            parts.append(draw(st.sampled_from(["</head>", "<body>", "</div>"])))
+    return "".join(parts)
+
+
+@SETTINGS
+@given(document())
+def test_agrees_with_html_parser(doc: str) -> None:
+    reference = _Reference()
+    reference.feed(doc)
+    reference.close()
+    assert pairs(doc.encode("utf-8")) == reference.found
+
+
+# -- hostile input -------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.binary(max_size=2_000), st.one_of(st.none(), st.sampled_from(["utf-8", "latin-1", "utf-16", "junk"])))
+def test_never_raises(body: bytes, charset: str | None) -> None:
+    head = read_head(body, http_charset=charset)
+    assert all(isinstance(m, MetaTag) for m in head.metas)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(["<", ">", "<meta", " name=", "content=", '"', "'", "=", "/", "<!--", "-->", "<script>",
+                                 "</script", "</head>", "<body", "robots", "noai", "&amp;", "&#", "\n", "\x00", "\xe9"]),
+                max_size=40).map("".join))  # fmt: skip
+def test_never_raises_on_tag_soup(doc: str) -> None:
+    for encoding in ("utf-8", "utf-16"):
+        head = read_head(doc.encode(encoding, "surrogatepass"))
+        assert len(head.metas) <= MAX_METAS
+
+
+@settings(max_examples=2_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["a", "b", "=", " ", "\t", "/", '"', "'", ">", "<", "x=", '="', "='", " = ", "/>", "=="]), max_size=30).map("".join))  # fmt: skip
+def test_skip_finds_the_end_attributes_finds(rest: str) -> None:
+    # the fast skip over a tag that is not a meta tag ends it where the full attribute reader does
+    scan = _Scanner(("<p" + rest).encode(), None)
+    full = scan._attributes(2)
+    assert scan._skip(2) == (None if full is None else full[1])
+
+
+def timed(fn, *args):
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.process_time()
+        value = fn(*args)
+        return value, time.process_time() - start
+    finally:
+        if enabled:
+            gc.enable()
+
+
+#: process seconds a 1 MB hostile document may take (measured: at most about 8 ms on a loaded machine)
+BOUND = 0.5
+MB = 1_000_000
+HOSTILE = {
+    "metas": b'<meta name="robots" content="noai">' * (MB // 35),
+    "bare <meta": b"<meta" * (MB // 5),
+    "unclosed comment": b"<!--" + b"a" * MB,
+    "comment openers": b"<!--" * (MB // 4),
+    "lone <": b"<" * MB,
+    "tag names": b"<a" * (MB // 2),
+    "attributes, no >": b"<meta " + b"a=b " * (MB // 4),
+    "bare attributes": b"<meta " + b"a " * (MB // 2),
+    "unclosed quote": b'<meta name="' + b"x" * MB,
+    "unclosed script": b"<script>" + b"<meta name=robots content=noai>" * (MB // 31),
+    "references": b'<meta name="robots" content="' + b"&#" * (MB // 2) + b'">',
+    "utf-16": b"\xff\xfe" + '<meta name="robots" content="noai">'.encode("utf-16-le") * (MB // 70),
+    "equals": b"<meta " + b"=" * MB,
+    "line ends": (b"\n" * 20 + b"<meta name=robots content=noindex>") * (MB // 54),
+    "tiny tags": b"<p>" * (MB // 3),
+    "tiny metas": b"<meta name=robots content=x>" * (MB // 30),
+    "tags of 100 attributes": (b"<p " + b"a=b " * 100 + b">") * (MB // 404),
+    "metas of 100 names": (b"<meta " + b"name=b " * 100 + b">") * (MB // 707),
+    "blank = pairs": (b"<p " + b"a = = " * 100 + b">") * (MB // 606),
+}
+
+
+def test_hostile_documents_bounded() -> None:
+    for name, doc in HOSTILE.items():
+        head, took = timed(read_head, doc)
+        assert took < BOUND, (name, took)
+        assert len(head.metas) <= MAX_METAS, name
