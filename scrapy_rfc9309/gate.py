@@ -109,7 +109,8 @@ class GateScheduler:
         #: released requests -> why they were held; requests counted against their slot
         self.released: WeakKeyDictionary[Request, Held] = WeakKeyDictionary()
         self._out: dict[int, tuple[str, float, bool]] = {}
-        #: released after their cluster-wide turn: noted in the store once they reach the downloader
+        #: released after their cluster-wide turn, noted in the store when they leave the downloader:
+        #: (origin, floor, when released; -1 once in the downloader)
         self._noting: dict[int, tuple[str, float, float]] = {}
         self._listening = False
         self._sweeper: Any = None
@@ -396,15 +397,19 @@ class GateScheduler:
         entry = self._out.get(id(request))
         if entry is not None:
             self._out[id(request)] = (entry[0], entry[1], True)
-        turn = self._noting.pop(id(request), None)
-        if turn is not None:
-            compat.spawn(self.service.note_start(turn[0], turn[1]))
-            if not self._out and not self._noting:
-                self._listen(False)
+        turn = self._noting.get(id(request))
+        if turn is not None:  # in the downloader: noted when it leaves it, whenever that is
+            self._noting[id(request)] = (turn[0], turn[1], -1.0)
 
     def _left(self, request: Request, spider: Any = None) -> None:
         if id(request) in self._out:
             self._untrack(id(request))
+        turn = self._noting.pop(id(request), None)
+        if turn is not None:
+            # its response is in: the server saw it before now, however late a busy loop sent it
+            compat.spawn(self.service.note_start(turn[0], turn[1]))
+            if not self._out and not self._noting:
+                self._listen(False)
 
     def _sweep(self) -> None:
         limit = time.monotonic() - UNSEEN_SECONDS
@@ -412,7 +417,7 @@ class GateScheduler:
             if not seen and since < limit and request_id in self._out:
                 self._untrack(request_id)
         for request_id, (_, _, since) in list(self._noting.items()):
-            if since < limit:  # never reached the downloader: the store's hold on the turn ends it
+            if 0 < since < limit:  # never reached the downloader: the store's hold on the turn ends it
                 del self._noting[request_id]
         if not self._out and not self._noting:
             self._listen(False)

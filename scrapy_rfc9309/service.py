@@ -313,8 +313,9 @@ class RobotsService:
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
     async def note_start(self, origin: str, floor: float) -> None:
-        """A request whose cluster-wide turn was taken has left: the next
-        worker's turn counts a floor from now (see :meth:`wait_turn`)."""
+        """A request whose cluster-wide turn was taken is done (or about to
+        start, without the gate): the next worker's turn counts a floor from
+        now (see :meth:`wait_turn`)."""
         try:
             await self.storage.note_start(origin, floor)
         except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn

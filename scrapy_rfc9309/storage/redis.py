@@ -108,12 +108,13 @@ COMPRESS_INLINE_MAX = 64 * 1024
 #: (docs/benchmarks_crawl.md, "Why two broad-crawl measurements disagreed")
 STORE_DELAY = 0.1
 
-#: a turn taken is "on its way" until the worker notes that its request left (note_start):
-#: meanwhile the others ask again every TURN_POLL_US, for at most TURN_HOLD_US (a worker that
-#: died, or a request dropped after its turn, holds the origin that long).  The next turn
-#: counts from the note, i.e. from when the request really left, not from when its turn was
-#: taken: on a loaded machine the two are apart by whole turns of the loop
-#: (docs/storage.md, "Cluster-wide Crawl-delay").
+#: a turn taken is "on its way" until the worker notes that its request is done (note_start,
+#: when it leaves the downloader, its response in): the others ask again every TURN_POLL_US
+#: meanwhile, for at most TURN_HOLD_US or the floor if longer (a worker that died, or a request
+#: dropped after its turn, holds the origin that long).  The next turn counts a floor from that
+#: note, which comes after the server saw the request however late a loaded worker sent it;
+#: counted from when the turn was taken, the two were whole turns of a busy loop apart
+#: (docs/storage.md, "Crawl-delay for the cluster").
 TURN_HOLD_US = 5_000_000
 TURN_POLL_US = 50_000
 
@@ -156,7 +157,7 @@ local function keep_body(k, body, keep, most)  -- kept as long as the longest-ke
 end
 """
 #: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait) or 'note'
-#: (the request whose turn it is has left: the next turn counts from now), the longest a taken
+#: (the request whose turn it was is done: the next turn counts from now), the longest a taken
 #: turn waits for its note us, a poll us.  A turn taken and not noted yet is "on its way": the
 #: others poll until it is noted (or the wait for it ends), then wait a floor from the note.
 #: A start ahead of the server's clock is no start of a worker (garbage, or a clock stepped
@@ -564,8 +565,9 @@ class RedisStorage(RobotsStorage):
 
     # -- Crawl-delay across workers ----------------------------------------------------------
     async def take_turn(self, origin: str, floor: float) -> float:
+        gap = int(floor * 1_000_000)
         micros = await self._run_script(
-            "pace", self._key("pace", origin), int(floor * 1_000_000), "take", TURN_HOLD_US, TURN_POLL_US
+            "pace", self._key("pace", origin), gap, "take", max(TURN_HOLD_US, gap), TURN_POLL_US
         )
         return max(0, int(micros)) / 1_000_000
 

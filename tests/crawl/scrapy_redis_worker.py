@@ -85,6 +85,10 @@ class ClusterSpider(RedisSpider):
 
     def ok(self, response: Any) -> None:
         self._write(response.request, status=response.status)
+        # a spider that works on its pages (TEST_CALLBACK_CPU_SECONDS): the worker's loop is busy
+        end = time.monotonic() + self.settings.getfloat("TEST_CALLBACK_CPU_SECONDS")
+        while time.monotonic() < end:
+            pass
 
     def failed(self, failure: Any) -> None:
         self._write(failure.request, error=type(failure.value).__name__, message=str(failure.value))

@@ -208,20 +208,20 @@ def gaps(times: list[float]) -> list[float]:
     return [round(b - a, 3) for a, b in zip(times, times[1:])]
 
 
-#: how much of a Crawl-delay one gap may lose when a worker sends its request late: a loaded
-#: machine (CI runs four suites and three worker processes on two cores) was seen to put a
-#: request on the wire 0.16 s after its cluster-wide turn, which shortens the next gap by as much
-LATE_SEND = 0.25
+#: how much of a Crawl-delay one gap may lose when a worker sends its request late: the next
+#: turn counts from when a request reached its worker's downloader (noted in the store), and
+#: the wire is a turn or two of that worker's loop later; the promise is 0.9 of the delay
+LATE_SEND = 0.1
 
 
 def check_paced(times: list[float], delay: float) -> None:
     """Requests seen by a server at *times* were sent on turns *delay* apart.
 
-    A turn is taken in the store, the request is sent after it: a request sent
-    late lengthens the gap before it and shortens the one after it by the same
-    amount.  So each gap may lose up to ``LATE_SEND`` of the delay, but the
-    requests as a whole keep the pace: n requests span at least (n - 1) delays
-    less one late send.  Pacing per worker only (three workers) gives gaps of
+    A turn counts from when the previous request left its worker (noted in the
+    store), not from when its turn was taken: each gap the server sees is at
+    least 0.9 of the delay (``LATE_SEND``: the time between a request reaching
+    its downloader and reaching the wire), and n requests span at least (n - 1)
+    delays less that.  Pacing per worker only (three workers) gives gaps of
     about a third of the delay and fails both."""
     measured = gaps(times)
     assert measured, times

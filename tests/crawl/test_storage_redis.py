@@ -26,7 +26,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309.storage import FallbackStorage, RobotsEntry, entries
-from scrapy_rfc9309.storage.redis import RedisStorage, key_of
+from scrapy_rfc9309.storage.redis import TURN_POLL_US, RedisStorage, key_of
 
 from .accounting import read_report
 from .harness import Req, check_accounting, clock, crawl
@@ -138,7 +138,10 @@ async def test_a_turn_taken_while_the_store_was_down_is_kept_once_it_answers_aga
             wait = await store.take_turn(origin, gap)
             assert 0 < wait <= gap, wait  # Redis alone would say 0: it never saw that turn
             await asyncio.sleep(wait)
-            assert await store.take_turn(origin, gap) == 0  # then Redis paces it again
+            assert await store.take_turn(origin, gap) == 0  # then Redis paces it again:
+            # that turn is on its way until its request is noted done; meanwhile, ask again soon
+            assert 0 < await store.take_turn(origin, gap) <= TURN_POLL_US / 1e6
+            await store.note_start(origin, gap)
             assert 0.3 < await store.take_turn(origin, gap) <= gap
             assert not store.down
         finally:
@@ -161,6 +164,11 @@ async def test_turns_are_atomic_across_clients(redis_server):
             waits = await asyncio.gather(*[(one if i % 2 else two).take_turn(origin, gap) for i in range(12)])
             assert sorted(waits)[0] == 0 and sum(1 for w in waits if w == 0) == 1, waits
             assert all(0 < w <= gap for w in waits if w), waits
+            # ... the turn taken is on its way (asked again within a poll) until its request is noted
+            await asyncio.sleep(0.06)
+            assert 0 < await one.take_turn(origin, gap) <= TURN_POLL_US / 1e6
+            await two.note_start(origin, gap)
+            assert 0.4 < await one.take_turn(origin, gap) <= gap
             # a robots.txt fetch noted on an idle origin makes the next turn wait a floor
             await one.note_start("http://other.example:80", gap)
             assert 0.4 < await two.take_turn("http://other.example:80", gap) <= gap
