@@ -1,4 +1,5 @@
-"""The README's parser snippet runs as pasted (its comments state what it gives)."""
+"""The README's snippets: the parser example runs as pasted (its comments state what it
+gives); the Quick start is the two commands CI and docs/first_hour.md use."""
 
 from __future__ import annotations
 
@@ -24,13 +25,44 @@ def _shell_blocks(text: str) -> list[str]:
     return [part.split("```", 1)[0] for part in text.split("```sh")[1:]]
 
 
+def _quick_start(text: str) -> list[str]:
+    """The commands of the first shell block after a "## Quick start" heading."""
+    block = _shell_blocks(text.split("## Quick start", 1)[1])[0]
+    return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+VENV = "python -m venv .venv && . .venv/bin/activate && "
+
+
+def test_quick_start_is_two_commands_each_in_a_virtual_environment():
+    """One runs the demo, one the whole test suite; each makes and activates
+    the same virtual environment first (pip never writes into the system's
+    Python), so either one works on a fresh clone, in either order."""
+    demo, tests = _quick_start(README.read_text(encoding="utf-8"))
+    assert demo.startswith(VENV) and demo.endswith("&& (cd example_project && scrapy crawl demo)")
+    assert tests.startswith(VENV) and tests.endswith("&& python -m pytest")
+    assert 'pip install -e ".[test,redis]"' in tests  # the test dependencies, and Redis's client
+
+
+def test_ci_runs_the_readme_test_command_word_for_word():
+    _, tests = _quick_start(README.read_text(encoding="utf-8"))
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    runs = [line for line in ci.splitlines() if line.startswith(tests)]
+    assert runs, f".ci/run has no line that runs {tests!r}"
+    assert all(line[len(tests) :] in ("", " || status=$?") for line in runs), runs
+
+
+def test_first_hour_shows_the_readme_commands():
+    text = README.read_text(encoding="utf-8")
+    first_hour = (README.parent / "docs" / "first_hour.md").read_text(encoding="utf-8")
+    assert _quick_start(first_hour) == _quick_start(text)
+
+
 def test_quick_start_commands_run_one_after_the_other_from_the_root():
     """Each command of the Quick start starts at the repository root: none
     leaves the shell elsewhere (a ``cd`` only inside a subshell)."""
-    text = README.read_text(encoding="utf-8")
-    block = _shell_blocks(text.split("## Quick start", 1)[1])[0]
-    commands = [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    assert len(commands) >= 2
+    commands = _quick_start(README.read_text(encoding="utf-8"))
+    assert len(commands) == 2
     for command in commands:
         depth, outside = 0, ""
         for char in command:

@@ -8,6 +8,7 @@ previous run.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from .accounting import SCRAPY_ARGS, check_output, subprocess_env
+from . import demo_doc
 from .harness import MODE_ARGS
 
 PROJECT = Path(__file__).resolve().parents[2] / "example_project"
@@ -138,6 +140,30 @@ def test_demo_ends_with_one_table_on_stdout(demo, table):
     # the add-on replaced the built-in middleware
     assert "scrapy_rfc9309.middleware.RobotsTxtMiddleware" in process.stderr
     assert "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware" not in process.stderr
+
+
+def test_docs_show_the_table_the_demo_prints(demo):
+    """docs/first_hour.md's table is what ``scrapy crawl demo`` prints today:
+    every row, verdict and count, the footer; not the gaps' timings."""
+    process, port = demo
+    assert process.returncode == 0, process.stderr[-3000:]
+    if not _multi_host():
+        pytest.skip("the doc shows the layout of one host per origin (127.0.0.2 and up); this machine has one host")
+    printed = demo_doc.stable(process.stdout, port)
+    shown = demo_doc.stable(demo_doc.documented())
+    if printed != shown:
+        diff = "\n".join(difflib.unified_diff(shown, printed, "docs/first_hour.md", "scrapy crawl demo", lineterm=""))
+        pytest.fail(f"the doc's table is not the demo's; rewrite it with `{demo_doc.UPDATE}`:\n{diff}", pytrace=False)
+
+
+def test_docs_explain_every_case_of_the_table(table):
+    """Each origin's case (the table's second ORIGIN line) has its bullet in
+    docs/first_hour.md's list of cases."""
+    if not _multi_host():
+        pytest.skip("the doc names the cases of the layout of one host per origin; this machine has one host")
+    text = demo_doc.DOC.read_text(encoding="utf-8")
+    missing = [case for case in table[1] if f"\n- **{case}**: " not in text]
+    assert not missing, f"docs/first_hour.md explains no case {missing}"
 
 
 def test_no_denied_page_reached_a_server_and_each_robots_txt_was_fetched_once(table):
