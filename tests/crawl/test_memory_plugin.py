@@ -93,7 +93,7 @@ def look(crawler) -> dict[str, Any]:
         "extension origins": len(extension._origin_slots),
         "extension slots": len(extension._slot_origins),
         "slot floors": len(extension._slots),
-        "held": len(crawl_state(crawler).gate),
+        "held": crawl_state(crawler).gate.held,
         "gate slots": len(crawl_state(crawler).gate._slots),
         "download slots": len(crawler.engine.downloader.slots),
         "parsed files alive": sum(1 for o in gc.get_objects() if isinstance(o, RobotsTxt)),
