@@ -31,7 +31,6 @@ class Addon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinMiddleware
-
         from scrapy.settings import SETTINGS_PRIORITIES
 
         from . import compat

@@ -45,7 +45,6 @@ import functools
 import logging
 import re
 import sys
-import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -59,7 +58,6 @@ from twisted.internet.defer import CancelledError, Deferred
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 

@@ -227,7 +227,6 @@ class RobotsFetcher:
                 return FetchResult(
                     Access.UNAVAILABLE, status, url, classes, note="a redirect without a usable Location"
                 )
-            transfer = request.meta[FETCH_META_KEY]
             try:
                 self._listen(1)
                 try:

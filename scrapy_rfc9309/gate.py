@@ -273,7 +273,7 @@ class GateScheduler:
 
     def _key(self, request: Request) -> str:
         """The download slot key Scrapy gives ``request``."""
-        return str(self.crawler.engine.downloader.get_slot_key(request))  # type: ignore[union-attr]
+        return str(self.crawler.engine.downloader.get_slot_key(request))
 
     def _concurrency(self, key: str) -> int:
         settings = self.crawler.settings

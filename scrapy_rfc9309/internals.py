@@ -85,7 +85,8 @@ def lane_handlers(crawler: Crawler, concurrency: int) -> Any:
     connections and the lane is not cut to the pages' size."""
     from scrapy.core.downloader.handlers import DownloadHandlers
 
-    return DownloadHandlers(_LaneCrawler(crawler, concurrency))
+    lane: Any = _LaneCrawler(crawler, concurrency)  # a Crawler to the handlers, all but one setting the crawl's
+    return DownloadHandlers(lane)
 
 
 class _LaneCrawler:
@@ -132,7 +133,9 @@ async def lane_download(
 
         return handlers.download_request(hop, spider).addCallback(seen)
 
-    return await maybe_deferred_to_future(manager.download(download_213, request, crawler.spider))  # type: ignore[no-any-return]
+    spider: Any = crawler.spider
+    result_213: Response | Request = await maybe_deferred_to_future(manager.download(download_213, request, spider))
+    return result_213
 
 
 # -- 3. Twisted's cut-body error (Scrapy < 2.15) ---------------------------------------------
@@ -175,7 +178,8 @@ def check(crawler: Crawler, floors: bool) -> None:
     naming the first one missing or changed; warns once per process on a
     Scrapy newer than :data:`NEWEST_TESTED`."""
     try:
-        downloader = crawler.engine.downloader  # type: ignore[union-attr]
+        engine: Any = crawler.engine
+        downloader = engine.downloader
         _check_lane(crawler, downloader)
         if floors:
             _check_slots(crawler, downloader)

@@ -146,7 +146,9 @@ class RobotsTxtMiddleware:
         self._allow(request, origin, known, tokens, decision, token, usage)
 
     def _needs_turn(self, known: Known, tokens: tuple[str, ...]) -> bool:
-        return self.service.paces and bool(known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0])
+        return self.service.paces and bool(
+            known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
+        )
 
     def _decide(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Verdict:
         """Count an allowed request and give it its provenance

@@ -99,7 +99,7 @@ class SlotFloors:
         rule (``DOWNLOAD_SLOTS``, the host, per-IP slots)."""
         key = request.meta.get("download_slot")
         if key is None:
-            key = self._crawler.engine.downloader.get_slot_key(request)  # type: ignore[union-attr]
+            key = self._crawler.engine.downloader.get_slot_key(request)
         return str(key)
 
     def floor_of(self, key: str) -> float | None:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from .accounting import SCRAPY_ARGS, check_output, subprocess_env
 from . import demo_doc
+from .accounting import SCRAPY_ARGS, check_output, subprocess_env
 from .harness import MODE_ARGS
 
 PROJECT = Path(__file__).resolve().parents[2] / "example_project"

@@ -23,7 +23,7 @@ import scrapy_rfc9309
 from scrapy_rfc9309 import compat, internals
 from scrapy_rfc9309.compat import version_tuple
 
-from .command_runner import scrapy_crawl_again, make_project
+from .command_runner import make_project, scrapy_crawl_again
 from .harness import MODE_ARGS, check_accounting, crawl
 from .servers import robots
 
