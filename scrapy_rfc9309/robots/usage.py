@@ -31,12 +31,13 @@ diagnostic and states nothing (all unknown).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, repeat
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from . import patterns
 from .diagnostics import DiagnosticLog
+from .steps import finish
 
 if TYPE_CHECKING:
     from .parser import Group
@@ -325,6 +326,8 @@ class _Reading(NamedTuple):
     use: str | None
     unknown: tuple[str, ...]
     error: str | None
+    #: what it states, as a key: (prefs items, use)
+    meaning: tuple[Any, ...] = ((), None)
 
 
 #: (form, expression) -> its reading; bounded, shared by all files (real files repeat a few)
@@ -362,7 +365,7 @@ def _read(expression: str, form: int) -> _Reading:
                 unknown.append(f"{label}={_short(member)}")
             else:
                 prefs[category] = answer
-        reading = _Reading(prefs, use, tuple(unknown), None)
+        reading = _Reading(prefs, use, tuple(unknown), None, (tuple(prefs.items()), use))
     if len(_READINGS) < _READINGS_MAX and len(expression) <= _READING_CHARS:
         _READINGS[key] = reading
     return reading
@@ -468,21 +471,35 @@ def _says_no(label: str, value: bool | None, members: set[str] | None) -> bool:
 
 class UsageRule:
     """One Content-Usage or Content-Signal line of a group, parsed, with the
-    identical lines of the same group after it (``repeats``) folded in."""
+    identical lines of the same group after it (``repeats``) folded in.
+    (One object a distinct line, and nothing else the garbage collector
+    walks: a hostile file holds tens of thousands.)"""
 
-    __slots__ = ("form", "line", "path", "prefs", "use", "text", "repeats", "_compiled")
+    __slots__ = ("form", "line", "path", "reading", "text", "repeats", "diag")
 
-    def __init__(
-        self, form: int, line: int, path: str | None, prefs: dict[str, bool], text: str, use: str | None = None
-    ) -> None:
+    def __init__(self, form: int, line: int, path: str | None, reading: _Reading, text: str) -> None:
         self.form = form
         self.line = line
         self.path = path  # None: no path (the whole site; read as "/")
-        self.prefs = prefs  # (shared with identical expressions: never changed)
-        self.use = use
+        self.reading = reading  # (shared with identical expressions: never changed)
         self.text = text
         self.repeats = 0
-        self._compiled: tuple[int, Any, str, int, int] | None = None
+        #: its diagnostic (code, detail), reported again for each identical line
+        self.diag: tuple[str, str] | None = None
+
+    @property
+    def prefs(self) -> dict[str, bool]:
+        """category -> allowed, as stated (shared: never change it)"""
+        return self.reading.prefs
+
+    @property
+    def use(self) -> str | None:
+        return self.reading.use
+
+    @property
+    def meaning(self) -> tuple[Any, ...]:
+        """What it states, as a key (equal for rules that state the same)."""
+        return self.reading.meaning
 
     @property
     def source(self) -> Source:
@@ -493,9 +510,8 @@ class UsageRule:
         return Usage(self.prefs, {c: (source,) for c in self.prefs}, use=self.use, use_sources=(source,))
 
     def compiled(self) -> tuple[int, Any, str, int, int]:
-        if self._compiled is None:
-            self._compiled = patterns.compile_pattern(self.path or "/")
-        return self._compiled
+        """Its path compiled (:func:`.patterns.compile_pattern`; not kept)."""
+        return patterns.compile_pattern(self.path or "/")
 
     def __repr__(self) -> str:
         return f"<UsageRule line {self.line}: {_FORM_NAMES[self.form]}: {self.text}>"
@@ -508,8 +524,8 @@ class UsageRules(list[UsageRule]):
 
     def __init__(self) -> None:
         super().__init__()
-        #: (form, value) -> its rule and its diagnostic (code, detail) or None
-        self.by_text: dict[tuple[int, str], tuple[UsageRule, tuple[str, str] | None]] = {}
+        #: a line's value (after "\n" for Content-Signal) -> its rule
+        self.by_text: dict[str, UsageRule] = {}
 
 
 def read_rule(group: Group, form: int, value: str, number: int, diags: DiagnosticLog) -> None:
@@ -520,11 +536,12 @@ def read_rule(group: Group, form: int, value: str, number: int, diags: Diagnosti
     rules = cast("UsageRules | None", group.usage)
     if rules is None:
         rules = group.usage = UsageRules()
-    seen = rules.by_text.get((form, value))
+    key = value if form == CONTENT_USAGE else "\n" + value  # ("\n" ends every line)
+    seen = rules.by_text.get(key)
     if seen is not None:
-        seen[0].repeats += 1
-        if seen[1] is not None:
-            diags.add(number, *seen[1])
+        seen.repeats += 1
+        if seen.diag is not None:
+            diags.add(number, *seen.diag)
         return
     path: str | None = None
     expression = value
@@ -537,27 +554,33 @@ def read_rule(group: Group, form: int, value: str, number: int, diags: Diagnosti
         path, expression = value[:cut], value[cut:].lstrip(" \t")
     reading = _read(expression, form)
     name = _FORM_NAMES[form]
-    diag: tuple[str, str] | None = None
+    rule = UsageRule(form, number, path, reading, value)
     if reading.error is not None:
-        diag = "usage_unparsable", f"{name}: {value!r}: {reading.error}"
+        rule.diag = "usage_unparsable", f"{name}: {value!r}: {reading.error}"
     elif not expression:
-        diag = "usage_unparsable", f"{name}: {value!r}: no preference expression"
+        rule.diag = "usage_unparsable", f"{name}: {value!r}: no preference expression"
     elif reading.unknown:
-        diag = "usage_unknown_label", f"{name}: {', '.join(reading.unknown)}"
-    if diag is not None:
-        diags.add(number, *diag)
-    rule = UsageRule(form, number, path, reading.prefs, value, reading.use)
+        rule.diag = "usage_unknown_label", f"{name}: {', '.join(reading.unknown)}"
+    if rule.diag is not None:
+        diags.add(number, *rule.diag)
     rules.append(rule)
-    rules.by_text[(form, value)] = (rule, diag)
+    rules.by_text[key] = rule
 
 
 def statement(rules: Iterable[UsageRule]) -> Usage:
     """What ``rules`` say together (one path's Content-Usage rules, or the
     Content-Signal lines), the most restrictive winning; linear, and the
     statement lists at most :data:`MAX_SOURCES` sources per category."""
+    return finish(stating(rules))
+
+
+def stating(rules: Iterable[UsageRule], step: int = 0) -> Generator[None, None, Usage]:
+    """:func:`statement` in steps of ``step`` rules (0: in one go)."""
     meanings: dict[tuple[Any, ...], list[Any]] = {}  # meaning -> [rule, sources, more]
-    for rule in rules:
-        key = (tuple(rule.prefs.items()), rule.use)
+    for count, rule in enumerate(rules, 1):
+        if step and count % step == 0:
+            yield
+        key = rule.meaning
         entry = meanings.get(key)
         if entry is None:
             meanings[key] = [rule, [rule.source], 0]
@@ -566,7 +589,7 @@ def statement(rules: Iterable[UsageRule]) -> Usage:
         else:
             entry[2] += 1
     parts = []
-    for rule, sources, more in meanings.values():
+    for rule, sources, more in meanings.values():  # (at most a few dozen meanings)
         if rule.prefs or rule.use:
             parts.append(
                 Usage(

@@ -11,19 +11,25 @@ Everything that does not depend on the path is done when the token's
 :class:`UsageMatcher` is built (:func:`building`, in bounded steps): rules
 with the same compiled pattern become one :class:`_Entry` (only those of
 its highest priority count: a lower one matches the same paths and always
-loses), and every entry is filed in a tree of the path's leading
-characters.  A request then walks down the tree ``_CHUNK`` characters at a
-time and back up, looking up only the rests of the path that some entry
-has; its answer (the entry's statement with the Content-Signal one) is made
-on the first request it decides and kept.  A file of 20,000 rules costs a
-request a few look-ups, as a file of one does.
+loses), and every entry is filed in a tree of nodes, one per ``_CHUNK``
+leading characters, keyed by those characters.  A request finds the
+deepest node of its path by bisection, then walks up, looking up only the
+rests of the path that some entry has, until nothing above can beat what it
+found; its answer (the entry's statement with the Content-Signal one) is
+made on the first request it decides and kept.  A file of 20,000 rules costs a request a few look-ups,
+as a file of one does.
 
 Wildcard rules (``*``, or ``$`` after one) are filed by the literal they
-start with and tried in priority order; a place with many of them also
-files them by the literal every path they match holds
-(:class:`~.robotstxt._LiteralIndex`, the access matcher's), and rules of
-one priority and one meaning stop at the first that matches, as the others
-would only name more lines.
+start with and tried in priority order; a place with many of them files
+them by the literal every path they match holds, found with the access
+matcher's :class:`~.robotstxt._LiteralIndex`.  Rules of one priority and
+one meaning stop at the first that matches: the others would only name more
+lines.  (A file can still make a request try many wildcard rules that all
+need one literal the path holds and then fail, as it can for Allow/Disallow.)
+
+A hostile file holds tens of thousands of rules, so the structures are kept
+to about one object per distinct pattern: the garbage collector walks every
+one of them on each full collection.
 """
 
 from __future__ import annotations
@@ -33,18 +39,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import patterns
 from .steps import finish
-from .usage import CONTENT_SIGNAL, UNKNOWN, Usage, UsageRule, combine, statement
+from .usage import CONTENT_SIGNAL, UNKNOWN, Usage, UsageRule, combine, statement, stating
 
 if TYPE_CHECKING:
     from .parser import Group
     from .robotstxt import RobotsTxt, _LiteralIndex
 
-#: characters of a path looked up at once when walking down the tree: a few
-#: look-ups per node against one node per ``_CHUNK`` characters of a long path
+#: characters of a path per node: the rests looked up in a node (up to this many
+#: lengths) against the nodes of a long literal
 _CHUNK = 8
-#: rules compiled or filed in one step of :func:`building`
-_STEP_RULES = 1024
-#: wildcard rules from which those of one place are also filed by their literal
+#: rules (or about as much work) compiled or filed in one step of :func:`building`
+_STEP_RULES = 512
+#: wildcard rules from which those starting with one literal are filed by the literal they need
 _MANY_WILD = 64
 #: answers of tied rules kept per matcher (a bound on memory; others are made again)
 _MAX_TIES = 256
@@ -54,18 +60,41 @@ _SUB, _SUB_END, _EXACT, _PREFIX = patterns.SUB, patterns.SUB_END, patterns.EXACT
 
 class _Entry:
     """The Content-Usage rules of one compiled pattern (``kind, a, b, n``)
-    at its highest priority.  ``meaning``: what they state (rules of one
-    priority and meaning change only the lines named); ``usage``: the
-    answer, made on the first request it decides."""
+    at its highest priority: ``rule`` and, when there are more, ``others``.
+    ``meaning``: what they state (rules of one priority and one meaning
+    change only the lines named); ``usage``: the answer, made on the first
+    request it decides; ``stated``: the rules' own statement."""
 
-    __slots__ = ("priority", "rules", "kind", "a", "b", "n", "meaning", "usage")
+    __slots__ = ("priority", "rule", "others", "kind", "a", "b", "n", "meaning", "stated", "usage")
 
     def __init__(self, priority: int, rule: UsageRule, kind: int, a: Any, b: str, n: int) -> None:
         self.priority = priority
-        self.rules = [rule]
+        self.rule = rule
+        self.others: list[UsageRule] | None = None
         self.kind, self.a, self.b, self.n = kind, a, b, n
-        self.meaning: frozenset[Any] = frozenset()
+        #: what its rules state: a set while there are several, a frozenset once built
+        self.meaning: Any = None
+        self.stated: Usage | None = None
         self.usage: Usage | None = None
+
+    def add(self, rule: UsageRule, priority: int) -> None:
+        """Another rule of the same pattern."""
+        if priority > self.priority:
+            self.priority, self.rule, self.others, self.meaning = priority, rule, None, None
+        elif priority == self.priority:
+            if self.others is None:
+                self.others, self.meaning = [], {self.rule.meaning}
+            self.others.append(rule)
+            self.meaning.add(rule.meaning)
+
+    def rules(self) -> list[UsageRule]:
+        return [self.rule] if self.others is None else [self.rule, *self.others]
+
+    def base(self) -> Usage:
+        """What the rules state (without the Content-Signal statement)."""
+        if self.stated is None:
+            self.stated = statement(self.rules())
+        return self.stated
 
     def matches(self, path: str) -> bool:
         """Whether the (wildcard) pattern matches ``path``."""
@@ -79,99 +108,117 @@ class _Entry:
         return patterns.wild_match(path, self.a, kind == patterns.WILD_END)
 
 
+#: entries of one priority and one meaning, in file order (one entry alone as itself)
+_Run = _Entry | list[_Entry]
+
+
 class _Wild:
-    """The wildcard entries that start with one literal, highest priority
-    first, in runs of one priority and one meaning; with many, also filed by
-    the literal each needs (``by_literal``, found with ``index``)."""
+    """The wildcard entries that start with one literal: ``runs``, highest
+    priority first, tried for every path; with many, the others in
+    ``by_literal``, under the literal each needs (found with ``index``)."""
 
     __slots__ = ("runs", "top", "by_literal", "index")
 
-    def __init__(self, entries: list[_Entry], index: _LiteralIndex | None) -> None:
-        self.runs = _runs(entries)
-        self.top = self.runs[0][0]  # the highest priority
-        self.by_literal: dict[str, list[tuple[int, frozenset[Any], list[_Entry]]]] | None = None
-        self.index = index
-        if index is not None:
-            by: dict[str, list[_Entry]] = {}
-            for entry in entries:
-                by.setdefault(entry.b, []).append(entry)
-            self.by_literal = {literal: _runs(some) for literal, some in by.items()}
-            # ("a*$" needs no literal: its runs are tried for every path)
-            self.runs = self.by_literal.pop("", [])
+    def __init__(self, entries: list[_Entry]) -> None:
+        self.runs: list[_Run] = _runs(entries)
+        self.top = max(entry.priority for entry in entries)  # the highest priority
+        self.by_literal: dict[str, list[_Run] | _Entry] | None = None
+        self.index: _LiteralIndex | None = None
 
-    def candidates(self, path: str) -> Iterator[list[tuple[int, frozenset[Any], list[_Entry]]]]:
-        """Lists of runs that may match ``path``, each highest priority first."""
+    @classmethod
+    def filing(cls, entries: list[_Entry]) -> Generator[None, None, _Wild]:
+        """Many entries, filed by their literal, in steps."""
+        from .robotstxt import _LiteralIndex  # (robotstxt imports this module)
+
+        wild = cls(entries[:1])
+        wild.top = max(entry.priority for entry in entries)
+        by: dict[str, list[_Entry]] = {}
+        for count, entry in enumerate(entries, 1):
+            by.setdefault(entry.b, []).append(entry)
+            if count % _STEP_RULES == 0:
+                yield
+        yield
+        filed: dict[str, list[_Run] | _Entry] = {}
+        done = 0
+        for literal, some in by.items():
+            filed[literal] = some[0] if len(some) == 1 else _runs(some)
+            done += len(some)
+            if done >= _STEP_RULES:
+                done = 0
+                yield
+        always = filed.pop("", [])  # ("/a*$" needs no literal: tried for every path)
+        wild.runs = [always] if isinstance(always, _Entry) else always
+        wild.index = _LiteralIndex()
+        yield from wild.index.adding(list(filed))
+        wild.by_literal = filed
+        return wild
+
+    def candidates(self, path: str) -> Iterator[list[_Run] | _Entry]:
+        """Runs (highest priority first) that may match ``path``, or single entries."""
         yield self.runs
-        if self.by_literal is None or self.index is None:
-            return
-        by_literal = self.by_literal
-        for literal in self.index.present(path):
-            runs = by_literal.get(literal)
-            if runs is not None:
-                yield runs
+        if self.by_literal is not None and self.index is not None:
+            by_literal = self.by_literal
+            for literal in self.index.present(path):
+                found = by_literal.get(literal)
+                if found is not None:
+                    yield found
 
 
-def _runs(entries: list[_Entry]) -> list[tuple[int, frozenset[Any], list[_Entry]]]:
+def _runs(entries: list[_Entry]) -> list[_Run]:
     """``entries`` sorted by priority (highest first, then file order) and cut
     into runs of one priority and one meaning."""
-    runs: list[tuple[int, frozenset[Any], list[_Entry]]] = []
+    runs: list[_Run] = []
+    last: _Entry | None = None
     for entry in sorted(entries, key=_by_priority):
-        if runs and runs[-1][0] == entry.priority and runs[-1][1] == entry.meaning:
-            runs[-1][2].append(entry)
+        if last is not None and last.priority == entry.priority and last.meaning == entry.meaning:
+            run = runs[-1]
+            if isinstance(run, _Entry):
+                run = runs[-1] = [run]
+            run.append(entry)
         else:
-            runs.append((entry.priority, entry.meaning, [entry]))
+            runs.append(entry)
+        last = entry
     return runs
 
 
 def _by_priority(entry: _Entry) -> tuple[int, int]:
-    return -entry.priority, entry.rules[0].line
+    return -entry.priority, entry.rule.line
 
 
 class _Node:
-    """What starts at a multiple of ``_CHUNK`` characters of a path: ``ends``,
-    the rest of a pattern's literal (shorter than ``_CHUNK``) -> ``[plain
-    prefix entry or None, wildcard entries (a list, then a _Wild) or None]``;
-    ``lengths``, the lengths of those rests, longest first; ``children``, the
-    next ``_CHUNK`` characters -> node; ``upto``, the highest priority of an
-    entry here or in a node above."""
+    """What starts at a multiple of ``_CHUNK`` characters of a path (the
+    node's key in :attr:`UsageMatcher._nodes` is the path up to there):
+    ``plain``, the rest of a plain prefix (shorter than ``_CHUNK``) -> its
+    entry; ``wild``, the rest of a wildcard rule's leading literal -> its
+    entries; ``lengths``, the lengths of those rests, longest first;
+    ``upto``, the highest priority of an entry here or in a node above."""
 
-    __slots__ = ("ends", "lengths", "children", "upto")
+    __slots__ = ("plain", "wild", "lengths", "upto")
 
     def __init__(self) -> None:
-        self.ends: dict[str, list[Any]] = {}
+        self.plain: dict[str, _Entry] = {}
+        self.wild: dict[str, Any] | None = None  # rest -> list of entries, then a _Wild
         self.lengths: list[int] = []
-        self.children: dict[str, _Node] | None = None
         self.upto = -1
 
-    def place(self, lead: str) -> list[Any]:
-        """The end of ``lead`` (made if new)."""
-        node, at = self, 0
-        while len(lead) - at >= _CHUNK:
-            if node.children is None:
-                node.children = {}
-            chunk = lead[at : at + _CHUNK]
-            child = node.children.get(chunk)
-            if child is None:
-                child = node.children[chunk] = _Node()
-            node, at = child, at + _CHUNK
-        rest = lead[at:]
-        end = node.ends.get(rest)
-        if end is None:
-            end = node.ends[rest] = [None, None]
-            if len(rest) not in node.lengths:
-                node.lengths.append(len(rest))
-                node.lengths.sort(reverse=True)
-        return end
+    def own(self) -> int:
+        """The highest priority filed here."""
+        top = max((entry.priority for entry in self.plain.values()), default=-1)
+        if self.wild:
+            top = max(top, max(wild.top for wild in self.wild.values()))
+        return top
 
 
 class UsageMatcher:
     """The usage statements that apply to one crawler token (see the module
     docstring); made by :func:`building`."""
 
-    __slots__ = ("_root", "_exact", "signals", "_ties", "paths")
+    __slots__ = ("_nodes", "_depth", "_exact", "signals", "_ties", "paths")
 
     def __init__(self) -> None:
-        self._root = _Node()
+        #: a path's first ``_CHUNK`` x k characters -> the node there ("" the root)
+        self._nodes: dict[str, _Node] = {"": _Node()}
+        self._depth = 0  # the deepest node's k
         self._exact: dict[str, _Entry] = {}
         #: the Content-Signal statement (None: no line states anything), in every answer
         self.signals: Usage | None = None
@@ -179,66 +226,88 @@ class UsageMatcher:
         #: the distinct Content-Usage patterns
         self.paths = 0
 
+    def _deepest(self, text: str) -> int:
+        """The largest k such that a node is keyed by ``text``'s first k
+        chunks (the nodes of a path's prefixes are there from the root down
+        to some depth: bisected)."""
+        nodes = self._nodes
+        lo, hi = 0, min(self._depth, len(text) // _CHUNK)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if text[: mid * _CHUNK] in nodes:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _node_of(self, lead: str) -> tuple[_Node, str]:
+        """The node where ``lead`` ends (made if new, with those above it), and its rest there."""
+        nodes = self._nodes
+        depth, last = self._deepest(lead), len(lead) // _CHUNK
+        for k in range(depth + 1, last + 1):
+            nodes[lead[: k * _CHUNK]] = _Node()
+        self._depth = max(self._depth, last)
+        node, rest = nodes[lead[: last * _CHUNK]], lead[last * _CHUNK :]
+        if len(rest) not in node.lengths:
+            node.lengths.append(len(rest))
+            node.lengths.sort(reverse=True)
+        return node, rest
+
     def usage(self, path: str) -> Usage:
         """The preferences for a (normalised) path the crawler may fetch."""
         best = -1
         top: list[_Entry] = []
-        found: set[frozenset[Any]] = set()  # the meanings in top
+        found: set[Any] = set()  # the meanings in top
         if self._exact:
             entry = self._exact.get(path)
             if entry is not None:
                 best, top, found = entry.priority, [entry], {entry.meaning}
-        # down: the nodes on the path's way; then up, longest literals first,
+        # from the deepest node on the path's way up, longest literals first,
         # until nothing left above can reach the best priority found
-        node: _Node | None = self._root
-        way: list[tuple[_Node, int]] = []
-        at, size = 0, len(path)
-        while node is not None:
-            way.append((node, at))
-            children = node.children
-            if children is None or at + _CHUNK > size:
-                break
-            node = children.get(path[at : at + _CHUNK])
-            at += _CHUNK
-        for node, at in reversed(way):
+        nodes, size = self._nodes, len(path)
+        depth = self._deepest(path) if self._depth else 0
+        for k in range(depth, -1, -1):
+            at = k * _CHUNK
+            node = nodes[path[:at]]
             if node.upto < best:
                 break
-            ends = node.ends
+            plains, wilds = node.plain, node.wild
             for length in node.lengths:
                 if at + length > size:
                     continue
-                end = ends.get(path[at : at + length])
-                if end is None:
-                    continue
-                plain, wild = end
-                if plain is not None and plain.priority >= best:
-                    if plain.priority > best:
-                        best, top, found = plain.priority, [plain], {plain.meaning}
-                    elif plain.meaning not in found:
-                        top.append(plain)
-                        found.add(plain.meaning)
+                rest = path[at : at + length]
+                entry = plains.get(rest)
+                if entry is not None and entry.priority >= best:
+                    if entry.priority > best:
+                        best, top, found = entry.priority, [entry], {entry.meaning}
+                    elif entry.meaning not in found:
+                        top.append(entry)
+                        found.add(entry.meaning)
+                wild = wilds.get(rest) if wilds else None
                 if wild is None:
                     continue
                 for runs in cast(_Wild, wild).candidates(path):
-                    for priority, meaning, run in runs:
+                    for run in (runs,) if isinstance(runs, _Entry) else runs:
+                        first = run if isinstance(run, _Entry) else run[0]
+                        priority = first.priority
                         if priority < best:
                             break
-                        if priority == best and meaning in found:
+                        if priority == best and first.meaning in found:
                             continue  # would only name more lines
-                        for entry in run:
+                        for entry in (run,) if isinstance(run, _Entry) else run:
                             if entry.matches(path):
                                 if priority > best:
-                                    best, top, found = priority, [entry], {meaning}
+                                    best, top, found = priority, [entry], {entry.meaning}
                                 else:
                                     top.append(entry)
-                                    found.add(meaning)
+                                    found.add(entry.meaning)
                                 break
         if not top:
             return UNKNOWN if self.signals is None else self.signals
         if len(top) == 1:
             entry = top[0]
             if entry.usage is None:
-                entry.usage = self._with_signals(statement(entry.rules))
+                entry.usage = self._with_signals(entry.base())
             return entry.usage
         return self._tied(top)
 
@@ -247,7 +316,7 @@ class UsageMatcher:
         key = frozenset(map(id, top))
         usage = self._ties.get(key)
         if usage is None:
-            usage = self._with_signals(statement(rule for entry in top for rule in entry.rules))
+            usage = self._with_signals(combine([entry.base() for entry in top]))
             if len(self._ties) < _MAX_TIES:
                 self._ties[key] = usage
         return usage
@@ -264,80 +333,80 @@ def building(
     groups: Sequence[Group], file_wide: Sequence[UsageRule] | None
 ) -> Generator[None, None, UsageMatcher | None]:
     """The :class:`UsageMatcher` of ``groups`` (those selected for a token)
-    and the file-wide Content-Signal rules, in steps of about
-    ``_STEP_RULES`` rules; None when there is no usage rule at all."""
+    and the file-wide Content-Signal rules, in steps of about ``_STEP_RULES``
+    rules (a long pattern counts for more); None when there is no usage rule."""
     signals: list[UsageRule] = list(file_wide or ())
     entries: dict[tuple[Any, ...], _Entry] = {}
-    count = 0
+    work = 0
     for group in groups:
         for rule in group.usage or ():
-            count += 1
-            if count % _STEP_RULES == 0:
+            work += 1 + len(rule.text) // 64
+            if work >= _STEP_RULES:
+                work = 0
                 yield
             if rule.form == CONTENT_SIGNAL:
                 signals.append(rule)
                 continue
             kind, a, b, n, priority = rule.compiled()
-            key = (kind, a, b, n)
+            key = (kind, a, b)  # (n follows from them)
             entry = entries.get(key)
             if entry is None:
                 entries[key] = _Entry(priority, rule, kind, a, b, n)
-            elif priority > entry.priority:
-                entry.priority, entry.rules = priority, [rule]
-            elif priority == entry.priority:
-                entry.rules.append(rule)
+            else:
+                entry.add(rule, priority)
     if not signals and not entries:
         return None
     yield
     matcher = UsageMatcher()
     if signals:
-        matcher.signals = statement(signals) or None
-    root, exact = matcher._root, matcher._exact
-    wilds: list[list[Any]] = []
-    for count, entry in enumerate(entries.values(), 1):
-        if count % _STEP_RULES == 0:
+        matcher.signals = (yield from stating(signals, _STEP_RULES)) or None
+    exact = matcher._exact
+    meanings: dict[Any, frozenset[Any]] = {}  # one object per distinct meaning
+    places: list[tuple[_Node, str]] = []
+    for entry in entries.values():
+        work += 1
+        if work >= _STEP_RULES:
+            work = 0
             yield
-        entry.meaning = frozenset((tuple(rule.prefs.items()), rule.use) for rule in entry.rules)
+        meaning = frozenset((entry.rule.meaning,) if entry.meaning is None else entry.meaning)
+        if entry.others is not None:
+            if len(entry.others) >= _STEP_RULES // 4:  # its statement now, in steps, not on a request
+                entry.stated = yield from stating(entry.rules(), _STEP_RULES)
+        entry.meaning = meanings.setdefault(meaning, meaning)
         kind = entry.kind
         if kind == _EXACT:
             exact[entry.a] = entry
-        elif kind == _PREFIX:
-            root.place(entry.a)[0] = entry
-        else:
-            end = root.place(entry.a if kind <= _SUB_END else entry.a[0])
-            if end[1] is None:
-                end[1] = []
-                wilds.append(end)
-            end[1].append(entry)
-    for end in wilds:
+            continue
+        lead = entry.a if kind <= _SUB_END else entry.a[0]
+        work += len(lead) // _CHUNK
+        node, rest = matcher._node_of(lead)
+        if kind == _PREFIX:
+            node.plain[rest] = entry
+            continue
+        if node.wild is None:
+            node.wild = {}
+        some = node.wild.get(rest)
+        if some is None:
+            some = node.wild[rest] = []
+            places.append((node, rest))
+        some.append(entry)
+    for node, rest in places:
         yield
-        wild: list[_Entry] = end[1]
-        index = None
-        if len(wild) >= _MANY_WILD:
-            from .robotstxt import _LiteralIndex  # (robotstxt imports this module)
-
-            index = _LiteralIndex()
-            yield from index.adding([literal for literal in dict.fromkeys(entry.b for entry in wild) if literal])
-        end[1] = _Wild(wild, index)
-    _set_upto(root)
+        assert node.wild is not None
+        many: list[_Entry] = node.wild[rest]
+        node.wild[rest] = (yield from _Wild.filing(many)) if len(many) >= _MANY_WILD else _Wild(many)
+    yield from _setting_upto(matcher._nodes)
     matcher.paths = len(entries)
     return matcher
 
 
-def _set_upto(root: _Node) -> None:
-    """Each node's ``upto``: the highest priority filed in it or above it."""
-    stack = [(root, -1)]
-    while stack:
-        node, above = stack.pop()
-        own = above
-        for plain, wild in node.ends.values():
-            if plain is not None:
-                own = max(own, plain.priority)
-            if wild is not None:
-                own = max(own, wild.top)
-        node.upto = own
-        if node.children:
-            stack.extend((child, own) for child in node.children.values())
+def _setting_upto(nodes: dict[str, _Node]) -> Generator[None, None, None]:
+    """Each node's ``upto``: the highest priority filed in it or above it; in steps."""
+    for count, key in enumerate(sorted(nodes, key=len), 1):  # (a node after the one above it)
+        node = nodes[key]
+        node.upto = max(nodes[key[:-_CHUNK]].upto if key else -1, node.own())
+        if count % _STEP_RULES == 0:
+            yield
 
 
 def matcher_of(robots: RobotsTxt, user_agent: str, cache: dict[Any, Any]) -> Generator[None, None, UsageMatcher | None]:

@@ -306,6 +306,10 @@ def test_ties_across_lengths_of_literal_combine() -> None:
     text = "User-agent: *\nContent-Usage: /aaaaaaaaa train-ai=y\nContent-Usage: /a******** search=n\n"
     assert u(text, "/aaaaaaaaaa") == {"train-ai": True, "search": False, "ai-input": None}
     assert u(text, "/ab") == {"train-ai": None, "search": False, "ai-input": None}
+    # one pattern written twice ("/a", then "/a*", which outranks it) tied with another
+    text = "User-agent: *\nContent-Usage: /a train-ai=y\nContent-Usage: /a* train-ai=n\nContent-Usage: /ab train-ai=y\n"
+    assert u(text, "/ab")["train-ai"] is False
+    assert [s.line for s in u(text, "/ab").sources["train-ai"]] == [3]
     # a longer literal with a lower priority than a shorter one with stars
     text = "User-agent: *\nContent-Usage: /aaaaaaaaa train-ai=y\nContent-Usage: /a************ train-ai=n\n"
     assert u(text, "/aaaaaaaaaa")["train-ai"] is False
