@@ -170,7 +170,7 @@ class RobotsTxtMiddleware:
         else:
             decision, token = decide_all(known.robots, request.url, tokens)
         if decision.allowed:
-            usage = usage_for(known.robots, request.url, tokens)
+            usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
             if usage or META_USAGE in request.meta:  # (a bad meta value is refused at once)
                 purposes = self._purposes(request, origin)
                 denied = usage.denies(purposes) if purposes else None

@@ -115,6 +115,10 @@ def usage_lines(targets: list[str], usages: Sequence[Usage | None], purposes: Se
         for label in usage:
             for source in usage.sources[label]:
                 lines.append(row("", f"{label}: {source}"))
+            if label in usage.more:
+                lines.append(row("", f"{label}: and {usage.more[label]:,} more statements"))
+        for source in usage.use_sources:  # Content Signals' use= level (no category)
+            lines.append(row("", f"use: {source}"))
     if purposes and lines:
         lines.append(
             row("", f"declared purposes: {', '.join(purposes)} (a Content-Usage header counts only in a crawl)")

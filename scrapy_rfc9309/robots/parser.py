@@ -146,15 +146,17 @@ class Group:
         self.crawl_delay: float | None = None
         self.request_rate: tuple[int, float] | None = None
         self.line = line
-        self.usage: list[Any] | None = None  # usage.UsageRule, in file order
+        self.usage: list[Any] | None = None  # usage.UsageRules: its usage lines, each distinct one once
 
 
 class Parsed:
     """What :func:`read` found: ``patterns`` (every rule's pattern, in file
     order, joined by newlines), ``marks`` (``line << 1 | allow`` per rule),
-    ``groups``, ``sitemaps`` and the diagnostic log (None when clean)."""
+    ``groups``, ``sitemaps``, the diagnostic log (None when clean) and
+    ``usage``, the Content-Signal rules before the first group (for the
+    whole file; None when there is none)."""
 
-    __slots__ = ("patterns", "marks", "groups", "sitemaps", "diagnostics")
+    __slots__ = ("patterns", "marks", "groups", "sitemaps", "diagnostics", "usage")
 
     def __init__(
         self,
@@ -163,12 +165,14 @@ class Parsed:
         groups: list[Group],
         sitemaps: list[str],
         diagnostics: DiagnosticLog | None,
+        usage: list[Any] | None = None,
     ) -> None:
         self.patterns = patterns
         self.marks = marks
         self.groups = groups
         self.sitemaps = sitemaps
         self.diagnostics = diagnostics
+        self.usage = usage
 
 
 def read(
@@ -224,8 +228,8 @@ def _chunks(
 
 def _start() -> list[Any]:
     """The reading state: ``[patterns, rules, marks, groups, sitemaps, group,
-    in_agents, evens, run, skipped]`` (see :func:`_read_chunks`)."""
-    return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0]
+    in_agents, evens, run, skipped, preamble]`` (see :func:`_read_chunks`)."""
+    return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0, None]
 
 
 def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> int:
@@ -248,7 +252,8 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
     evens: array[int] | range
     run: str  # the run after the line read last
     skipped: int  # lines of the runs read so far
-    patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped = state
+    preamble: Group | None  # holds the Content-Signal lines before the first group
+    patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped, preamble = state
     fast_keys = _FAST_KEYS
     agent_cache = _AGENT_CACHE
     base = 0  # (chunks are numbered from 1)
@@ -321,7 +326,12 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
                     diags.add(number, "sitemap_not_absolute", value)
                 sitemaps[value] = None
         elif group is None:
-            diags.add(number, "outside_group", _NAMES[kind])
+            if kind == CONTENT_SIGNAL:  # before the first group: for the whole file
+                if preamble is None:
+                    preamble = Group(0, 0)
+                _read_usage(preamble, CONTENT_SIGNAL - CONTENT_USAGE, value, number, diags)
+            else:
+                diags.add(number, "outside_group", _NAMES[kind])
         elif kind == CRAWL_DELAY:
             delay = _crawl_delay(value, number, diags)
             if delay is not None and (group.crawl_delay is None or delay > group.crawl_delay):
@@ -332,19 +342,21 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
                 group.request_rate = rate
         else:  # Content-Usage, Content-Signal: a group's usage preferences
             _read_usage(group, kind - CONTENT_USAGE, value, number, diags)
-    state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped
+    state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped, preamble
     return base
 
 
 def _parsed(state: list[Any], diags: DiagnosticLog) -> Parsed:
     """The :class:`Parsed` file, once every chunk is read."""
     patterns, rules, marks, groups, sitemaps, group = state[:6]
+    preamble = state[10]
     if group is not None:
         group.end = rules
     joined = "\n".join(patterns)
     if "#" in joined or " " in joined or "\t" in joined:  # maybe a run value to cut
         joined = "\n".join([_cut_comments(p) if "#" in p or " " in p or "\t" in p else p for p in patterns])
-    return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None)
+    usage = preamble.usage if preamble is not None else None
+    return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None, usage)
 
 
 def _cut_comments(values: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import dots, patterns
 from . import usage as _usage
+from . import usage_match as _usage_match
 from .decode import DEFAULT_PARSE_BYTES
 from .diagnostics import Diagnostic, DiagnosticLog
 from .parser import Group, Parsed, reading
@@ -602,6 +603,7 @@ class RobotsTxt:
 
     __slots__ = (
         "_patterns", "_marks", "_groups", "sitemaps", "_diagnostics", "_matchers", "_fixed", "_origin", "_usage",
+        "file_usage",
     )  # fmt: skip
     _marks: Sequence[int]
 
@@ -610,15 +612,18 @@ class RobotsTxt:
             self._patterns, self._marks, self._groups = "", (), []
             self.sitemaps: list[str] = []
             self._diagnostics: DiagnosticLog | None = None
+            #: the Content-Signal rules written before the first group: for the whole file (None: none)
+            self.file_usage: list[Any] | None = None
         else:
             self._patterns, self._marks, self._groups = parsed.patterns, parsed.marks, parsed.groups
             #: Sitemap URLs in file order, duplicates removed.
             self.sitemaps = parsed.sitemaps
             self._diagnostics = parsed.diagnostics
+            self.file_usage = parsed.usage
         self._matchers: dict[str, _Matcher] | None = None
         self._fixed = fixed
         self._origin = "\n"  # the origin of the URLs asked about; "\n" starts no URL
-        self._usage: dict[str, Any] | None = None  # token -> its usage rules (see usage())
+        self._usage: dict[Any, Any] | None = None  # token -> its usage matcher (see usage())
 
     # -- constructors -------------------------------------------------------
     @classmethod
@@ -741,6 +746,7 @@ class RobotsTxt:
         if self._fixed is None:
             matcher = yield from self._selecting(user_agent, token)
             yield from matcher.preparing(least)
+            yield from _usage_match.matcher_of(self, user_agent, self._usage_cache())
 
     def _selecting(self, user_agent: str, token: str) -> Generator[None, None, _Matcher]:
         """The matcher of ``token`` (made and set up in steps the first time),
@@ -766,14 +772,19 @@ class RobotsTxt:
     def can_fetch(self, url: str, user_agent: str) -> bool:
         return self.check(url, user_agent).allowed
 
-    def usage(self, url: str, user_agent: str) -> _usage.Usage:
+    def usage(self, url: str, user_agent: str, allowed: bool = False) -> _usage.Usage:
         """The AI usage preferences (``Content-Usage``, ``Content-Signal``)
         this file states for ``url`` and the crawler: category -> True /
         False / None, with the lines behind each (see :mod:`.usage`).  A URL
-        the crawler may not fetch has none."""
-        if self._usage is None:
-            self._usage = {}
-        return _usage.usage_of(self, url, user_agent, self._usage)
+        the crawler may not fetch has none (``allowed``: the caller has
+        checked that it may)."""
+        return _usage_match.usage_of(self, url, user_agent, self._usage_cache(), allowed)
+
+    def _usage_cache(self) -> dict[Any, Any]:
+        cache = self._usage
+        if cache is None:
+            cache = self._usage = {}
+        return cache
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """Seconds between requests asked by the crawler's group, or None."""

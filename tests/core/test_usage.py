@@ -6,10 +6,15 @@ and combined; nothing raises on any input.
 
 from __future__ import annotations
 
+import random
+import re
+from typing import Any
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import parse
+from scrapy_rfc9309.robots import patterns
 from scrapy_rfc9309.robots import usage as usage_mod
 from scrapy_rfc9309.robots.usage import UNKNOWN, Source, Usage, combine, from_header
 
@@ -227,3 +232,201 @@ def test_lines_never_raise(lines: list[tuple[str, str]], path: str) -> None:
 def test_arbitrary_bytes_never_raise(data: bytes) -> None:
     robots = parse(b"User-agent: *\nContent-Usage: " + data)
     robots.usage(URL + "/", "bot")
+
+
+# -- Content Signals as sites write them (issue 32) -----------------------------------------
+
+CLOUDFLARE = """\
+# As a condition of accessing this website, you agree to abide by the following
+# content signals: ...
+Content-Signal: search=yes, ai-train=no, use=reference
+
+User-agent: *
+Allow: /
+"""
+
+
+def test_content_signal_before_the_first_group_is_file_wide() -> None:
+    robots = parse(CLOUDFLARE)
+    got = robots.usage(URL + "/page", "anybot")
+    assert got == {"train-ai": False, "search": True, "ai-input": None}
+    assert got.sources["train-ai"] == (
+        Source("robots.txt", 3, "Content-Signal: search=yes, ai-train=no, use=reference"),
+    )
+    assert robots.diagnostics == []  # read, not "outside_group"; use= is known
+    # every group gets it, and a crawler no group names too
+    text = "Content-Signal: ai-train=no\nUser-agent: a\nAllow: /\n\nUser-agent: b\nDisallow: /x\n"
+    for agent in ("a", "b", "c"):
+        assert parse(text).usage(URL + "/y", agent)["train-ai"] is False
+    assert parse("Content-Signal: ai-train=no\n").usage(URL + "/", "bot")["train-ai"] is False
+    # still nothing for a URL the crawler may not fetch
+    assert parse(text).usage(URL + "/x", "b") == UNKNOWN
+    # a Content-Usage line there is outside every group, as the draft says
+    robots = parse("Content-Usage: train-ai=n\nUser-agent: *\nAllow: /\n")
+    assert robots.usage(URL + "/", "bot") == UNKNOWN
+    assert [(d.line, d.code) for d in robots.diagnostics] == [(1, "outside_group")]
+
+
+def test_file_wide_and_group_signals_combine_most_restrictive() -> None:
+    text = "Content-Signal: ai-train=yes, search=no\nUser-agent: *\nContent-Signal: ai-train=no, search=yes\n"
+    got = u(text, "/x")
+    assert got == {"train-ai": False, "search": False, "ai-input": None}
+    assert [s.line for s in got.sources["train-ai"]] == [3]
+    assert [s.line for s in got.sources["search"]] == [1]
+    # and with a group's Content-Usage rule (another statement)
+    text = "Content-Signal: ai-train=no\nUser-agent: *\nContent-Usage: /open/ train-ai=y, search=y\n"
+    assert u(text, "/open/a") == {"train-ai": False, "search": True, "ai-input": None}
+
+
+def test_use_level_is_kept_reported_and_mapped_to_no_category() -> None:
+    got = u(CLOUDFLARE, "/a")
+    assert got.use == "reference"
+    assert got.use_sources[0].line == 3
+    assert got["ai-input"] is None  # no category
+    assert got.describe() == "train-ai=n, search=y, ai-input=?, use=reference"
+    assert got.to_dict()["use"] == {"value": "reference", "sources": [got.use_sources[0].to_dict()]}
+    assert Usage.from_dict(got.to_dict()) == got
+    assert u("Content-Signal: use=full\nUser-agent: *\n", "/a")  # a use level alone is a statement
+    # the most restrictive level wins: immediate, then reference, then full
+    text = "Content-Signal: use=full\nUser-agent: *\nContent-Signal: use=immediate\n"
+    assert u(text, "/a").use == "immediate"
+    # other keys and values: a diagnostic with the line, never an error
+    robots = parse("User-agent: *\nContent-Signal: ai-train=no, use=maybe, nsfw=yes\n")
+    assert robots.usage(URL + "/", "bot")["train-ai"] is False
+    (diag,) = robots.diagnostics
+    assert (diag.line, diag.code) == (2, "usage_unknown_label") and "use=maybe, nsfw" in diag.message
+    # use= means nothing in a Content-Usage rule (not in the IETF vocabulary)
+    robots = parse("User-agent: *\nContent-Usage: train-ai=n, use=full\n")
+    assert robots.usage(URL + "/", "bot").use is None
+    assert [d.code for d in robots.diagnostics] == ["usage_unknown_label"]
+
+
+def test_ties_across_lengths_of_literal_combine() -> None:
+    # equal priority (10 octets), literals of 10 and 2 characters: both match, both count
+    text = "User-agent: *\nContent-Usage: /aaaaaaaaa train-ai=y\nContent-Usage: /a******** search=n\n"
+    assert u(text, "/aaaaaaaaaa") == {"train-ai": True, "search": False, "ai-input": None}
+    assert u(text, "/ab") == {"train-ai": None, "search": False, "ai-input": None}
+    # one pattern written twice ("/a", then "/a*", which outranks it) tied with another
+    text = "User-agent: *\nContent-Usage: /a train-ai=y\nContent-Usage: /a* train-ai=n\nContent-Usage: /ab train-ai=y\n"
+    assert u(text, "/ab")["train-ai"] is False
+    assert [s.line for s in u(text, "/ab").sources["train-ai"]] == [3]
+    # a longer literal with a lower priority than a shorter one with stars
+    text = "User-agent: *\nContent-Usage: /aaaaaaaaa train-ai=y\nContent-Usage: /a************ train-ai=n\n"
+    assert u(text, "/aaaaaaaaaa")["train-ai"] is False
+
+
+# -- the index against a plain reading of the same rules ------------------------------------
+
+_PIECES = ["a", "b", "/", "%61", "é", "*", "ab", "abcdefgh", "***"]
+_USAGE = {  # expression -> what it states (the drafts' reading)
+    "train-ai=n": {"train-ai": False},
+    "train-ai=y": {"train-ai": True},
+    "search=y, train-ai=n": {"search": True, "train-ai": False},
+    "search=n": {"search": False},
+    "Train=n": {},  # does not parse: states nothing, but still the longest match
+    "foo=y": {},
+}
+_SIGNALS = {
+    "ai-train=no": ({"train-ai": False}, None),
+    "search=yes, ai-input=no": ({"search": True, "ai-input": False}, None),
+    "ai-train=yes, use=reference": ({"train-ai": True}, "reference"),
+    "use=full": ({}, "full"),
+    "search=maybe": ({}, None),
+}
+_RANK = {None: 0, True: 1, False: 2}
+_LEVELS = ("immediate", "reference", "full")
+
+
+def _pattern(pieces: list[str], end: bool) -> str:
+    return "/" + "".join(pieces) + ("$" if end else "")
+
+
+def _regex(raw: str) -> re.Pattern[str]:
+    anchored = raw.endswith("$")
+    body = raw[:-1] if anchored else raw
+    return re.compile(
+        ".*".join(re.escape(patterns.normalize(p)) for p in body.split("*")) + (r"\Z" if anchored else "")
+    )
+
+
+def _reference(preamble: list[str], groups: list[tuple[str, list[tuple[str, str]]]], path: str, agent: str) -> Any:
+    """The values and use level the drafts give ``path``, from the rules as generated."""
+    named = [lines for name, lines in groups if name == agent]
+    chosen = named or [lines for name, lines in groups if name == "*"]
+    rules = [(k, v) for lines in chosen for k, v in lines]
+    target = patterns.path_of(URL + path)
+    matched = []
+    for key, value in rules:
+        if key == "usage":
+            raw, expression = value.split(" ", 1)
+            if _regex(raw).match(target):
+                matched.append((len(patterns.canonical(raw)), _USAGE[expression]))
+    statements = []
+    if matched:
+        top = max(p for p, _ in matched)
+        statements += [m for p, m in matched if p == top]
+    signals = [_SIGNALS[v] for v in preamble] + [_SIGNALS[v] for k, v in rules if k == "signal"]
+    statements += [s for s, _ in signals]
+    values: dict[str, bool | None] = {c: None for c in usage_mod.CATEGORIES}
+    for stated in statements:
+        for c, v in stated.items():
+            if _RANK[v] > _RANK[values[c]]:
+                values[c] = v
+    levels = [level for _, level in signals if level]
+    return values, min(levels, key=_LEVELS.index) if levels else None
+
+
+def _text(preamble: list[str], groups: list[tuple[str, list[tuple[str, str]]]]) -> str:
+    out = [f"Content-Signal: {v}\n" for v in preamble]
+    for name, lines in groups:
+        out.append(f"User-agent: {name}\nAllow: /\n")  # (Allow ends the group's agent lines)
+        out += [f"{'Content-Usage' if k == 'usage' else 'Content-Signal'}: {v}\n" for k, v in lines]
+    return "".join(out)
+
+
+_RULE = st.one_of(
+    st.tuples(
+        st.just("usage"),
+        st.builds(
+            lambda pieces, end, expression: f"{_pattern(pieces, end)} {expression}",
+            st.lists(st.sampled_from(_PIECES), max_size=4),
+            st.booleans(),
+            st.sampled_from(sorted(_USAGE)),
+        ),
+    ),
+    st.tuples(st.just("signal"), st.sampled_from(sorted(_SIGNALS))),
+)
+
+
+@SETTINGS
+@given(
+    st.lists(st.sampled_from(sorted(_SIGNALS)), max_size=2),
+    st.lists(st.tuples(st.sampled_from(["*", "bot", "other"]), st.lists(_RULE, max_size=8)), max_size=3),
+    st.lists(st.sampled_from(_PIECES), max_size=5),
+    st.sampled_from(["bot", "else"]),
+)
+def test_matcher_agrees_with_a_plain_reading(
+    preamble: list[str], groups: list[tuple[str, list[tuple[str, str]]]], pieces: list[str], agent: str
+) -> None:
+    path = "/" + "".join(p for p in pieces if p != "*")
+    got = parse(_text(preamble, groups)).usage(URL + path, agent)
+    values, use = _reference(preamble, groups, path, agent)
+    assert dict(got) == values and got.use == use
+
+
+def test_many_wildcard_rules_agree_with_a_plain_reading() -> None:
+    # enough wildcard rules starting with one literal to be filed by the literals they need
+    rng = random.Random(9309)
+    for _ in range(20):
+        preamble = [rng.choice(sorted(_SIGNALS))]
+        lines = []
+        for _ in range(rng.randrange(60, 300)):
+            pieces = ["*", *rng.choices(_PIECES + ["x", "yz", "x1", "q"], k=rng.randrange(1, 5))]
+            lines.append(("usage", f"{_pattern(pieces, rng.random() < 0.3)} {rng.choice(sorted(_USAGE))}"))
+        groups = [("*", lines)]
+        robots = parse(_text(preamble, groups))
+        for _ in range(40):
+            path = "/" + "".join(rng.choices(["a", "b", "/", "x", "yz", "1", "q", "é"], k=rng.randrange(0, 8)))
+            got = robots.usage(URL + path, "bot")
+            values, use = _reference(preamble, groups, path, "bot")
+            assert (dict(got), got.use) == (values, use), (path, lines)

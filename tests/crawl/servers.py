@@ -32,6 +32,8 @@ class Reply:
     delay: float = 0.0
     #: read the request, then never answer (until the server stops)
     hang: bool = False
+    #: header lines sent after ``headers``, in order (a name may repeat)
+    header_lines: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ class Server:
                         server.in_flight -= 1
                 body = reply.body.encode("utf-8") if isinstance(reply.body, str) else reply.body
                 self.send_response(reply.status)
-                for name, value in reply.headers.items():
+                for name, value in (*reply.headers.items(), *reply.header_lines):
                     self.send_header(name, value)
                 if not any(name.lower() == "content-length" for name in reply.headers):
                     self.send_header("Content-Length", str(len(body)))
