@@ -210,12 +210,12 @@ def _check_lane(crawler: Crawler, downloader: Any) -> None:
     manager = _attr(downloader, "middleware", "Downloader.middleware")
     method = "download_async" if SCRAPY_VERSION >= (2, 14) else "download"
     _need(callable(getattr(type(manager), method, None)), f"DownloaderMiddlewareManager.{method}", "is missing")
-    try:
-        handlers = lane_handlers(crawler, 1)
-    except (ImportError, TypeError) as exc:
+    try:  # (the class is checked, not built: an instance opens connection pools)
+        from scrapy.core.downloader.handlers import DownloadHandlers
+    except ImportError as exc:
         raise InternalsChanged("scrapy.core.downloader.handlers.DownloadHandlers", f"failed: {exc}") from exc
     method = "download_request_async" if SCRAPY_VERSION >= (2, 14) else "download_request"
-    _need(callable(getattr(handlers, method, None)), f"DownloadHandlers.{method}", "is missing")
+    _need(callable(getattr(DownloadHandlers, method, None)), f"DownloadHandlers.{method}", "is missing")
 
 
 def _check_slots(crawler: Crawler, downloader: Any) -> None:

@@ -232,6 +232,9 @@ OWN = {
     ("storage/redis.py", "self.store._run_script"),
     ("robots/usage.py", "other._values"),
     ("robots/usage.py", "usage._values"),
+    ("robots/usage_match.py", "matcher._exact"),
+    ("robots/usage_match.py", "matcher._node_of"),
+    ("robots/usage_match.py", "matcher._nodes"),
 }
 
 
