@@ -56,9 +56,10 @@ __all__ = ["GateScheduler", "Held"]
 
 logger = logging.getLogger(__name__)
 
-#: a released request not in the downloader this long after (a middleware dropped it,
-#: a cache answered) no longer counts against its slot
-UNSEEN_SECONDS = 1.0
+#: a released request not in the downloader this long after (a middleware dropped it, a
+#: cache answered) no longer counts against its slot: it trades a burst of one more request
+#: on a loaded loop (too short) against a slot held idle that long per such request (too long)
+UNSEEN_SECONDS = 0.25
 DROPPED_MESSAGE = "Dropped: the spider closed before robots.txt allowed it"
 
 
@@ -87,8 +88,10 @@ class _Slot:
 @dataclass(slots=True)
 class _Tracked:
     """A released request followed to the end of its download: counted against its
-    slot (``key``), or its cluster-wide turn noted when it is done (``origin``)."""
+    slot (``key``), or its cluster-wide turn noted when it is done (``origin``).  The
+    request is kept alive meanwhile, so that its ``id()`` is not another's."""
 
+    request: Request
     key: str | None
     origin: str | None
     floor: float
@@ -241,10 +244,8 @@ class GateScheduler:
         Requests an origin's fetch released together go at most the slot's
         concurrency at a time; a slot with a floor, one per floor."""
         floor = self._floor(request, known)
-        if not (floor or for_robots):
-            return True
-        if floor and not known.robots.check(request.url, known.token).allowed:
-            return True  # the middleware denies it at once: no turn to wait for
+        if not (floor or for_robots) or not self._allowed(request, known):
+            return True  # (a denied request never reaches the downloader: no turn, no place to wait for)
         key = self._key(request)
         slot = self._slots.get(key) or self._slots.setdefault(key, _Slot())
         now = time.monotonic()
@@ -253,7 +254,7 @@ class GateScheduler:
                 slot.due = now + floor
                 return True
             if not floor and slot.out < self._concurrency(key):
-                self._track(request, _Tracked(key, None, 0.0, now))
+                self._track(_Tracked(request, key, None, 0.0, now))
                 slot.out += 1
                 return True
         slot.queue.append(request)
@@ -270,6 +271,14 @@ class GateScheduler:
         if self._floors:  # (empty while no slot has a floor: no slot key to compute)
             floor = max(floor, self._floors.floor_of(self._key(request)) or 0.0)
         return floor
+
+    def _allowed(self, request: Request, known: Known | None = None) -> bool:
+        """Whether the origin's robots.txt allows ``request`` for the crawl's token
+        (the middleware decides; a request it will deny is not held for a turn)."""
+        if known is None:
+            origin = origin_of_request(request)
+            known = self.service.known(origin) if origin is not None else None
+        return known is None or known.robots.check(request.url, known.token).allowed
 
     def _key(self, request: Request) -> str:
         """The download slot key Scrapy gives ``request``."""
@@ -309,8 +318,9 @@ class GateScheduler:
                 slot.due = now + floor
                 self._release(request, Held(paced=True))
                 break
-            self._track(request, _Tracked(key, None, 0.0, now))
-            slot.out += 1
+            if self._allowed(request):
+                self._track(_Tracked(request, key, None, 0.0, now))
+                slot.out += 1
             self._release(request, Held(for_robots=True))
         if slot.queue:
             self._wake(key, slot)
@@ -336,7 +346,7 @@ class GateScheduler:
                 slot.queue.popleft()
                 self._count -= 1
                 slot.due = time.monotonic() + floor
-                self._track(request, _Tracked(None, origin, floor, time.monotonic()))
+                self._track(_Tracked(request, None, origin, floor, time.monotonic()))
                 self._release(request, Held(paced=True))
         except NotResolved:
             return
@@ -370,8 +380,8 @@ class GateScheduler:
         finally:  # not enqueued: a request_scheduled receiver dropped it, as Scrapy lets it
             self._releasing.discard(id(request))
 
-    def _track(self, request: Request, tracked: _Tracked) -> None:
-        self._tracked[id(request)] = tracked
+    def _track(self, tracked: _Tracked) -> None:
+        self._tracked[id(tracked.request)] = tracked
         self._listen()
 
     def _done(self, request_id: int, noted: bool) -> None:
@@ -387,11 +397,12 @@ class GateScheduler:
 
     def _reached(self, request: Request, spider: Any = None) -> None:
         tracked = self._tracked.get(id(request))
-        if tracked is not None:
+        if tracked is not None and tracked.request is request:
             tracked.seen = True
 
     def _left(self, request: Request, spider: Any = None) -> None:
-        if id(request) in self._tracked:
+        tracked = self._tracked.get(id(request))
+        if tracked is not None and tracked.request is request:
             self._done(id(request), noted=True)
 
     def _sweep(self) -> None:

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest_twisted
 from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
 
-from scrapy_rfc9309 import middleware
+from scrapy_rfc9309 import compat, middleware
 
 from .faults import FaultServer, crawl_within
 from .harness import MIDDLEWARES, Req, check_accounting, crawl
@@ -241,3 +242,44 @@ async def test_requests_released_together_keep_the_per_domain_limit_by_hand_too(
     assert all(result.outcome(r.url).status == 200 for r in plan)
     assert site.max_in_flight <= 3, site.max_in_flight
     check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_released_beside_denied_ones_on_one_slot_all_end(servers):
+    """Two origins on one host (one download slot, one request at a time): the
+    first's robots.txt answers 503 (its 30 requests denied, never downloaded),
+    the second's late; both release their held requests together, some of
+    them dropped by a middleware of the project's own; every request ends, in
+    seconds (a denied request once held the slot for a second each, and one
+    that never reached the downloader left it counted as busy forever when a
+    new request took its id)."""
+    denied, pages = servers("127.0.0.2"), servers("127.0.0.2")
+    denied.routes["/robots.txt"] = Reply(503, delay=0.3)
+    pages.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", {"Content-Type": "text/plain"}, delay=0.3)
+    plan = []
+    for i in range(30):
+        plan.append(Req(denied.url(f"/d{i}")))
+        if i < 15:
+            pages.routes[f"/p{i}"] = PAGE
+            plan.append(Req(pages.url(f"/p{i}")))
+    for i in range(15):  # allowed by robots.txt, dropped by a middleware of the project's own
+        plan.append(Req(pages.url(f"/drop{i}")))
+    settings = {
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "DOWNLOADER_MIDDLEWARES": {**MIDDLEWARES, f"{__name__}.DropSome": 200},
+    }
+    result, _ = await crawl_within(40, plan, settings)
+    assert len(result.outcomes) == 60
+    assert all(result.outcome(pages.url(f"/p{i}")).status == 200 for i in range(15))
+    assert all(result.outcome(denied.url(f"/d{i}")).error == "IgnoreRequest" for i in range(30))
+    assert all(result.outcome(pages.url(f"/drop{i}")).message == "dropped by the project" for i in range(15))
+    check_accounting(result)
+
+
+class DropSome:
+    """A project's own downloader middleware that drops some requests."""
+
+    @compat.request_method
+    def process_request(self, request):
+        if "/drop" in request.url:
+            raise IgnoreRequest("dropped by the project")
