@@ -38,10 +38,16 @@ HEALTHY_HOST = "127.0.0.2"
 
 #: ``--same-host``: the hanging origins are ports of the healthy origin's host (one download slot)
 SAME_HOST = False
+#: ``--known-first``: the healthy origin's robots.txt is known and its pages flowing (its first
+#: ten) before the hanging origins appear (issue 31: "appearing in a crawl")
+KNOWN_FIRST = False
+#: ``--reactorless``: the crawl runs without a Twisted reactor (Scrapy 2.15+, aiohttp's handler)
+REACTORLESS = False
 
 
 def hanging_host(index: int) -> str:
-    return HEALTHY_HOST if SAME_HOST else f"127.0.1.{index + 1}"
+    """127.1.0.1, 127.1.0.2 ...: one host (one download slot) each, for up to 62,500 origins."""
+    return HEALTHY_HOST if SAME_HOST else f"127.1.{index // 250}.{index % 250 + 1}"
 
 
 class Web:
@@ -113,7 +119,8 @@ def crawl(hanging: int, timeout: float, pages: int, latency: float) -> dict[str,
 
         async def start(self):
             opened.append(time.monotonic())
-            for url in stalled + healthy:
+            order = healthy[:10] + stalled + healthy[10:] if KNOWN_FIRST else stalled + healthy
+            for url in order:
                 yield scrapy.Request(url, callback=self.page, errback=self.failed, dont_filter=True)
 
         async def page(self, response):
@@ -137,6 +144,7 @@ def crawl(hanging: int, timeout: float, pages: int, latency: float) -> dict[str,
         "CONCURRENT_REQUESTS": 16,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
         "RFC9309_FETCH_TIMEOUT": timeout,
+        **({"TWISTED_REACTOR_ENABLED": False} if REACTORLESS else {}),
     }
     process = Process(settings)
     crawler = process.create_crawler(HangSpider)
@@ -162,7 +170,9 @@ def crawl(hanging: int, timeout: float, pages: int, latency: float) -> dict[str,
 def run_one(hanging: int, timeout: float, pages: int, latency: float) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, "--worker", str(hanging), str(timeout), str(pages), str(latency)]
-        + (["--same-host"] if SAME_HOST else []),
+        + (["--same-host"] if SAME_HOST else [])
+        + (["--known-first"] if KNOWN_FIRST else [])
+        + (["--reactorless"] if REACTORLESS else []),
         capture_output=True, text=True, timeout=timeout + 120, cwd=ROOT,
     )  # fmt: skip
     if out.returncode != 0:
@@ -178,10 +188,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--same-host", action="store_true", help="hanging origins on the healthy host's other ports")
+    parser.add_argument("--known-first", action="store_true", help="the healthy origin known before they appear")
+    parser.add_argument("--reactorless", action="store_true", help="without a Twisted reactor (Scrapy 2.15+)")
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global SAME_HOST
-    SAME_HOST = args.same_host
+    global SAME_HOST, KNOWN_FIRST, REACTORLESS
+    SAME_HOST, KNOWN_FIRST, REACTORLESS = args.same_host, args.known_first, args.reactorless
     if args.worker:
         sys.path.insert(0, str(ROOT))
         hanging, timeout, pages, latency = args.worker

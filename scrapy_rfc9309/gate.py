@@ -61,6 +61,10 @@ logger = logging.getLogger(__name__)
 #: on a loaded loop (too short) against a slot held idle that long per such request (too long)
 UNSEEN_SECONDS = 0.25
 DROPPED_MESSAGE = "Dropped: the spider closed before robots.txt allowed it"
+#: requests held in one call of next_request, at most: each new origin starts a fetch, and
+#: a thousand of them at once held the loop (and a known origin's pages) for 0.6 s; past
+#: this, the gate hands the engine back and looks at the rest on the loop's next turn
+HOLD_BATCH = 32
 
 
 @dataclass(slots=True)
@@ -112,12 +116,13 @@ class GateScheduler:
         self._slots: dict[str, _Slot] = {}
         self._count = 0  # held in _held and in the slots' queues
         self._ready: deque[Request] = deque()  # released: handed out next
+        self._later: deque[Request] = deque()  # taken out, not looked at yet (HOLD_BATCH)
         self._releasing: set[int] = set()  # being scheduled again right now
         #: released requests -> why they were held (read and removed by the middleware)
         self.released: WeakKeyDictionary[Request, Held] = WeakKeyDictionary()
         self._tracked: dict[int, _Tracked] = {}
         self._sweeper: Any = None
-        self._full = self._said_full = self._closed = False
+        self._full = self._said_full = self._closed = self._waking = False
         #: the scheduler keeps what is handed back at close
         self._keeps = bool(crawler.settings.get("JOBDIR")) or uses_scrapy_redis(project_scheduler(crawler.settings))
         self._offsite: Any = None
@@ -151,12 +156,12 @@ class GateScheduler:
         # held requests are not "pending": while only they wait the engine sends spider_idle,
         # so a spider that feeds itself then (scrapy-redis's RedisSpider) adds work; _idle
         # keeps the spider open
-        return bool(self._ready) or self.inner.has_pending_requests()
+        return bool(self._ready or self._later) or self.inner.has_pending_requests()
 
     def enqueue_request(self, request: Request) -> bool:
         if id(request) in self._releasing:  # one of ours, scheduled again
             self._releasing.discard(id(request))
-            self._ready.append(request)
+            (self._ready if request in self.released else self._later).append(request)
             return True
         if self.settings.early_fetch:
             self._prefetch(request)
@@ -165,11 +170,17 @@ class GateScheduler:
     def next_request(self) -> Request | None:
         if self._ready:
             return self._ready.popleft()
+        held = self._count
         while self._count < self.settings.max_held:
-            request = self.inner.next_request()
+            request = self._later.popleft() if self._later else self.inner.next_request()
             if request is None or self._admit(request):
                 self._full = False
                 return request
+            if self._count - held >= HOLD_BATCH:  # a turn of the loop for the rest first
+                if not self._waking:
+                    self._waking = True
+                    compat.call_later(0, self._look_later)
+                return None
         if not self._full:  # one count and (the first time) one line per time the bound is met
             self._full = True
             self._counts.inc("gate/full")
@@ -187,9 +198,10 @@ class GateScheduler:
         self.service.shutdown()
         self._tracked.clear()
         self._listen()
-        waiting = [*self._ready, *(r for rs in self._held.values() for r in rs)]
+        waiting = [*self._ready, *self._later, *(r for rs in self._held.values() for r in rs)]
         waiting += [r for slot in self._slots.values() for r in slot.queue]
         self._ready.clear()
+        self._later.clear()
         self._held.clear()
         self._slots.clear()
         self._count = 0
@@ -367,13 +379,23 @@ class GateScheduler:
         if self._count:
             raise DontCloseSpider
 
+    def _look_later(self) -> None:
+        """After a batch of holds: schedule the next request again (``engine.crawl``
+        wakes the engine), to be looked at, with what follows, in the next call."""
+        self._waking = False
+        request = self._later.popleft() if self._later else self.inner.next_request()
+        if request is not None:
+            self._release(request, None)  # back in _later, through enqueue_request
+
     # -- releasing -------------------------------------------------------------------------
-    def _release(self, request: Request, held: Held) -> None:
-        """Schedule ``request`` again: the engine wakes and takes it from :attr:`_ready`."""
+    def _release(self, request: Request, held: Held | None) -> None:
+        """Schedule ``request`` again: the engine wakes and takes it from :attr:`_ready`
+        (``held`` None: from :attr:`_later`, to be looked at)."""
         engine = self.crawler.engine
         if self._closed or engine is None or engine.spider is None:
             return
-        self.released[request] = held
+        if held is not None:
+            self.released[request] = held
         self._releasing.add(id(request))
         try:
             engine.crawl(request)
