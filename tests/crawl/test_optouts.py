@@ -469,3 +469,41 @@ async def test_with_redis_one_worker_fetches_the_file_and_the_others_read_it(red
     second = await crawl([s.url("/theirs/z")], settings)
     assert s.count(TDM) == 0 and second.stat("tdmrep/storage_hits") == 1
     assert second.outcome(s.url("/theirs/z")).message.startswith(DROPPED + "tdmrep.json: rule 1")
+
+
+# -- scrapy robots ----------------------------------------------------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_command_shows_the_tdmrep_rule_and_with_page_what_the_page_states(servers, tmp_path):
+    from .command_runner import scrapy_robots
+
+    s = every_source(servers)
+    s.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private/\n")
+    bare = site(servers, "127.0.0.3")  # no tdmrep.json (404)
+    urls = [s.url("/reserved/a"), s.url("/open/b"), s.url("/x-robots"), s.url("/private/c")]
+    process = scrapy_robots(*urls, bare.url("/p"), "--usage", "train-ai", cwd=tmp_path)
+    assert process.returncode == 1, process.stderr
+    out = process.stdout
+    assert f"  tdmrep.json:  GET {s.url(TDM)}: status 200 (success): 2 rules" in out
+    assert f"  tdmrep.json:  no tdmrep.json (GET {bare.url(TDM)}: status 404 (unavailable))" in out
+    assert "usage: train-ai disallowed by tdmrep.json: rule 1: location /reserved/, tdm-reservation 1" in out
+    assert "train-ai: tdmrep.json: rule 2: location /open/, tdm-reservation 0" in out
+    assert f"ALLOWED  {s.url('/x-robots')}" in out  # its header is read only with --page
+    assert s.count("/x-robots") == 0 and s.count(TDM) == 1
+    # --page: the pages robots.txt allows are fetched and read as a crawl reads them
+    process = scrapy_robots(*urls, "--usage", "train-ai", "--page", cwd=tmp_path)
+    assert process.returncode == 1, process.stderr
+    out = process.stdout
+    assert "usage: train-ai disallowed by header: X-Robots-Tag: noai" in out
+    assert f"  page:         {s.url('/x-robots')}: GET status 200, text/html; charset=utf-8" in out
+    assert f"{s.url('/private/c')}: not fetched (robots.txt disallows it)" in out
+    assert s.count("/private/c") == 0
+    meta = scrapy_robots(s.url("/meta"), "--page", cwd=tmp_path)  # no purpose: reported, exit 0
+    assert meta.returncode == 0, meta.stderr
+    assert 'train-ai: html line 5: <meta name="robots" content="noai, nofollow">' in meta.stdout
+    assert 'nofollow: html line 5: <meta name="robots" content="noai, nofollow">' in meta.stdout
+    # refused with one line, exit 2: --page is for URLs fetched online
+    refused = scrapy_robots("--file", "-", "/x", "--page", cwd=tmp_path, stdin="User-agent: *\n")
+    assert refused.returncode == 2
+    assert (
+        refused.stderr.strip() == "scrapy robots: --page fetches the pages online: it goes with URLs, not with --file"
+    )
