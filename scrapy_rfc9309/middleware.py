@@ -315,6 +315,8 @@ class RobotsTxtMiddleware:
             }
         usage = reading.usage
         stated = prov.get("usage")  # robots.txt's, given at request time
+        if stated is not None and not _states_any(stated):
+            stated = None  # (robots.txt says nothing here: nothing to read back)
         if usage:
             if stated is not None:
                 usage = Usage.from_dict(stated).combine(usage)
@@ -421,6 +423,11 @@ def _announce_settings(crawler: Crawler, settings: Rfc9309Settings) -> None:
 
 def _total(stats: dict[str, Any], prefix: str) -> int:
     return sum(value for key, value in stats.items() if key.startswith(prefix) and isinstance(value, int))
+
+
+def _states_any(usage: dict[str, Any]) -> bool:
+    """Whether a provenance's ``usage`` (``Usage.to_dict()``) states anything."""
+    return "use" in usage or any(isinstance(item, dict) and item.get("value") is not None for item in usage.values())
 
 
 def _where(sources: tuple[Any, ...]) -> str:
