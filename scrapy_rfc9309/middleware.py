@@ -311,7 +311,7 @@ class RobotsTxtMiddleware:
         if reading.nofollow:
             prov["nofollow"] = {
                 "sources": [s.to_dict() for s in reading.nofollow],
-                "enforced": bool(purposes) and self.settings.nofollow,
+                "enforced": bool(purposes) and self.settings.follows_nofollow,
             }
         usage = reading.usage
         stated = prov.get("usage")  # robots.txt's, given at request time

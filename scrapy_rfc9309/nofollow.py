@@ -5,8 +5,8 @@ A page whose robots directives address the crawler with ``nofollow`` (or
 the links found on it are not followed.  The downloader middleware reads the
 directives where a purpose is declared (docs/usage_preferences.md) and puts
 them in ``response.meta["rfc9309"]["nofollow"]`` (``sources``, and
-``enforced``: a purpose is declared for the response and ``RFC9309_NOFOLLOW``
-is on).  This middleware then drops every :class:`~scrapy.Request` the
+``enforced``: a purpose is declared for the response, and this middleware
+runs).  This middleware then drops every :class:`~scrapy.Request` the
 callback yields from such a response, before it is scheduled (items and
 everything else go on): counted (``rfc9309/nofollow/requests_dropped``,
 ``rfc9309/nofollow/pages``) and logged once per page at INFO, naming the page,
@@ -17,8 +17,11 @@ the spider so that no other middleware counts the dropped requests); by hand::
 
     SPIDER_MIDDLEWARES = {"scrapy_rfc9309.NofollowMiddleware": 950}
 
-``RFC9309_NOFOLLOW = False`` (or the plugin off) leaves it out
-(``NotConfigured``): the directives are still reported.
+It runs only where a purpose is declared for the crawl or an origin
+(``RFC9309_USAGE``, ``RFC9309_ORIGINS``): a crawl that declares none pays
+nothing, and a request's own ``rfc9309_usage`` there reports a page's
+nofollow without acting on it.  ``RFC9309_NOFOLLOW = False`` (or the plugin
+off) leaves it out too (``NotConfigured``); the directives are still reported.
 """
 
 from __future__ import annotations
@@ -56,8 +59,8 @@ class NofollowMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = rfc9309_settings(crawler)
-        if not settings.enabled or not settings.nofollow:
-            raise NotConfigured
+        if not settings.enabled or not settings.follows_nofollow:
+            raise NotConfigured  # (it would cost every response a pass over what its callback yields)
         self.crawler = crawler
         self.counts = robots_service(crawler).counts
 

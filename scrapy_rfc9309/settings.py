@@ -297,11 +297,22 @@ class Rfc9309Settings:
         object.__setattr__(self, "_default_policy", policy)
 
     @property
+    def declares_purposes(self) -> bool:
+        """Whether a purpose is declared for the crawl or for an origin (RFC9309_USAGE, RFC9309_ORIGINS)."""
+        return bool(self.usage) or any(p.usage for p in self.origins.values())
+
+    @property
     def reads_pages(self) -> bool:
         """Whether any response of the crawl may have its other usage sources read
         (tdmrep.json, page directives, the HTML head) without a request's own
         ``rfc9309_usage``: a purpose declared for the crawl or an origin, or the report asked."""
-        return self.usage_report or bool(self.usage) or any(p.usage for p in self.origins.values())
+        return self.usage_report or self.declares_purposes
+
+    @property
+    def follows_nofollow(self) -> bool:
+        """Whether the nofollow spider middleware runs: RFC9309_NOFOLLOW, and a purpose
+        declared for the crawl or an origin (a crawl that declares none pays nothing)."""
+        return self.nofollow and self.declares_purposes
 
     def for_origin(self, origin: str) -> OriginPolicy:
         """The policy of ``origin`` (a canonical origin string): its

@@ -395,6 +395,18 @@ async def test_purposes_per_origin_and_per_request(servers):
     assert declared.count(TDM) == 1 and other.count(TDM) == 1
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_requests_own_purpose_in_a_crawl_that_declares_none_reports_nofollow_only(servers):
+    """The nofollow middleware runs only where the crawl or an origin declares a purpose
+    (else it would cost every response of every crawl): here the page's nofollow is read
+    and reported, and its links are followed."""
+    s = every_source(servers)
+    plan = [Req(s.url("/meta"), meta={"rfc9309_usage": ["search"]}, then=[Req(s.url("/meta/link"))])]
+    result = await crawl(plan, NOFOLLOW)
+    assert result.outcome(s.url("/meta")).provenance["nofollow"]["enforced"] is False
+    assert result.outcome(s.url("/meta/link")).status == 200
+
+
 # -- the store ------------------------------------------------------------------------------------
 @pytest_twisted.ensureDeferred
 async def test_a_second_crawl_reads_tdmrep_json_from_its_sqlite_store(servers, tmp_path):
