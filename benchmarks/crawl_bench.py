@@ -146,7 +146,13 @@ def pin(cpu: int | None) -> None:
 
 @contextlib.contextmanager
 def web(
-    origins: int, body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0, not_found_every: int = 0
+    origins: int,
+    body: bytes,
+    slow_delay: float,
+    hosts: int = 0,
+    latency: float = 0.0,
+    not_found_every: int = 0,
+    optouts: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """The server process and its ports; stopped (stdin closed) at the end.
     ``hosts`` origins on loopback addresses of their own answer every request
@@ -159,6 +165,8 @@ def web(
         command += ["--robots", str(robots), "--slow-delay", str(slow_delay)]
         if hosts:
             command += ["--hosts", str(hosts), "--latency", str(latency), "--not-found-every", str(not_found_every)]
+        if optouts:
+            command += ["--optouts"]
         cpu = cpus()[1]
         if cpu is not None:
             command += ["--cpu", str(cpu)]
@@ -619,6 +627,59 @@ def usage_cost(rounds: int, origins: int, pages: int, concurrency: int = 32) -> 
     ]
 
 
+def optouts_cost(rounds: int, origins: int, pages: int, concurrency: int = 32) -> list[str]:
+    """CPU of the README's crawl (both passes) against pages that state opt-outs in
+    every place (``crawl_server.py --optouts``: X-Robots-Tag, robots and tdm meta
+    tags, tdmrep.json), with no purpose declared (nothing read) and with
+    ``RFC9309_USAGE = ["train-ai"]`` (every source read), taking turns within each
+    round; the ratio is the median of per-round ratios.  The reading's own CPU
+    (the middleware's ``_read_page``, timed in the crawl) is given too: it is
+    measured inside each run, so the machine's drift does not enter it."""
+    body, described = robots_body(default_corpus())
+    modes = ("plugin", "optouts")
+    runs: dict[str, list[float]] = {mode: [] for mode in modes}
+    own: list[float] = []
+    loads: list[float] = []
+    downloaded: dict[str, list[list[int]]] = {mode: [] for mode in modes}
+    with web(origins, body, 0.0, optouts=True) as ports:
+        passes = [crawl_urls(ports["fast"], pages), crawl_urls(ports["fast"], pages, allowed_only=True)]
+        requests = sum(len(p) for p in passes)
+        for number in range(rounds):
+            for mode in modes:
+                print(f"optouts round {number + 1}/{rounds}: {mode} ...", file=sys.stderr)
+                config = {"mode": mode, "passes": passes, "control": ports["control"], "concurrency": concurrency}
+                result = run_worker(config)
+                cpu = sum(p["cpu"] for p in result["passes"])
+                runs[mode].append(cpu)
+                loads.append(result["passes"][-1]["load"])
+                downloaded[mode].append([p["downloaded"] for p in result["passes"]])
+                if mode == "optouts":
+                    own.append(result["optouts_cpu"] / cpu)
+    # the opt-outs state nothing against train-ai: both configurations downloaded the same pages
+    assert downloaded["plugin"] == downloaded["optouts"], downloaded
+    ratios = [u / b for u, b in zip(runs["optouts"], runs["plugin"])]
+    return [
+        f"### Every opt-out source read: {origins} origins x {pages} pages, both passes ({requests:,} requests), "
+        f"{rounds} rounds\n",
+        f"robots.txt: {described}; every page states opt-outs in an X-Robots-Tag line and two meta tags, "
+        f"and every origin serves a tdmrep.json. 1-minute load average {min(loads):.1f} to {max(loads):.1f} on "
+        f"{os.cpu_count()} cores.\n",
+        "| configuration | CPU s, passes (median) | CPU us/request |",
+        "|---|---:|---:|",
+        *(
+            f"| {label} | {statistics.median(runs[mode]):.2f} | {statistics.median(runs[mode]) / requests * 1e6:,.0f} |"
+            for mode, label in (
+                ("plugin", "add-on, no purpose declared (nothing read)"),
+                ("optouts", 'add-on, RFC9309_USAGE = ["train-ai"] (every source read)'),
+            )
+        ),
+        f"\nEvery source read vs none, median of the per-round ratios: {(statistics.median(ratios) - 1) * 100:+.1f}% "
+        f"(rounds: {', '.join(f'{(r - 1) * 100:+.1f}%' for r in ratios)}). The reading itself (the middleware's "
+        f"`_read_page`, CPU timed inside the same runs): {statistics.median(own) * 100:.2f}% of the process's CPU "
+        f"(rounds: {', '.join(f'{r * 100:.2f}%' for r in own)}).",
+    ]
+
+
 def _dispatch_cost(calls: int = 20_000) -> tuple[float, float]:
     """CPU us that a signal's first receiver, and each further one, add to a
     send (Scrapy's send_catch_log and pydispatch's robustApply), measured here
@@ -676,6 +737,9 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--early-fetch", action="store_true", help="the plugin with RFC9309_EARLY_FETCH = True")
     ap.add_argument("--usage", action="store_true", help="the CPU cost of RFC9309_USAGE (usage preferences enforced)")
+    ap.add_argument(
+        "--optouts", action="store_true", help="the CPU cost of reading every opt-out source (issue 32) vs none"
+    )
     args = ap.parse_args()
     if args.worker:
         from crawl_worker import work
@@ -688,6 +752,8 @@ def main() -> None:
         print("\n".join(audit_cost(args.rounds, args.origins, args.pages)))
     elif args.usage:
         print("\n".join(usage_cost(args.rounds, args.origins, args.pages)))
+    elif args.optouts:
+        print("\n".join(optouts_cost(args.rounds, args.origins, args.pages)))
     else:
         lines = run(
             args.rounds, args.origins, args.pages, args.slow_delay, slow_rounds=args.slow_rounds,

@@ -9,6 +9,9 @@ hour at most.
 * every path but ``/robots.txt`` gets a small HTML page (200, keep-alive);
 * ``/robots.txt`` gets the given file (text/plain) at once on the *fast*
   ports, and after ``--slow-delay`` seconds on the *slow* ones;
+* ``--optouts``: every page also states opt-outs in each place a crawl with a declared purpose
+  reads (an ``X-Robots-Tag`` line, robots and ``tdm-reservation`` meta tags), none denying
+  ``train-ai``, and ``/.well-known/tdmrep.json`` is served (``crawl_bench.py --optouts``);
 * ``GET /__stats`` on the control port answers ``{"robots": n, "pages": n, "connections": n}``,
   the requests served (and connections opened) so far, so the crawler's own accounting is checked by a
   count it cannot influence.
@@ -37,6 +40,13 @@ from pathlib import Path
 
 #: the server stops by itself after this long, whatever happens to its parent
 MAX_LIFETIME = 3600.0
+#: ``--optouts``: every page states something in each place a crawl with a purpose reads, none of
+#: which denies train-ai (so every configuration downloads and keeps the same pages): an
+#: X-Robots-Tag line for another crawler, a robots meta tag and a tdm-reservation meta tag;
+#: /.well-known/tdmrep.json has a reserving rule for a path no page has, and one not reserving
+OPTOUT_HEADERS = b"\r\nX-Robots-Tag: otherbot: noai, noindex"
+OPTOUT_HEAD = '<meta name="robots" content="index, follow"><meta name="tdm-reservation" content="0">'
+TDMREP_FILE = b'[{"location": "/no-page-here/", "tdm-reservation": 1}, {"location": "/", "tdm-reservation": 0}]'
 PAGE_TEMPLATE = (
     "<!DOCTYPE html><html><head><title>Page {path}</title></head><body>"
     "<h1>{path}</h1><p>A small page of the crawl benchmark; it links nowhere, "
@@ -46,19 +56,21 @@ PAGE_TEMPLATE = (
 
 
 class Counters:
-    __slots__ = ("robots", "pages", "connections")
+    __slots__ = ("robots", "pages", "connections", "tdmrep")
 
     def __init__(self) -> None:
         self.robots = 0
         self.pages = 0
+        self.tdmrep = 0
         #: connections the crawler opened to the origins (a crawl that reuses fewer costs more CPU)
         self.connections = 0
 
 
-def _response(status: str, content_type: bytes, body: bytes) -> bytes:
+def _response(status: str, content_type: bytes, body: bytes, headers: bytes = b"") -> bytes:
     head = (
         f"HTTP/1.1 {status}\r\nContent-Type: ".encode()
         + content_type
+        + headers
         + f"\r\nContent-Length: {len(body)}\r\n\r\n".encode()
     )
     return head + body
@@ -69,7 +81,17 @@ class Web(asyncio.Protocol):
     needed: Scrapy sends the next request on a connection only after the
     previous answer)."""
 
-    def __init__(self, robots: bytes, delay: float, counters: Counters, control: bool, latency: float = 0.0) -> None:
+    def __init__(
+        self,
+        robots: bytes,
+        delay: float,
+        counters: Counters,
+        control: bool,
+        latency: float = 0.0,
+        optouts: bool = False,
+    ) -> None:
+        #: pages state opt-outs in every place (``--optouts``), and tdmrep.json is served
+        self.optouts = optouts
         #: the whole robots.txt response (a 200 with the file, or a 404)
         self.robots = robots
         self.delay = delay
@@ -99,7 +121,7 @@ class Web(asyncio.Protocol):
         path = line[1] if len(line) > 1 else b"/"
         close = b"\r\nconnection: close" in head.lower()
         if self.control:
-            counts = {"robots": self.counters.robots, "pages": self.counters.pages}
+            counts = {"robots": self.counters.robots, "pages": self.counters.pages, "tdmrep": self.counters.tdmrep}
             body = json.dumps({**counts, "connections": self.counters.connections}).encode()
             self._send(_response("200 OK", b"application/json", body), close)
         elif path == b"/robots.txt":
@@ -108,10 +130,16 @@ class Web(asyncio.Protocol):
                 asyncio.get_running_loop().call_later(self.delay or self.latency, self._send, self.robots, close)
             else:
                 self._send(self.robots, close)
+        elif self.optouts and path == b"/.well-known/tdmrep.json":
+            self.counters.tdmrep += 1
+            self._send(_response("200 OK", b"application/json", TDMREP_FILE), close)
         else:
             self.counters.pages += 1
+            text = PAGE_TEMPLATE.format(path=path.decode("latin-1"))
+            if self.optouts:
+                text = text.replace("</title>", "</title>" + OPTOUT_HEAD, 1)
             page = _response(
-                "200 OK", b"text/html; charset=utf-8", PAGE_TEMPLATE.format(path=path.decode("latin-1")).encode()
+                "200 OK", b"text/html; charset=utf-8", text.encode(), OPTOUT_HEADERS if self.optouts else b""
             )
             if self.latency:
                 asyncio.get_running_loop().call_later(self.latency, self._send, page, close)
@@ -132,7 +160,13 @@ def host_address(i: int) -> str:
 
 
 async def serve(
-    origins: int, robots_body: bytes, slow_delay: float, hosts: int = 0, latency: float = 0.0, not_found_every: int = 0
+    origins: int,
+    robots_body: bytes,
+    slow_delay: float,
+    hosts: int = 0,
+    latency: float = 0.0,
+    not_found_every: int = 0,
+    optouts: bool = False,
 ) -> None:
     loop = asyncio.get_running_loop()
     counters = Counters()
@@ -144,7 +178,7 @@ async def serve(
     ) -> int:
         answer = robots if found else missing
         server = await loop.create_server(
-            lambda: Web(answer, delay, counters, control, latency), host, 0, backlog=1024, reuse_address=True
+            lambda: Web(answer, delay, counters, control, latency, optouts), host, 0, backlog=1024, reuse_address=True
         )
         return server.sockets[0].getsockname()[1]
 
@@ -180,6 +214,9 @@ def main() -> None:
         "--not-found-every", type=int, default=0, help="every Nth of those hosts answers robots.txt with a 404"
     )
     ap.add_argument("--cpu", type=int, default=None, help="run on this CPU only (the crawler gets another)")
+    ap.add_argument(
+        "--optouts", action="store_true", help="pages state opt-outs in headers and meta tags; serve tdmrep.json"
+    )
     args = ap.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
@@ -192,6 +229,7 @@ def main() -> None:
                 args.hosts,
                 args.latency,
                 args.not_found_every,
+                args.optouts,
             )  # fmt: skip
         )
     except (asyncio.TimeoutError, KeyboardInterrupt):

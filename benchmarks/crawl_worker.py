@@ -61,6 +61,8 @@ MODES: dict[str, dict[str, Any]] = {
     "audit_allowed": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "RFC9309_AUDIT_ALLOWED": True},
     # AI usage preferences enforced (crawl_bench.py --usage): the add-on with a declared purpose
     "usage": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "RFC9309_USAGE": ["train-ai"]},
+    # every opt-out source read (crawl_bench.py --optouts: the pages state them): a declared purpose
+    "optouts": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "RFC9309_USAGE": ["train-ai"]},
     # diagnostics (crawl_bench.py --profile): an async middleware that does nothing,
     # at the plugin's place; and the plugin's middleware without the Crawl-delay extension
     "noop": {"DOWNLOADER_MIDDLEWARES": {"crawl_worker.NoopMiddleware": 100}},
@@ -305,6 +307,26 @@ def time_audit() -> None:
         setattr(Recorder, name, timed)
 
 
+#: CPU seconds (reactor thread) spent reading the responses' opt-outs (mode "optouts")
+OPTOUTS_CPU = [0.0]
+
+
+def time_optouts() -> None:
+    """Wrap the middleware's reading of a response's opt-outs in a ``time.thread_time`` timer."""
+    from scrapy_rfc9309.middleware import RobotsTxtMiddleware
+
+    original = RobotsTxtMiddleware._read_page
+
+    def timed(self, *args, **kwargs):
+        start = time.thread_time()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            OPTOUTS_CPU[0] += time.thread_time() - start
+
+    RobotsTxtMiddleware._read_page = timed
+
+
 #: CPU seconds (reactor thread) spent in the store's steps, when timed (``time_store``)
 STORE_CPU: dict[str, float] = {}
 
@@ -419,6 +441,8 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     gc_timer = GcTimer() if config.get("gc") else None
     if config.get("time_store"):
         time_store()
+    if config["mode"] == "optouts":
+        time_optouts()
     settings = dict(COMMON_SETTINGS)
     settings.update(MODES[config["mode"]])
     settings["USER_AGENT"] = config["user_agent"]
@@ -446,6 +470,8 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
         out["gc"] = gc_timer.result()
     if config.get("time_store"):
         out["store_cpu"] = STORE_CPU
+    if config["mode"] == "optouts":
+        out["optouts_cpu"] = OPTOUTS_CPU[0]
     if config.get("audit"):
         with open(config["audit"], encoding="utf-8") as handle:
             out["audit_records"] = sum(1 for _ in handle)

@@ -1,7 +1,7 @@
 """scrapy-rfc9309: robots.txt exactly as RFC 9309 says, for Scrapy.
 
 The core (``parse``, ``RobotsTxt`` ...) is pure Python and imports no Scrapy;
-the Scrapy layer (``RobotsTxtMiddleware``, ``CrawlDelayExtension``, ``Addon``,
+the Scrapy layer (``RobotsTxtMiddleware``, ``NofollowMiddleware``, ``CrawlDelayExtension``, ``Addon``,
 ``robots_service``, ``governing_robots``)
 is imported lazily, on first use of its names.
 """
@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _SCRAPY_LAYER = {
     "RobotsTxtMiddleware": "scrapy_rfc9309.middleware",
     "CrawlDelayExtension": "scrapy_rfc9309.throttle",
+    "NofollowMiddleware": "scrapy_rfc9309.nofollow",
     "Addon": "scrapy_rfc9309.addon",
     "robots_service": "scrapy_rfc9309.lifecycle",
     "governing_robots": "scrapy_rfc9309.lifecycle",
@@ -25,6 +26,7 @@ __all__ = [
     "CrawlDelayExtension",
     "Decision",
     "Diagnostic",
+    "NofollowMiddleware",
     "RobotsTxt",
     "RobotsTxtMiddleware",
     "Rule",

@@ -3,7 +3,8 @@
 The add-on swaps Scrapy's RobotsTxtMiddleware for ours at the same place in
 the chain (priority 100, after OffsiteMiddleware, before everything that
 touches the request) by their ``DOWNLOADER_MIDDLEWARES`` entries, enables
-the Crawl-delay extension, and puts the gate (:mod:`.gate`) in front of the
+the Crawl-delay extension and the nofollow spider middleware
+(:mod:`.nofollow`), and puts the gate (:mod:`.gate`) in front of the
 project's scheduler: ``SCHEDULER`` becomes the gate, and the project's own
 (Scrapy's, scrapy-redis's, a custom one) moves to ``RFC9309_SCHEDULER``, at
 the priority it had, so the gate wraps whatever the project, the spider or the
@@ -35,6 +36,7 @@ class Addon:
 
         from . import compat
         from .middleware import RobotsTxtMiddleware
+        from .nofollow import PRIORITY, NofollowMiddleware
         from .settings import GATE, project_scheduler
         from .throttle import CrawlDelayExtension
 
@@ -43,6 +45,7 @@ class Addon:
         # else Scrapy's own stays; ours is NotConfigured and says so (lifecycle.rfc9309_settings)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, MIDDLEWARE_PRIORITY)
         settings.set_in_component_priority_dict("EXTENSIONS", CrawlDelayExtension, EXTENSION_PRIORITY)
+        settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", NofollowMiddleware, PRIORITY)
         if project_scheduler(settings) is settings.get("SCHEDULER"):  # not wrapped yet
             priority = max(settings.getpriority("SCHEDULER") or 0, SETTINGS_PRIORITIES["addon"])
             settings.set("RFC9309_SCHEDULER", settings.get("SCHEDULER"), priority)

@@ -72,7 +72,7 @@ from twisted.internet.defer import CancelledError, DeferredSemaphore
 
 from . import compat, internals
 from .addresses import AddressPolicy, ip_literal
-from .origins import robots_url
+from .origins import resource_url
 from .robots.access import Access, classify_error, classify_status, freshness
 
 if TYPE_CHECKING:
@@ -146,6 +146,8 @@ class FetchResult:
     chain: list[str] = field(default_factory=list)
     #: time.time() when the fetch began
     started_at: float = 0.0
+    #: the last response's headers (Scrapy ``Headers``), None after a network error
+    headers: Any = None
 
     @property
     def outcome(self) -> str:
@@ -186,9 +188,10 @@ class RobotsFetcher:
         #: the lane's own download handlers (and connection pools), made at the first fetch
         self._handlers: Any = None
 
-    async def fetch(self, origin: str, trigger: Request | None = None) -> FetchResult:
-        """Fetch ``origin``'s robots.txt, following redirects.  Never raises
-        for network trouble: that is an access result."""
+    async def fetch(self, origin: str, trigger: Request | None = None, path: str = "/robots.txt") -> FetchResult:
+        """Fetch ``origin``'s robots.txt (or another file of it, ``path``:
+        ``/.well-known/tdmrep.json``), following redirects.  Never raises for
+        network trouble: that is an access result."""
         chain: list[str] = []
         lane = self._lane
         if not lane.tokens:
@@ -196,15 +199,15 @@ class RobotsFetcher:
         await compat.wait_for(lane.acquire())
         try:
             started = time.time()
-            result = await self._follow(origin, trigger, chain)
+            result = await self._follow(origin, trigger, chain, path)
         finally:
             lane.release()
         result.chain = chain
         result.started_at = started
         return result
 
-    async def _follow(self, origin: str, trigger: Request | None, chain: list[str]) -> FetchResult:
-        url = robots_url(origin)
+    async def _follow(self, origin: str, trigger: Request | None, chain: list[str], path: str) -> FetchResult:
+        url = resource_url(origin, path)
         classes: list[str] = []
         limit = self.settings.max_redirects
         status: int | None = None
@@ -271,6 +274,7 @@ class RobotsFetcher:
                 continue
             classes.append(name)
             result = FetchResult(access, response.status, response.url, classes, fresh_for=_fresh_for(response))
+            result.headers = response.headers
             if access is Access.SUCCESS:
                 try:
                     self._read_body(response, request.meta[FETCH_META_KEY], result)

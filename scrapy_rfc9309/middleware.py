@@ -25,6 +25,7 @@ from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, refused, rfc9309_settings, robots_service
 from .masking import mask_url
 from .origins import origin_of_request
+from .page_usage import read_response
 from .robots import Decision, Verdict
 from .robots.access import Access
 from .robots.text import shorten
@@ -32,6 +33,7 @@ from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED
 from .service import STATS, Known, NotResolved
 from .settings import usage_purposes
+from .tdmrep_files import TdmRepFiles
 from .useragent import derive_tokens
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     # typing.Self requires Python 3.11
     from typing_extensions import Self
 
+    from .robots.tdmrep import TdmRep
     from .settings import Rfc9309Settings
 
 logger = logging.getLogger(__name__)
@@ -80,6 +83,9 @@ class RobotsTxtMiddleware:
         self._counts = service.counts
         #: provenance, changes and the audit trail (scrapy_rfc9309.audit)
         self.recorder = Recorder(crawler, service, settings)
+        #: the origins' tdmrep.json files, and whether any response may be read for usage sources
+        self.tdmrep = TdmRepFiles(service, self.recorder)
+        self._reads_pages = settings.reads_pages
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -245,15 +251,26 @@ class RobotsTxtMiddleware:
         self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {where}")
 
     @compat.response_method  # the spider argument of Scrapy 2.13
-    def process_response(self, request: Request, response: Response) -> Response:
+    def process_response(self, request: Request, response: Response) -> Response | Coroutine[Any, Any, Response]:
         """Add the response's ``Content-Usage`` header to the preferences in its
         provenance; drop or mark a response whose preferences disallow a
         declared purpose (RFC9309_USAGE_HEADER), or leave one unknown when
-        RFC9309_USAGE_UNKNOWN is "deny"."""
+        RFC9309_USAGE_UNKNOWN is "deny".  Where purposes are declared (or
+        RFC9309_USAGE_REPORT), every other source is read too (:mod:`.page_usage`):
+        a coroutine only for a response whose origin's tdmrep.json is being fetched."""
         meta = request.meta
         prov = meta.get(META_KEY)
         if prov is None or FETCH_META_KEY in meta:
             return response
+        if self._reads_pages or META_USAGE in meta:
+            origin = origin_of_request(request)
+            if origin is not None:
+                purposes = self._purposes(request, origin, downloaded=True)
+                if purposes or self.settings.usage_report:
+                    tdmrep = self.tdmrep.current(origin, request)
+                    if tdmrep is None:  # the origin's tdmrep.json is being fetched: its priority needs it
+                        return self._after_tdmrep(request, response, prov, origin, purposes)
+                    return self._read_page(request, response, prov, origin, purposes, tdmrep)
         header = response.headers.getlist(b"Content-Usage")
         unknown_denies = self.settings.usage_unknown_denies
         if not header and not unknown_denies:
@@ -268,7 +285,60 @@ class RobotsTxtMiddleware:
             if self.recorder.allowed_records:
                 self.recorder.response_usage(request.url, origin or "", prov["usage"])
         purposes = self._purposes(request, origin, downloaded=True) if origin is not None else ()
-        denied = usage.denies(purposes, unknown_denies) if purposes else None
+        return self._enforce(request, response, prov, origin or "", usage, purposes)
+
+    async def _after_tdmrep(
+        self, request: Request, response: Response, prov: dict[str, Any], origin: str, purposes: tuple[str, ...]
+    ) -> Response:
+        tdmrep = await self.tdmrep.wait(origin, self.settings.fetch_timeout)
+        return self._read_page(request, response, prov, origin, purposes, tdmrep)
+
+    def _read_page(
+        self,
+        request: Request,
+        response: Response,
+        prov: dict[str, Any],
+        origin: str,
+        purposes: tuple[str, ...],
+        tdmrep: TdmRep,
+    ) -> Response:
+        """Every source of the response (:func:`.page_usage.read_response`) with
+        robots.txt's preferences, into the provenance and the audit trail; then
+        the decision on the declared purposes."""
+        reading = read_response(response, request.url, prov.get("tokens") or self.settings.user_agents, tdmrep)
+        if reading.head_read:
+            self._counts.inc("page/heads_read")
+        if reading.nofollow:
+            prov["nofollow"] = {
+                "sources": [s.to_dict() for s in reading.nofollow],
+                "enforced": bool(purposes) and self.settings.follows_nofollow,
+            }
+        usage = reading.usage
+        stated = prov.get("usage")  # robots.txt's, given at request time
+        if stated is not None and not _states_any(stated):
+            stated = None  # (robots.txt says nothing here: nothing to read back)
+        if usage:
+            if stated is not None:
+                usage = Usage.from_dict(stated).combine(usage)
+            prov["usage"] = usage.to_dict()
+            recorder = self.recorder
+            if recorder.allowed_records or (recorder.active and self.settings.usage_report):
+                recorder.response_usage(request.url, origin, prov["usage"])
+        elif self.settings.usage_unknown_denies and stated is not None:
+            usage = Usage.from_dict(stated)
+        return self._enforce(request, response, prov, origin, usage, purposes)
+
+    def _enforce(
+        self,
+        request: Request,
+        response: Response,
+        prov: dict[str, Any],
+        origin: str,
+        usage: Usage,
+        purposes: tuple[str, ...],
+    ) -> Response:
+        """Drop or mark a response whose preferences disallow a declared purpose."""
+        denied = usage.denies(purposes, self.settings.usage_unknown_denies) if purposes else None
         if denied is None:
             return response
         label, sources = denied
@@ -276,8 +346,8 @@ class RobotsTxtMiddleware:
         action = "marked" if self.settings.usage_header == "mark" else "dropped"
         self._counts.inc(f"usage/{action}/{label}")
         if self.recorder.active:
-            stage = "header" if any(s.origin == "header" for s in sources) else "unknown"
-            self.recorder.usage_decided(request.url, origin or "", None, None, action, stage, label, sources)
+            stage = sources[0].origin if sources else "unknown"
+            self.recorder.usage_decided(request.url, origin, None, None, action, stage, label, sources)
         message = f"usage preferences: {label} disallowed by {where}"
         if action == "marked":
             prov["usage_denied"] = {"category": label, "sources": [s.to_dict() for s in sources]}
@@ -325,6 +395,7 @@ class RobotsTxtMiddleware:
             )
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
+        self.tdmrep.close()
         self.service.counts.flush()
         get = self.crawler.stats.get_value
         origins = {a.value: get(STATS + f"origins/{a.value}", 0) for a in Access if a is not Access.REDIRECT}
@@ -352,6 +423,11 @@ def _announce_settings(crawler: Crawler, settings: Rfc9309Settings) -> None:
 
 def _total(stats: dict[str, Any], prefix: str) -> int:
     return sum(value for key, value in stats.items() if key.startswith(prefix) and isinstance(value, int))
+
+
+def _states_any(usage: dict[str, Any]) -> bool:
+    """Whether a provenance's ``usage`` (``Usage.to_dict()``) states anything."""
+    return "use" in usage or any(isinstance(item, dict) and item.get("value") is not None for item in usage.values())
 
 
 def _where(sources: tuple[Any, ...]) -> str:

@@ -83,8 +83,14 @@ def origin_of_request(request: Request) -> str | None:
 def robots_url(origin: str) -> str:
     """The robots.txt URL of a canonical origin (default port left out, as a
     browser would write it)."""
+    return resource_url(origin, "/robots.txt")
+
+
+def resource_url(origin: str, path: str) -> str:
+    """The URL of ``path`` (``/robots.txt``, ``/.well-known/tdmrep.json``) on a
+    canonical origin, the default port left out."""
     scheme, _, hostport = origin.partition("://")
     host, _, port = hostport.rpartition(":")
     if DEFAULT_PORTS.get(scheme) == int(port):
-        return f"{scheme}://{host}/robots.txt"
-    return origin + "/robots.txt"
+        return f"{scheme}://{host}{path}"
+    return origin + path

@@ -72,7 +72,7 @@ PARSE_STEP_SECONDS = 0.002
 class Fetcher(Protocol):
     """Downloads one origin's robots.txt (:class:`scrapy_rfc9309.fetch.RobotsFetcher`)."""
 
-    async def fetch(self, origin: str, trigger: Any = None) -> FetchResult: ...
+    async def fetch(self, origin: str, trigger: Any = None, path: str = "/robots.txt") -> FetchResult: ...
 
 
 class NotResolved(Exception):
@@ -457,7 +457,14 @@ class RobotsService:
         if self.closed:
             raise NotResolved(origin)
 
-    async def _claim(self, origin: str, policy: OriginPolicy) -> tuple[RobotsEntry | None, Lease | None, bool]:
+    async def claim(self, key: str, policy: OriginPolicy, what: str) -> tuple[RobotsEntry | None, Lease | None, bool]:
+        """:meth:`_claim` for another file of an origin kept in the store under
+        ``key`` (its tdmrep.json: :mod:`.tdmrep_files`); ``what`` names it in the log."""
+        return await self._claim(key, policy, what)
+
+    async def _claim(
+        self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
+    ) -> tuple[RobotsEntry | None, Lease | None, bool]:
         """``(entry, lease, fresh)``: the store's fresh entry (``fresh``); or the
         right to fetch ``origin``'s robots.txt for every process sharing the
         store, with the stored entry if any (stale); or, after waiting longer
@@ -486,8 +493,8 @@ class RobotsService:
             elif time.monotonic() > deadline:
                 self.counts.inc("storage/lock_timeouts")
                 logger.warning(
-                    "robots.txt of %s: another worker has been fetching it for %g s; fetching it here too",
-                    origin, bound,
+                    "%s of %s: another worker has been fetching it for %g s; fetching it here too",
+                    what, origin, bound,
                 )  # fmt: skip
                 return entry, None, False
             await self._sleep(delay, origin)

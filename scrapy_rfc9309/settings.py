@@ -82,6 +82,12 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_USAGE": (),
     "RFC9309_USAGE_HEADER": "drop",
     "RFC9309_USAGE_UNKNOWN": "allow",
+    # read every source of usage statements (tdmrep.json, tdm-* and X-Robots-Tag headers, the
+    # HTML head's meta tags) and report them even where no purpose is declared; enforce nothing new
+    "RFC9309_USAGE_REPORT": False,
+    # drop the requests a callback yields from a page whose robots directives say nofollow
+    # (where page directives are read: a declared purpose)
+    "RFC9309_NOFOLLOW": True,
 }
 
 #: the longest a refused setting's message may be (a value in it is shortened first)
@@ -189,6 +195,10 @@ class Rfc9309Settings:
     usage_header: str = "drop"
     #: an unknown preference for a declared purpose counts as disallowed
     usage_unknown_denies: bool = False
+    #: read and report every source of usage statements, purposes declared or not (enforce nothing new)
+    usage_report: bool = False
+    #: drop the requests yielded from a page whose directives say nofollow (scrapy_rfc9309.nofollow)
+    nofollow: bool = True
 
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
@@ -272,6 +282,8 @@ class Rfc9309Settings:
             usage_header=_choice(get("RFC9309_USAGE_HEADER"), "RFC9309_USAGE_HEADER", USAGE_HEADER_CHOICES),
             usage_unknown_denies=_choice(get("RFC9309_USAGE_UNKNOWN"), "RFC9309_USAGE_UNKNOWN", USAGE_UNKNOWN_CHOICES)
             == "deny",
+            usage_report=_bool(get("RFC9309_USAGE_REPORT"), "RFC9309_USAGE_REPORT"),
+            nofollow=_bool(get("RFC9309_NOFOLLOW"), "RFC9309_NOFOLLOW"),
         )
 
     def __post_init__(self) -> None:
@@ -283,6 +295,24 @@ class Rfc9309Settings:
             True, self.user_agent, self.unreachable, self.user_agents, from_user_agent=from_user_agent, usage=self.usage
         )
         object.__setattr__(self, "_default_policy", policy)
+
+    @property
+    def declares_purposes(self) -> bool:
+        """Whether a purpose is declared for the crawl or for an origin (RFC9309_USAGE, RFC9309_ORIGINS)."""
+        return bool(self.usage) or any(p.usage for p in self.origins.values())
+
+    @property
+    def reads_pages(self) -> bool:
+        """Whether any response of the crawl may have its other usage sources read
+        (tdmrep.json, page directives, the HTML head) without a request's own
+        ``rfc9309_usage``: a purpose declared for the crawl or an origin, or the report asked."""
+        return self.usage_report or self.declares_purposes
+
+    @property
+    def follows_nofollow(self) -> bool:
+        """Whether the nofollow spider middleware runs: RFC9309_NOFOLLOW, and a purpose
+        declared for the crawl or an origin (a crawl that declares none pays nothing)."""
+        return self.nofollow and self.declares_purposes
 
     def for_origin(self, origin: str) -> OriginPolicy:
         """The policy of ``origin`` (a canonical origin string): its

@@ -41,8 +41,11 @@ HITS_PATH = "/__demo__/hits.json"
 #: origin names, in table order; "moved-to" only serves the end of a redirect chain
 NAMES = (
     "rules", "allow", "wildcards", "missing", "down", "moved", "moved-to", "delay", "bom", "html", "intranet",
-    "usage", "signal",
+    "usage", "signal", "signal-file", "tdmrep", "tdm-header", "tdm-meta", "x-robots", "x-robots-token",
+    "meta-noai", "meta-noindex", "nofollow",
 )  # fmt: skip
+#: where a site states its TDM reservations (TDMRep); served only where an origin routes it
+TDMREP_PATH = "/.well-known/tdmrep.json"
 
 
 def _multi_host_loopback() -> bool:
@@ -92,6 +95,8 @@ class DemoOrigin:
     pages: tuple[str, ...] = ()
     #: the one spider that requests these pages (None: every demo spider)
     spider: str | None = None
+    #: links of its pages that the demo spider follows (the nofollow case)
+    links: tuple[str, ...] = ()
 
     @property
     def origin(self) -> str:
@@ -107,6 +112,18 @@ class DemoOrigin:
 
 def _robots(text: str, content_type: str = "text/plain", prefix: bytes = b"") -> Answer:
     return Answer(200, prefix + text.encode("utf-8"), content_type)
+
+
+ALLOW_ALL = "User-agent: *\nDisallow: /private/\n"
+
+
+def _page(title: str, head: str = "", body: str = "", headers: tuple[tuple[str, str], ...] = ()) -> Answer:
+    """An HTML page; ``head``: what its <head> holds besides its title (line 4 on)."""
+    text = (
+        f"<!DOCTYPE html>\n<html>\n<head><title>{title}</title>\n{head}</head>\n"
+        f"<body><h1>{title}</h1>{body}</body>\n</html>\n"
+    )
+    return Answer(200, text.encode("utf-8"), "text/html; charset=utf-8", headers=headers)
 
 
 def plan() -> list[DemoOrigin]:
@@ -239,6 +256,112 @@ def plan() -> list[DemoOrigin]:
             ("/index.html",),
             spider="demo",
         ),
+        # -- every other place a site says no (issue 32): read on the response, as the
+        # demo declares a purpose (RFC9309_USAGE); a crawl that declares none reads none
+        DemoOrigin(
+            "signal-file",
+            "file-wide Content-Signal",
+            # before the first group, as Cloudflare's managed robots.txt writes it: for every group
+            {"/robots.txt": _robots("Content-Signal: search=yes, ai-train=no\n\nUser-agent: *\nAllow: /\n")},
+            ("/index.html",),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "tdmrep",
+            "tdmrep.json file",
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                TDMREP_PATH: Answer(
+                    200,
+                    (
+                        '[{"location": "/reports/", "tdm-reservation": 1, '
+                        f'"tdm-policy": "{o["tdmrep"]}/licensing.json"}},\n'
+                        ' {"location": "/", "tdm-reservation": 0}]\n'
+                    ).encode(),
+                    "application/json",
+                ),
+            },
+            ("/reports/2026.html", "/news/today.html"),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "tdm-header",
+            "tdm-reservation header",
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                "/paper.html": _page("A paper", headers=(("tdm-reservation", "1"),)),
+                "/preprint.html": _page("A preprint", headers=(("tdm-reservation", "0"),)),
+            },
+            ("/paper.html", "/preprint.html"),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "tdm-meta",
+            "tdm-reservation meta tag",
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                "/story.html": _page("A story", '<meta name="tdm-reservation" content="1">\n'),
+            },
+            ("/story.html",),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "x-robots",
+            "X-Robots-Tag: noai",
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                "/gallery.html": _page("A gallery", headers=(("X-Robots-Tag", "noai, noimageai"),)),
+            },
+            ("/gallery.html",),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "x-robots-token",
+            "X-Robots-Tag for DemoBot",
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                "/mine.html": _page("For DemoBot", headers=(("X-Robots-Tag", "DemoBot: noai"),)),
+                "/theirs.html": _page("For another bot", headers=(("X-Robots-Tag", "OtherBot: noai"),)),
+            },
+            ("/mine.html", "/theirs.html"),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "meta-noai",
+            "meta robots noai",
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                "/art.html": _page("Art", '<meta name="robots" content="noai">\n'),
+                "/demobot.html": _page("For DemoBot", '<meta name="DemoBot" content="noimageai">\n'),
+            },
+            ("/art.html", "/demobot.html"),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "meta-noindex",
+            "meta robots noindex",
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                "/draft.html": _page("A draft", '<meta name="robots" content="noindex">\n'),
+            },
+            ("/draft.html",),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "nofollow",
+            "meta robots nofollow",
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                "/index.html": _page(
+                    "Links not to follow",
+                    '<meta name="robots" content="nofollow">\n',
+                    '<a href="/linked-1.html">one</a> <a href="/linked-2.html">two</a>',
+                ),
+            },
+            ("/index.html",),
+            spider="demo",
+            links=("/linked-1.html", "/linked-2.html"),
+        ),
     ]
 
 
@@ -306,6 +429,9 @@ class DemoSite:
         with self._lock:
             self._hits.setdefault(name, []).append(hit)
 
+    def by_name(self, name: str) -> DemoOrigin:
+        return self._by_name[name]
+
     def hits(self, name: str) -> list[Hit]:
         with self._lock:
             return list(self._hits.get(name, ()))
@@ -339,9 +465,12 @@ class DemoSite:
         return {hit.path for hit in self.hits(name) if self._is_page(name, hit.path)}
 
     def _is_page(self, name: str, path: str) -> bool:
-        """A page request: any path but robots.txt and redirect hops (a page may have a route of its own)."""
+        """A page request: any path but robots.txt, tdmrep.json and redirect hops (a page may
+        have a route of its own)."""
         spec = self._by_name[name]
-        return path not in spec.routes or path in spec.pages
+        if path.startswith("/.well-known/"):
+            return False
+        return path not in spec.routes or path in spec.pages or path in spec.links
 
     def min_gap(self, name: str) -> float | None:
         """The smallest time between two page requests to the origin."""
@@ -386,6 +515,8 @@ def _handler(site: DemoSite, name: str) -> type[BaseHTTPRequestHandler]:
                 self._send(answer)
                 return
             answer = spec.routes.get(self.path)
+            if answer is None and self.path.startswith("/.well-known/"):  # (tdmrep.json where none is routed)
+                answer = Answer(404, b"<html><body>Not Found</body></html>", "text/html")
             if answer is None:
                 page = f"<html><body><h1>{spec.case}</h1><p>{self.path}</p></body></html>"
                 answer = Answer(200, page.encode(), "text/html")

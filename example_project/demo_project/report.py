@@ -16,7 +16,7 @@ from scrapy_rfc9309 import RobotsTxt, Verdict
 from scrapy_rfc9309.origins import origin_of
 from scrapy_rfc9309.settings import Rfc9309Settings
 
-from .demo_site import DemoOrigin, DemoSite
+from .demo_site import TDMREP_PATH, DemoOrigin, DemoSite
 from .table import OriginBlock, PageRow, render
 
 #: how the plugin's reading of a robots.txt that is not a file is shown in the table
@@ -44,7 +44,7 @@ def demo_table(
     for origin in site.origins:
         if not origin.pages or origin.spider not in (None, spider):
             continue
-        order = {path: i for i, path in enumerate(origin.pages)}
+        order = {path: i for i, path in enumerate(origin.pages + origin.links)}
         page_rows = sorted(rows.get(origin.name, []), key=lambda row: order[row.path])
         blocks.append(
             OriginBlock(
@@ -71,6 +71,9 @@ def robots_lines(
     final = chain[-1][0]
     if origin_of(final) != origin.origin:
         lines.append(f"(file at {urlsplit(final).netloc})")
+    tdmrep = origin.routes.get(TDMREP_PATH)
+    if tdmrep is not None and any(hit.path == TDMREP_PATH for hit in site.hits(origin.name)):
+        lines.append(f"tdmrep.json: {tdmrep.status}")
     if known:
         for diagnostic in known[0].diagnostics[:2]:
             lines.append(f"line {diagnostic.line}: {diagnostic.code}")
@@ -87,13 +90,15 @@ def title(config: Rfc9309Settings, blocks: list[OriginBlock]) -> str:
 
 def footer_lines(site: DemoSite, rows: Mapping[str, Sequence[PageRow]], blocks: list[OriginBlock]) -> list[str]:
     every = [row for block in blocks for row in block.pages]
-    count = {word: sum(row.outcome == word for row in every) for word in ("allowed", "DENIED", "SKIPPED", "ERROR")}
+    words = ("allowed", "DENIED", "SKIPPED", "NOFOLLOW", "ERROR")
+    count = {word: sum(row.outcome == word for row in every) for word in words}
     skipped = f"{count['SKIPPED']} skipped by usage preferences, " if count["SKIPPED"] else ""
+    skipped += f"{count['NOFOLLOW']} links not followed, " if count["NOFOLLOW"] else ""
     leaked = sum(
         row.path in site.pages_seen(origin.name)
         for origin in site.origins
         for row in rows.get(origin.name, [])
-        if row.outcome == "DENIED" or (row.outcome == "SKIPPED" and "(downloaded" not in row.reason)
+        if row.outcome in ("DENIED", "NOFOLLOW") or (row.outcome == "SKIPPED" and "(downloaded" not in row.reason)
     )
     fetches = [
         sum(hit.path == "/robots.txt" for hit in site.hits(origin.name))
@@ -107,8 +112,14 @@ def footer_lines(site: DemoSite, rows: Mapping[str, Sequence[PageRow]], blocks: 
         "MIN GAP: the shortest time between two page requests to the origin, measured by its server.",
         *(
             ["SKIPPED: robots.txt allows the page, but its usage preferences disallow a purpose the spider "
-             "declared (RFC9309_USAGE); a Content-Usage header is read once the page is downloaded."]
+             "declared (RFC9309_USAGE); what the page itself states (headers, tdmrep.json, meta tags) is read "
+             "once it is downloaded."]
             if count["SKIPPED"] else []
+        ),
+        *(
+            ["NOFOLLOW: a link the spider yielded from a page whose robots directives say nofollow; dropped "
+             "before it was scheduled."]
+            if count["NOFOLLOW"] else []
         ),
     ]  # fmt: skip
 

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from ..robots.usage import Source, Usage
     from ..service import Known, RobotsService
     from ..settings import Rfc9309Settings
+    from ..storage import RobotsEntry
+    from ..tdmrep_files import TdmRepFile
 
 logger = logging.getLogger(__name__)
 
@@ -328,6 +330,22 @@ class Recorder:
         self._put(
             {"type": "response_usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "usage": usage}
         )
+
+    def tdmrep(self, origin: str, file: TdmRepFile, entry: RobotsEntry, result: FetchResult | None) -> None:
+        """An origin's tdmrep.json took effect: fetched (``result``) or read
+        from the store; its body is kept by its SHA-256 beside robots.txt's."""
+        if file.sha256 is not None:
+            self._keep(file.sha256, entry.body)
+        self._put(
+            {
+                "type": "tdmrep", "at": iso(time.time()), "origin": origin,
+                "url": mask_url(file.url) if file.url else None, "access": file.access, "status": file.status,
+                "outcome": result.outcome if result is not None else None, "stored": result is None,
+                "sha256": file.sha256, "bytes": len(entry.body), "rules": len(file.tdmrep.rules),
+                "diagnostics": [str(d) for d in file.tdmrep.diagnostics[:10]],
+                "fetched_at": iso(entry.fetched_at), "expires_at": iso(entry.expires_at),
+            }
+        )  # fmt: skip
 
     def usage_decided(
         self,

@@ -103,10 +103,13 @@ def verdict_lines(targets: list[str], decisions: Sequence[Decision]) -> list[str
     return [verdict_line(target, decision, width) for target, decision in zip(targets, decisions)]
 
 
-def usage_lines(targets: list[str], usages: Sequence[Usage | None], purposes: Sequence[str]) -> list[str]:
-    """For each target whose robots.txt preferences say anything (or every
-    target, when ``purposes`` are declared): ``usage: train-ai=n, search=?,
-    ai-input=?`` and the line behind each stated category."""
+def usage_lines(
+    targets: list[str], usages: Sequence[Usage | None], purposes: Sequence[str], page: bool = False
+) -> list[str]:
+    """For each target whose preferences say anything (or every target, when
+    ``purposes`` are declared): ``usage: train-ai=n, search=?, ai-input=?``
+    and the statement behind each stated category; ``page``: the pages were
+    fetched and what they state is in ``usages``."""
     lines: list[str] = []
     for target, usage in zip(targets, usages):
         if usage is None or (not usage and not purposes):
@@ -120,9 +123,8 @@ def usage_lines(targets: list[str], usages: Sequence[Usage | None], purposes: Se
         for source in usage.use_sources:  # Content Signals' use= level (no category)
             lines.append(row("", f"use: {source}"))
     if purposes and lines:
-        lines.append(
-            row("", f"declared purposes: {', '.join(purposes)} (a Content-Usage header counts only in a crawl)")
-        )
+        said = "with what the pages state, --page" if page else "what a page states counts only with --page"
+        lines.append(row("", f"declared purposes: {', '.join(purposes)} ({said})"))
     return lines
 
 

@@ -2,7 +2,7 @@
 
 ::
 
-    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME] [--usage PURPOSE ...]
+    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME] [--usage PURPOSE ...] [--page]
     scrapy robots --lint PATH
     scrapy robots --audit FILE URL [URL ...] [--audit-key-file PATH]
     scrapy robots --audit FILE --summary [--audit-key-file PATH]
@@ -37,7 +37,13 @@ the crawl's purposes as ``RFC9309_USAGE`` does: a URL whose robots.txt usage
 preferences (``Content-Usage``, ``Content-Signal``) disallow one is DENIED,
 with the deciding line.  The preferences of every URL are printed whenever
 the file states any.  With ``--audit`` the purposes the crawl declared are
-used unless ``--usage`` is given.
+used unless ``--usage`` is given.  Online, where a purpose is declared (or
+with ``--page``), the origin's ``/.well-known/tdmrep.json`` is fetched too and
+its rule for each URL shown (``no tdmrep.json`` when there is none) and
+counted, as a crawl counts it.  ``--page`` also fetches each URL robots.txt
+allows (through the robots.txt lane) and shows what its headers and HTML head
+state (``Content-Usage``, ``tdm-*``, ``X-Robots-Tag``, robots / token meta
+tags, ``nofollow``), combined as a crawl combines them on the response.
 
 Exit status: 0 when every URL is allowed, 1 when any is denied (``--lint``:
 when the file has diagnostics) and never otherwise, 2 when there is no
@@ -154,6 +160,12 @@ class Command(ScrapyCommand):
             "usage preferences disallow it is denied; repeat it for several",
         )
         parser.add_argument(
+            "--page",
+            action="store_true",
+            help="also fetch each URL robots.txt allows and show what its headers and HTML head state "
+            "(X-Robots-Tag, tdm-*, robots meta tags, Content-Usage)",
+        )
+        parser.add_argument(
             "--lint", metavar="PATH", help="print the diagnostics of this robots.txt ('-' for stdin) and exit"
         )
         parser.add_argument(
@@ -209,7 +221,7 @@ class Command(ScrapyCommand):
             return self._replay(opts.audit, args, opts.summary, opts.agent, opts.usage, key)
         if opts.file is not None:
             return self._check_file(opts.file, args, config)
-        return self._check_online(args, config, agent_given=opts.agent is not None)
+        return self._check_online(args, config, agent_given=opts.agent is not None, page=opts.page)
 
     # -- the three modes ---------------------------------------------------------
     def _lint(self, path: str, config: Rfc9309Settings) -> int:
@@ -233,7 +245,7 @@ class Command(ScrapyCommand):
         _print(lines)
         return exit_status(decisions)
 
-    def _check_online(self, urls: list[str], config: Rfc9309Settings, agent_given: bool) -> int:
+    def _check_online(self, urls: list[str], config: Rfc9309Settings, agent_given: bool, page: bool = False) -> int:
         from ..origins import origin_of
         from .report import exit_status
 
@@ -243,7 +255,10 @@ class Command(ScrapyCommand):
             assert origin is not None, url  # _check_urls refused it
             by_origin.setdefault(origin, []).append(url)
         to_fetch = [origin for origin in by_origin if config.for_origin(origin).obey]
-        results = self._fetch(to_fetch, config) if to_fetch else {}
+        # the other sources: where a purpose is declared (the origin's tdmrep.json), or --page
+        sources = [origin for origin in by_origin if page or config.for_origin(origin).usage]
+        extras = Extras({origin: by_origin[origin] if page else [] for origin in sources})
+        results = self._fetch(to_fetch, config, extras) if to_fetch or sources else {}
         missing = [origin for origin in to_fetch if origin not in results]
         if missing:
             _fail(f"could not fetch robots.txt of {', '.join(missing)} (the log above says why)")
@@ -252,7 +267,9 @@ class Command(ScrapyCommand):
         lines: list[str] = []
         decisions: list[_Decided] = []
         for origin, targets in by_origin.items():
-            block, origin_decisions = _origin_block(origin, targets, config, results.get(origin), agent_given)
+            block, origin_decisions = _origin_block(
+                origin, targets, config, results.get(origin), agent_given, extras if origin in extras.wanted else None
+            )
             lines.extend(block)
             decisions.extend(origin_decisions)
         _print(lines)
@@ -388,33 +405,55 @@ class Command(ScrapyCommand):
             self._spider.update_settings(settings)
         return settings
 
-    def _fetch(self, origins: list[str], config: Rfc9309Settings) -> dict[str, Inspected]:
+    def _fetch(self, origins: list[str], config: Rfc9309Settings, extras: Extras | None = None) -> dict[str, Inspected]:
         """Fetch every origin's robots.txt in one small crawl, through the
-        crawl's robots service (the one fetcher a crawl has)."""
+        crawl's robots service (the one fetcher a crawl has); and what
+        ``extras`` asks for (tdmrep.json files, pages) through the same lane."""
         assert self.crawler_process is not None
         results: dict[str, Inspected] = {}
         spider: type[Spider] = RobotsFetchSpider
         if self._spider is not None:  # its crawl gets the spider's settings too (its store)
             named = self._spider
             spider = type("RobotsFetchSpider", (RobotsFetchSpider,), {"update_settings": named.update_settings})
-        self.crawler_process.crawl(spider, origins=origins, config=config, results=results)
+        self.crawler_process.crawl(spider, origins=origins, config=config, results=results, extras=extras or Extras({}))
         self.crawler_process.start()
         return results
 
 
+class Extras:
+    """What is fetched beside robots.txt: per origin, its tdmrep.json and the
+    pages to read (``--page``); filled in by :class:`RobotsFetchSpider`."""
+
+    def __init__(self, wanted: dict[str, list[str]]) -> None:
+        #: origin -> the URLs whose pages are fetched (empty: its tdmrep.json only)
+        self.wanted = wanted
+        #: origin -> its tdmrep.json fetch, or None when robots.txt disallows it
+        self.tdmrep: dict[str, FetchResult | None] = {}
+        #: URL -> its page fetch (only URLs robots.txt allows)
+        self.pages: dict[str, FetchResult] = {}
+
+
 class RobotsFetchSpider(Spider):
     """Fetches robots.txt files through the crawl's robots service and nothing
-    else: it schedules no request, so the crawl ends once the fetches are done."""
+    else: it schedules no request, so the crawl ends once the fetches are done.
+    Beside them, the origins' tdmrep.json files and pages ``extras`` asks for,
+    through the same lane (the service's fetcher)."""
 
     name = "scrapy_rfc9309_robots"
 
     def __init__(
-        self, origins: list[str], config: Rfc9309Settings, results: dict[str, Inspected], **kwargs: Any
+        self,
+        origins: list[str],
+        config: Rfc9309Settings,
+        results: dict[str, Inspected],
+        extras: Extras | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.origins = origins
         self.config = config
         self.results = results
+        self.extras = extras or Extras({})
 
     async def start(self) -> AsyncIterator[Any]:
         from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
@@ -430,7 +469,37 @@ class RobotsFetchSpider(Spider):
             except Exception:  # a bug, not a network problem (those are results)
                 self.logger.exception("could not fetch the robots.txt of %s", origin)
 
-        await maybe_deferred_to_future(DeferredList([deferred_from_coro(fetch(o)) for o in self.origins]))
+        async def extra(origin: str, urls: list[str]) -> None:
+            from urllib.parse import urlsplit
+
+            from ..origins import resource_url
+            from ..robots.tdmrep import PATH
+
+            if origin in self.origins:
+                await fetch(origin)
+            inspected = self.results.get(origin)
+            tokens = self.config.for_origin(origin).user_agents
+            robots = inspected[1] if inspected is not None else None
+
+            def allowed(url: str) -> bool:
+                return robots is None or all(robots.check(url, token).allowed for token in tokens)
+
+            async def page(url: str) -> None:
+                parts = urlsplit(url)
+                path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+                self.extras.pages[url] = await service.fetcher.fetch(origin, path=path)
+
+            jobs = [deferred_from_coro(page(url)) for url in urls if allowed(url)]
+            if allowed(resource_url(origin, PATH)):
+                self.extras.tdmrep[origin] = await service.fetcher.fetch(origin, path=PATH)
+            else:
+                self.extras.tdmrep[origin] = None
+            await maybe_deferred_to_future(DeferredList(jobs))
+
+        extras = self.extras.wanted
+        jobs = [deferred_from_coro(fetch(o)) for o in self.origins if o not in extras]
+        jobs += [deferred_from_coro(extra(o, urls)) for o, urls in extras.items()]
+        await maybe_deferred_to_future(DeferredList(jobs))
         return
         yield  # an async generator that yields nothing
 
@@ -441,10 +510,12 @@ def _origin_block(
     config: Rfc9309Settings,
     inspected: Inspected | None,
     agent_given: bool,
+    extras: Extras | None = None,
 ) -> tuple[list[str], list[_Decided]]:
-    """The lines and decisions of one origin."""
-    from ..origins import robots_url
+    """The lines and decisions of one origin (with its tdmrep.json and pages, ``extras``)."""
+    from ..origins import resource_url, robots_url
     from ..robots import RobotsTxt, Verdict
+    from ..robots.tdmrep import EMPTY, PATH, TdmRep
     from .report import row, usage_lines, verdict_lines
 
     policy = config.for_origin(origin)
@@ -459,9 +530,21 @@ def _origin_block(
         lines.append(row("robots.txt", describe_fetch(robots_url(origin), result, config, policy.unreachable)))
     lines.extend(_file_lines(robots, tokens))
     purposes = policy.usage
-    decisions = [_decide(robots, target, tokens, purposes) for target in targets]
+    tdmrep: TdmRep | None = None
+    if extras is not None:
+        fetched = extras.tdmrep.get(origin)
+        tdmrep = _tdmrep_of(fetched)
+        lines.append(row("tdmrep.json", _describe_tdmrep(resource_url(origin, PATH), fetched, tdmrep, config)))
+    decisions = [
+        _decide(robots, target, tokens, purposes, tdmrep if tdmrep is not None else EMPTY, _page_of(extras, target))
+        for target in targets
+    ]
     lines.extend(verdict_lines(targets, decisions))
-    lines.extend(usage_lines(targets, [d.usage for d in decisions], purposes))
+    lines.extend(usage_lines(targets, [d.usage for d in decisions], purposes, page=bool(extras and extras.pages)))
+    if extras is not None:
+        for target, decided in zip(targets, decisions):
+            if target in extras.wanted.get(origin, ()):
+                lines.extend(_page_lines(target, extras.pages.get(target), decided))
     return lines, decisions
 
 
@@ -545,17 +628,27 @@ class _Decided:
     names the token that denied, when there are several), with the URL's
     robots.txt usage preferences."""
 
-    __slots__ = ("allowed", "reason", "usage")
+    __slots__ = ("allowed", "reason", "usage", "nofollow")
 
-    def __init__(self, allowed: bool, reason: str, usage: Usage | None = None) -> None:
+    def __init__(self, allowed: bool, reason: str, usage: Usage | None = None, nofollow: tuple[Any, ...] = ()) -> None:
         self.allowed = allowed
         self.reason = reason
         self.usage = usage
+        self.nofollow = nofollow
 
 
-def _decide(robots: RobotsTxt, target: str, tokens: tuple[str, ...], purposes: tuple[str, ...] = ()) -> _Decided:
+def _decide(
+    robots: RobotsTxt,
+    target: str,
+    tokens: tuple[str, ...],
+    purposes: tuple[str, ...] = (),
+    tdmrep: Any = None,
+    page: FetchResult | None = None,
+) -> _Decided:
     """The access decision, then, for an allowed URL, its usage preferences:
-    DENIED when they disallow one of ``purposes`` (as the middleware does)."""
+    DENIED when they disallow one of ``purposes`` (as the middleware does);
+    with the origin's tdmrep.json rule (``tdmrep``) and what the fetched
+    ``page`` states, combined as a crawl combines them on the response."""
     from ..audit import decide_all, denial_reason
     from ..robots.usage import usage_for
 
@@ -563,11 +656,69 @@ def _decide(robots: RobotsTxt, target: str, tokens: tuple[str, ...], purposes: t
     if not decision.allowed:
         return _Decided(False, denial_reason(decision, token, tokens))
     usage = usage_for(robots, target, tokens)
+    nofollow: tuple[Any, ...] = ()
+    if page is not None and page.headers is not None:
+        from scrapy.http import Response
+
+        from ..page_usage import read_response
+
+        response = Response(page.url, status=page.status or 200, headers=page.headers, body=page.body)
+        reading = read_response(response, target, tokens, tdmrep)
+        usage, nofollow = usage.combine(reading.usage), reading.nofollow
+    elif tdmrep is not None:
+        usage = usage.combine(tdmrep.usage(target))
     denied = usage.denies(purposes) if purposes else None
     if denied is not None:
         label, sources = denied
-        return _Decided(False, f"usage: {label} disallowed by {'; '.join(map(str, sources))}", usage)
-    return _Decided(True, decision.reason, usage)
+        return _Decided(False, f"usage: {label} disallowed by {'; '.join(map(str, sources))}", usage, nofollow)
+    return _Decided(True, decision.reason, usage, nofollow)
+
+
+def _tdmrep_of(fetched: FetchResult | None) -> Any:
+    """The parsed file of a tdmrep.json fetch (EMPTY when it states nothing), None when not fetched."""
+    from ..robots.access import Access
+    from ..robots.tdmrep import EMPTY, TdmRep
+
+    if fetched is None:
+        return None
+    if fetched.access is Access.SUCCESS and not fetched.truncated_bytes:
+        return TdmRep.parse(fetched.body)
+    return EMPTY
+
+
+def _describe_tdmrep(url: str, fetched: FetchResult | None, tdmrep: Any, config: Rfc9309Settings) -> str:
+    """``GET URL: status 200 (success): 2 rules`` or ``no tdmrep.json (...)``."""
+    if fetched is None:
+        return "no tdmrep.json (not fetched: robots.txt disallows it)"
+    text = describe_fetch(url, fetched, config, "allow")
+    if tdmrep is not None and tdmrep.rules:
+        count = len(tdmrep.rules)
+        text += f": {count} rule{'s' if count > 1 else ''}"
+    else:
+        text = f"no tdmrep.json ({text})"
+    for diagnostic in tdmrep.diagnostics[:3] if tdmrep is not None else ():
+        text += f"; {diagnostic}"
+    return text
+
+
+def _page_of(extras: Extras | None, url: str) -> FetchResult | None:
+    return extras.pages.get(url) if extras is not None else None
+
+
+def _page_lines(target: str, fetched: FetchResult | None, decided: _Decided) -> list[str]:
+    """``page:  URL: GET status 200, text/html`` and its nofollow directives."""
+    from .report import row
+
+    if fetched is None:
+        return [row("page", f"{mask_url(target)}: not fetched (robots.txt disallows it)")]
+    if fetched.error is not None:
+        what = f"{type(fetched.error).__name__}: {mask_text(str(fetched.error))}"
+    else:
+        what = f"status {fetched.status}" + (f", {fetched.content_type}" if fetched.content_type else "")
+    lines = [row("page", f"{mask_url(target)}: GET {what}")]
+    for source in decided.nofollow:
+        lines.append(row("", f"nofollow: {source}"))
+    return lines
 
 
 def _purposes(values: list[str]) -> tuple[str, ...]:
@@ -580,11 +731,11 @@ def _purposes(values: list[str]) -> tuple[str, ...]:
 
 
 def _source_text(source: Any) -> str:
+    from ..robots.usage import Source
+
     if not isinstance(source, dict):
         return str(source)
-    if source.get("origin") == "robots.txt":
-        return f"robots.txt line {source.get('line')}: {source.get('text')}"
-    return f"{source.get('origin')}: {source.get('text')}"
+    return str(Source.from_dict(source))
 
 
 def _file_lines(robots: RobotsTxt, tokens: tuple[str, ...]) -> list[str]:
@@ -647,15 +798,21 @@ def _check_options(args: list[str], opts: argparse.Namespace) -> None:
                 ("--agent", opts.agent),
                 ("--usage", opts.usage),
                 ("--audit-key-file", opts.audit_key_file),
+                ("--page", opts.page),
             )
             if value
         ]
         if given:
             raise UsageError(
-                "--lint PATH takes no URL, --file, --audit, --summary, --agent, --usage or --audit-key-file "
+                "--lint PATH takes no URL, --file, --audit, --summary, --agent, --usage, --page or --audit-key-file "
                 f"(given: {', '.join(given)})",
                 print_help=False,
             )
+    elif opts.page and (opts.audit is not None or opts.file is not None):
+        raise UsageError(
+            f"--page fetches the pages online: it goes with URLs, not with {'--audit' if opts.audit else '--file'}",
+            print_help=False,
+        )
     elif opts.audit is not None:
         if opts.file is not None:
             raise UsageError("--audit FILE takes no --file", print_help=False)

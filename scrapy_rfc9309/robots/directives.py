@@ -44,6 +44,7 @@ too).  Nothing here raises on any input.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from .diagnostics import Diagnostic
@@ -134,6 +135,12 @@ def page_directives(
 def _wanted(tokens: str | Sequence[str]) -> frozenset[str]:
     if isinstance(tokens, str):
         tokens = (tokens,)
+    return _names(tokens if isinstance(tokens, tuple) else tuple(tokens))
+
+
+@lru_cache(maxsize=64)
+def _names(tokens: tuple[object, ...]) -> frozenset[str]:
+    """The names addressed to the crawler: ``robots`` and its tokens (a crawl has one set)."""
     return GENERIC_NAMES | {t.lower() for t in tokens if isinstance(t, str)}
 
 
@@ -155,9 +162,9 @@ def _read_header(
             problems.append(Diagnostic(0, "header_too_long", CODES["header_too_long"]))
             return
         budget -= len(line)
-        source = Source("header", 0, _clip(f"{HEADER}: {line.strip()}"))
         found = _directives(line, scoped=True, wanted=wanted, problems=problems)
-        _state(found, source, statements, nofollow)
+        if found:
+            _state(found, Source("header", 0, _clip(f"{HEADER}: {line.strip()}")), statements, nofollow)
 
 
 def _read_metas(
@@ -176,10 +183,11 @@ def _read_metas(
             problems.append(Diagnostic(tag.line, "too_many_tags", CODES["too_many_tags"]))
             return
         found = _directives(tag.content, scoped=False, wanted=wanted, problems=problems, line=tag.line)
-        _state(found, Source("html", tag.line, tag.text), statements, nofollow)
+        if found:
+            _state(found, Source("html", tag.line, tag.text), statements, nofollow)
 
 
-def _state(found: list[str], source: Source, statements: list[Usage], nofollow: list[Source]) -> None:
+def _state(found: tuple[str, ...], source: Source, statements: list[Usage], nofollow: list[Source]) -> None:
     """Record what one header line or tag states."""
     disallowed = {c for d in found for c in USAGE_DIRECTIVES.get(d, ())}
     if disallowed:
@@ -188,18 +196,42 @@ def _state(found: list[str], source: Source, statements: list[Usage], nofollow: 
         nofollow.append(source)
 
 
+#: (value, scoped, wanted) -> what :func:`_read_value` made of it; a site sends the same few
+#: values on every page, so each is read once (bounded, short values only)
+_VALUES: dict[tuple[str, bool, frozenset[str]], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_VALUES_MAX = 1024
+_VALUE_CHARS = 256
+
+
 def _directives(
     value: str,
     scoped: bool,
     wanted: frozenset[str],
     problems: list[Diagnostic],
     line: int = 0,
-) -> list[str]:
+) -> tuple[str, ...]:
     """The directive names of one value that apply (lower-case).  With
     ``scoped`` (a header line), ``name: ...`` switches the crawler the
-    following directives address."""
+    following directives address.  What could not be read is added to
+    ``problems`` (with ``line``)."""
+    key = (value, scoped, wanted)
+    read = _VALUES.get(key)
+    if read is None:
+        read = _read_value(value, scoped, wanted)
+        if len(_VALUES) < _VALUES_MAX and len(value) <= _VALUE_CHARS:
+            _VALUES[key] = read
+    found, unknown = read
+    for text in unknown:
+        if len(problems) < MAX_PROBLEMS:
+            problems.append(Diagnostic(line, "directive_unknown", text))
+    return found
+
+
+def _read_value(value: str, scoped: bool, wanted: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(directives that apply, the unknown ones as diagnostic texts)`` of one value."""
     applies = True
     found: list[str] = []
+    unknown: list[str] = []
     for piece in value.split(","):
         text = piece.strip(" \t\r\n\f").lower()
         if not text:
@@ -219,11 +251,11 @@ def _directives(
             found.append(head)
         elif head not in OTHER_DIRECTIVES and head not in VALUED_DIRECTIVES and _is_name(head):
             # (also "noindex: x": no directive this crawler knows)
-            if len(problems) < MAX_PROBLEMS:
-                problems.append(Diagnostic(line, "directive_unknown", _clip(f"{CODES['directive_unknown']}: {text}")))
+            if len(unknown) < MAX_PROBLEMS:
+                unknown.append(_clip(f"{CODES['directive_unknown']}: {text}"))
         # anything else: a known directive, or the rest of a value split at a
         # comma (the date of unavailable_after): nothing to state
-    return found
+    return tuple(found), tuple(unknown)
 
 
 def _is_name(text: str) -> bool:

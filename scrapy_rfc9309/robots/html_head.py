@@ -119,6 +119,16 @@ def is_html(content_type: str | bytes | None) -> bool:
     then is a body read for meta tags."""
     if not content_type:
         return False
+    return _is_html(content_type) if len(content_type) <= 256 else _media_is_html(content_type)
+
+
+@lru_cache(maxsize=64)
+def _is_html(content_type: str | bytes) -> bool:
+    """:func:`_media_is_html`, for the few values a crawl meets on every page."""
+    return _media_is_html(content_type)
+
+
+def _media_is_html(content_type: str | bytes) -> bool:
     if isinstance(content_type, bytes):
         content_type = content_type.decode("latin-1")
     media = content_type.split(";", 1)[0].strip().lower()
@@ -136,15 +146,32 @@ def read_head(
     the response's Content-Type (a name, or the whole header value).  Never
     raises: anything unexpected gives what was read so far."""
     try:
-        wanted = None if names is None else frozenset(n.lower() for n in names)
+        wanted = None if names is None else _lowered(names if isinstance(names, frozenset) else frozenset(names))
         return _read_head(body or b"", http_charset, wanted, max(0, limit))
     except Exception:  # noqa: BLE001 - hostile input: never raise; pragma: no cover (none known)
         return Head((), "utf-8", False, (Diagnostic(0, "head_cut", CODES["head_cut"] + ": internal error"),))
 
 
-def _read_head(body: bytes, http_charset: str | bytes | None, names: Collection[str] | None, limit: int) -> Head:
-    data = bytes(body[:limit])
+@lru_cache(maxsize=64)
+def _lowered(names: frozenset[str]) -> frozenset[str]:
+    """The names wanted, lower-cased (a crawl asks for the same few on every page)."""
+    return frozenset(n.lower() for n in names)
+
+
+@lru_cache(maxsize=64)
+def _encoded(names: frozenset[str]) -> frozenset[bytes]:
+    return frozenset(n.encode("ascii", "replace") for n in names)
+
+
+@lru_cache(maxsize=64)
+def _http_charset(value: str | bytes) -> str | None:
+    """The usable charset a Content-Type value names (the values of a crawl repeat)."""
+    return _usable_charset(_charset_in(value))
+
+
+def _read_head(body: bytes, http_charset: str | bytes | None, names: frozenset[str] | None, limit: int) -> Head:
     truncated = len(body) > limit
+    data = bytes(body[:limit]) if truncated or type(body) is not bytes else body
     charset: str | None = None
     if data.startswith(_BOM_UTF8):
         data, charset = data[3:], "utf-8"
@@ -153,7 +180,7 @@ def _read_head(body: bytes, http_charset: str | bytes | None, names: Collection[
         text = data[2:].decode(_BOMS_UTF16[data[:2]], "replace")
         data, charset = text.encode("utf-8", "surrogatepass"), "utf-8"
     if charset is None and http_charset:
-        charset = _usable_charset(_charset_in(http_charset))
+        charset = _http_charset(http_charset)
     scan = _Scanner(data, names)
     scan.run()
     if charset is None:
@@ -173,15 +200,25 @@ def _read_head(body: bytes, http_charset: str | bytes | None, names: Collection[
         problems.append(Diagnostic(0, "too_many_metas", f"{CODES['too_many_metas']}: {scan.dropped:,} more"))
     metas = []
     for lt, end, raw_name, raw_content, line in scan.found:
+        key = (data[lt:end], line, charset, names) if end - lt <= _KEPT_TAG_BYTES else None
+        if key is not None and key in _METAS:  # the same tag on the same line of another page
+            meta = _METAS[key]
+            if meta is not None:
+                metas.append(meta)
+            continue
         name = _name(raw_name.decode(charset, "replace"))
         if names is not None and name not in names:
-            continue
-        content = raw_content.decode(charset, "replace")
-        if len(content) > MAX_CONTENT_CHARS:
-            problems.append(Diagnostic(line, "content_clipped", f"{CODES['content_clipped']}: line {line}"))
-            content = content[:MAX_CONTENT_CHARS]
-        tag = data[lt : min(end, lt + 4 * MAX_TAG_TEXT)].decode(charset, "replace")
-        metas.append(MetaTag(name, html.unescape(content), line, _clip(_CONTROL.sub(" ", tag))))
+            meta = None
+        else:
+            content = raw_content.decode(charset, "replace")
+            if len(content) > MAX_CONTENT_CHARS:
+                problems.append(Diagnostic(line, "content_clipped", f"{CODES['content_clipped']}: line {line}"))
+                content = content[:MAX_CONTENT_CHARS]
+            tag = data[lt : min(end, lt + 4 * MAX_TAG_TEXT)].decode(charset, "replace")
+            meta = MetaTag(name, html.unescape(content), line, _clip(_CONTROL.sub(" ", tag)))
+            metas.append(meta)
+        if key is not None and len(_METAS) < _KEPT_TAGS:
+            _METAS[key] = meta
     return Head(tuple(metas), charset, complete, tuple(problems))
 
 
@@ -193,6 +230,15 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_TAG_TEXT else text[:MAX_TAG_TEXT] + "..."
 
 
+#: a meta tag's bytes after its name, up to its ">" -> its attributes (never changed) and the
+#: steps reading them took; shared by every page, bounded
+_TAGS: dict[bytes, tuple[dict[bytes, bytes], int]] = {}
+_KEPT_TAGS = 4096
+_KEPT_TAG_BYTES = 512
+#: (a meta tag's bytes, its line, the charset, the names wanted) -> what it is read as
+_METAS: dict[tuple[bytes, int, str, frozenset[str] | None], MetaTag | None] = {}
+
+
 class _Scanner:
     """The forward scan: tags, comments and raw text, up to the head's end."""
 
@@ -200,7 +246,7 @@ class _Scanner:
 
     def __init__(self, data: bytes, names: Collection[str] | None) -> None:
         self.data = data
-        self.names = None if names is None else {n.encode("ascii", "replace") for n in names}
+        self.names = None if names is None else _encoded(frozenset(names))
         self.found: list[tuple[int, int, bytes, bytes, int]] = []  # (lt, end, name, content, line)
         self.dropped = 0
         self.meta_charset: str | None = None
@@ -211,11 +257,14 @@ class _Scanner:
         self._line, self._line_at = 1, 0
 
     def run(self) -> None:
+        # (the loop's names are locals: it runs for every tag of every page read)
         data = self.data
         n = len(data)
         i = 0
+        tag_open, name_end_at, raw_text, letters = _TAG_OPEN.search, _TAG_NAME_END.search, _RAW_TEXT, _LETTERS
+        found = self.found
         while True:
-            m = _TAG_OPEN.search(data, i)
+            m = tag_open(data, i)
             if m is None:
                 return
             self.budget -= 1
@@ -247,19 +296,44 @@ class _Scanner:
                 continue
             closing = c == 0x2F  # "</"
             start = lt + 2 if closing else lt + 1
-            if start >= n or data[start] not in _LETTERS:
+            if start >= n or data[start] not in letters:
                 i = lt + 1  # "<" as text (or "</>" and the like: skipped with it)
                 continue
-            m = _TAG_NAME_END.search(data, start)
+            m = name_end_at(data, start)
             name_end = m.start() if m else n
             name = data[start:name_end].lower()  # (ASCII only)
-            attrs: dict[bytes, bytes] = {}
-            if name == b"meta" and not closing and (len(self.found) < MAX_METAS or self.meta_charset is None):
-                parsed = self._attributes(name_end)
-                if parsed is None:
-                    self.cut = True
-                    return
-                attrs, end = parsed
+            if name == b"meta" and not closing and (len(found) < MAX_METAS or self.meta_charset is None):
+                # A site repeats its meta tags on every page: a tag read before, up to the first
+                # ">" after its name, is not read again (the same bytes give the same attributes)
+                gt = data.find(b">", name_end)
+                key = data[name_end : gt + 1] if 0 <= gt - name_end < _KEPT_TAG_BYTES else b""
+                kept = _TAGS.get(key) if key else None
+                if kept is not None:
+                    attrs, steps = kept
+                    self.budget -= steps
+                    if self.budget < 0:
+                        self.cut = True
+                        return
+                    end = gt + 1
+                else:
+                    before = self.budget
+                    parsed = self._attributes(name_end)
+                    if parsed is None:
+                        self.cut = True
+                        return
+                    attrs, end = parsed
+                    if key and end == gt + 1 and len(_TAGS) < _KEPT_TAGS:
+                        _TAGS[key] = (attrs, before - self.budget)
+                if attrs:
+                    self._meta(lt, end, attrs)
+                else:
+                    self.dropped += len(found) >= MAX_METAS
+                i = end
+                continue
+            gt = data.find(b">", name_end)
+            if gt >= 0 and data.find(b"=", name_end, gt) < 0:
+                end = gt + 1  # no "=" before the first ">": no value can hold a ">" (:meth:`_skip`'s first step)
+                self.budget -= 1
             else:
                 skipped = self._skip(name_end)
                 if skipped is None:
@@ -270,22 +344,17 @@ class _Scanner:
                 if name == b"head":
                     self.ended = True
                     return
-                i = end
-                continue
-            if name == b"body":
+            elif name == b"body":
                 self.ended = True
                 return
-            if name == b"meta":
-                if attrs:
-                    self._meta(lt, end, attrs)
-                else:
-                    self.dropped += len(self.found) >= MAX_METAS
-            elif name in _RAW_TEXT:
-                m = _RAW_TEXT[name].search(data, end)
+            elif name in raw_text:
+                m = raw_text[name].search(data, end)
                 if m is None:
                     self.cut = True
                     return
                 end = m.start()
+            elif name == b"meta":  # a meta tag past the kept ones, its charset known
+                self.dropped += 1
             i = end
 
     def _skip(self, pos: int) -> int | None:

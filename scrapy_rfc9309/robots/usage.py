@@ -71,9 +71,14 @@ CONTENT_USAGE, CONTENT_SIGNAL = 0, 1
 _FORM_NAMES = ("Content-Usage", "Content-Signal")
 
 
+#: sources whose line is a line of a document (shown as ``robots.txt line 3``)
+_LINED = frozenset({"robots.txt", "html"})
+
+
 class Source(NamedTuple):
-    """Where a statement came from: ``"robots.txt"`` (with its line) or
-    ``"header"`` (line 0), the statement as written (cut to
+    """Where a statement came from: ``"robots.txt"`` (with its line),
+    ``"header"`` (line 0), ``"tdmrep.json"`` (the rule's number) or ``"html"``
+    (the tag's line), the statement as written (cut to
     :data:`MAX_SOURCE_CHARS`), and how many more times it was repeated
     (identical robots.txt lines of one group, repeated header members),
     folded into this one."""
@@ -84,7 +89,9 @@ class Source(NamedTuple):
     repeats: int = 0
 
     def __str__(self) -> str:
-        where = f"robots.txt line {self.line}" if self.origin == "robots.txt" else self.origin
+        # robots.txt and an HTML page name the line (``html line 12: <meta ...>``); a
+        # tdmrep.json rule names its number in its text, a header has no line
+        where = f"{self.origin} line {self.line}" if self.origin in _LINED and self.line else self.origin
         more = f" (repeated {self.repeats:,} more time{'s' if self.repeats > 1 else ''})" if self.repeats else ""
         return f"{where}: {self.text}{more}"
 

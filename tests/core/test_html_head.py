@@ -353,3 +353,33 @@ def test_hostile_documents_bounded() -> None:
         head, took = timed(read_head, doc)
         assert took < BOUND, (name, took)
         assert len(head.metas) <= MAX_METAS, name
+
+
+def test_a_tag_met_again_is_read_as_the_first_time() -> None:
+    """A meta tag read before is not parsed again (issue 32: pages repeat their tags);
+    what it gives never depends on what was read before: its line, the names
+    wanted, the charset, a cut document, and the same tag bytes inside a comment.
+    (A guard for that cache: the code before it reads every tag afresh.)"""
+    from scrapy_rfc9309.robots import html_head
+
+    tag = b'<meta name="Robots" content="no&amp;ai">'
+    docs = [
+        b"<head>" + tag + b"</head>",
+        b"<head>\n\n" + tag + b"</head>",
+        b"<head><!-- " + tag + b" --></head>",
+        b"<head>" + tag[:-1],
+        b'<head><meta charset="latin-1">' + tag.replace(b"no&amp;ai", b"caf\xe9") + b"</head>",
+        b"<head>" + tag.replace(b'content="', b'content=">') + b"</head>",
+    ]
+    names = [None, frozenset({"robots"}), frozenset({"other"})]
+    first = [read_head(doc, names=n) for doc in docs for n in names]
+    again = [read_head(doc, names=n) for doc in docs for n in names]
+    html_head._TAGS.clear()
+    html_head._METAS.clear()
+    fresh = [read_head(doc, names=n) for doc in docs for n in names]
+    assert first == again == fresh
+    assert [m.line for m in read_head(docs[1]).metas] == [3]
+    assert read_head(docs[0]).metas[0].content == "no&ai"
+    assert read_head(docs[2]).metas == ()
+    assert read_head(docs[4]).metas[0].content == "café"
+    assert read_head(docs[5]).metas[0].content == ">no&ai"  # its first ">" is inside the value

@@ -25,24 +25,27 @@ from . import demo_doc
 from .accounting import SCRAPY_ARGS, check_output, subprocess_env
 from .harness import MODE_ARGS
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "example_project"))
+from demo_project.demo_site import NAMES  # noqa: E402 - the demo's own list of origins
+
 PROJECT = Path(__file__).resolve().parents[2] / "example_project"
 TIMEOUT = 90
 
 
 def _free_port() -> int:
-    """A port free on every demo host (127.0.0.1-14), not only on 127.0.0.1.
+    """A port free on every demo host (127.0.0.1 and one per origin), not only on 127.0.0.1.
 
     Picked below the kernel's ephemeral range (32768 and up on Linux), where
     neither the other tests' servers (port 0) nor client connections land,
     and probed with SO_REUSEADDR as the demo's server binds: a client port in
     TIME_WAIT from a parallel run does not make a port look taken."""
-    hosts = [f"127.0.0.{i}" for i in range(1, 15)] if _multi_host() else ["127.0.0.1"]
+    hosts = [f"127.0.0.{i}" for i in range(1, len(NAMES) + 2)] if _multi_host() else ["127.0.0.1"]
     rng = random.Random()
     for _ in range(200):
         port = rng.randrange(20_000, 32_000)
         try:
             for host in hosts:
-                for offset in range(13) if host == "127.0.0.1" else (0,):
+                for offset in range(len(NAMES)) if host == "127.0.0.1" else (0,):
                     with socket.socket() as sock:
                         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                         sock.bind((host, port + offset))
@@ -132,8 +135,10 @@ def test_demo_ends_with_one_table_on_stdout(demo, table):
     title, blocks, footer = table
     # the spider-level override (custom_settings) beats settings.py's USER_AGENT (ExampleBot)
     assert "product token 'DemoBot' (from ROBOTSTXT_USER_AGENT)" in title
-    assert len(blocks) == 12
-    assert footer[0].startswith("17 pages allowed, 10 denied, 3 skipped by usage preferences, 0 errors")
+    assert len(blocks) == 21
+    assert footer[0].startswith(
+        "22 pages allowed, 10 denied, 11 skipped by usage preferences, 2 links not followed, 0 errors"
+    )
     # nothing but the table on stdout; Scrapy's log went to stderr, before the table was printed
     assert process.stdout.startswith("scrapy-rfc9309 demo:")
     assert "Spider closed (finished)" in process.stderr and "Spider closed" not in process.stdout
@@ -265,6 +270,56 @@ def test_usage_preferences_skip_what_the_spider_may_not_train_on(demo, table):
     assert any(line.startswith("SKIPPED: robots.txt allows the page") for line in footer)
 
 
+def test_every_other_opt_out_a_site_states_skips_its_page(demo, table):
+    """Issue 32: the demo declares train-ai, so each page's own statements are read
+    once it is downloaded, and the page is skipped naming the source: the origin's
+    tdmrep.json rule, a tdm-reservation header or meta tag, X-Robots-Tag (for every
+    crawler, or naming DemoBot), a robots or DemoBot meta tag; a robots.txt
+    Content-Signal line before the first group applies to every group."""
+    _, port = demo
+    blocks = table[1]
+    dropped = " (downloaded, dropped)"
+    assert blocks["file-wide Content-Signal"].pages["/index.html"] == (
+        "SKIPPED  train-ai disallowed by robots.txt line 1: Content-Signal: search=yes, ai-train=no"
+    )
+    tdmrep = blocks["tdmrep.json file"]
+    assert "tdmrep.json: 200" in tdmrep.robots
+    assert tdmrep.pages["/reports/2026.html"] == (
+        "SKIPPED  train-ai disallowed by tdmrep.json: rule 1: location /reports/, tdm-reservation 1, "
+        f"tdm-policy http://{tdmrep.address}/licensing.json" + dropped
+    )
+    assert tdmrep.pages["/news/today.html"] == "allowed  allowed_implicit; train-ai=y (tdmrep.json rule 2)"
+    header = blocks["tdm-reservation header"]
+    assert header.pages["/paper.html"] == "SKIPPED  train-ai disallowed by header: tdm-reservation: 1" + dropped
+    assert header.pages["/preprint.html"] == "allowed  allowed_implicit; train-ai=y (header)"
+    assert blocks["tdm-reservation meta tag"].pages["/story.html"] == (
+        'SKIPPED  train-ai disallowed by html line 4: <meta name="tdm-reservation" content="1">' + dropped
+    )
+    assert blocks["X-Robots-Tag: noai"].pages["/gallery.html"] == (
+        "SKIPPED  train-ai disallowed by header: X-Robots-Tag: noai, noimageai" + dropped
+    )
+    token = blocks["X-Robots-Tag for DemoBot"]
+    assert token.pages["/mine.html"] == "SKIPPED  train-ai disallowed by header: X-Robots-Tag: DemoBot: noai" + dropped
+    assert token.pages["/theirs.html"] == "allowed  allowed_implicit"  # another crawler's
+    meta = blocks["meta robots noai"]
+    assert (
+        meta.pages["/art.html"]
+        == 'SKIPPED  train-ai disallowed by html line 4: <meta name="robots" content="noai">' + dropped
+    )
+    assert meta.pages["/demobot.html"] == (
+        'SKIPPED  train-ai disallowed by html line 4: <meta name="DemoBot" content="noimageai">' + dropped
+    )
+    # noindex says no to search, which the demo does not declare: reported, not enforced
+    assert blocks["meta robots noindex"].pages["/draft.html"] == "allowed  allowed_implicit; search=n (html line 4)"
+    nofollow = blocks["meta robots nofollow"]
+    assert nofollow.pages["/index.html"] == "allowed  allowed_implicit"
+    for link in ("/linked-1.html", "/linked-2.html"):
+        assert nofollow.pages[link] == 'NOFOLLOW html line 4: <meta name="robots" content="nofollow"> (never requested)'
+    _, _, footer = table
+    assert "denied pages that reached a server: 0" in footer[0]  # the links never reached it either
+    assert any(line.startswith("NOFOLLOW: a link the spider yielded") for line in footer)
+
+
 def test_sitemap_spider_reads_sitemaps_without_a_second_robots_download():
     process = _scrapy("crawl", "sitemap_demo", port=_free_port())
     assert process.returncode == 0, process.stderr[-3000:]
@@ -316,11 +371,15 @@ def test_one_host_layout_keeps_each_origin_on_its_own_slot():
     process = _scrapy("crawl", "demo", port=port, RFC9309_DEMO_ONE_HOST="1")
     assert process.returncode == 0, process.stderr[-3000:]
     _, blocks, footer = parse_table(process.stdout)
-    assert {block.address for block in blocks.values()} == {f"127.0.0.1:{port + i}" for i in range(13) if i != 6}
+    assert {block.address for block in blocks.values()} == {
+        f"127.0.0.1:{port + i}" for i in range(len(NAMES)) if i != 6
+    }
     delay = blocks["Crawl-delay: 1"]
     assert delay.delay == "1 s" and float(delay.gap.split()[0]) >= 0.9
     # the floor stayed on the Crawl-delay origin's own slot: another origin's
     # pages came well within the floor (on a shared slot they would be a floor apart)
     assert float(blocks["wildcards * and $"].gap.split()[0]) < float(delay.gap.split()[0]) / 2
     assert blocks["redirect to other port"].robots[1] == f"(file at 127.0.0.1:{port + 6})"
-    assert footer[0].startswith("17 pages allowed, 10 denied, 3 skipped by usage preferences, 0 errors")
+    assert footer[0].startswith(
+        "22 pages allowed, 10 denied, 11 skipped by usage preferences, 2 links not followed, 0 errors"
+    )

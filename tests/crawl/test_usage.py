@@ -119,8 +119,9 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
 
     assert result.stat("usage/denied/train-ai") == 3
     assert result.stat("usage/dropped/train-ai") == 2
-    # the server saw the dropped pages (downloaded), never the denied ones
-    assert [h.path for h in rules.hits if h.path != "/robots.txt"] == ["/ai-ok/test"]
+    # the server saw the dropped pages (downloaded), never the denied ones (and, a purpose
+    # being declared, the origin's tdmrep.json: issue 32)
+    assert [h.path for h in rules.hits if h.path not in ("/robots.txt", "/.well-known/tdmrep.json")] == ["/ai-ok/test"]
     assert {h.path for h in header.hits} >= {"/h-no", "/h-yes"}
 
     # -- the audit trail -------------------------------------------------------------

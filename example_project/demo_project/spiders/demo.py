@@ -21,6 +21,7 @@ import scrapy
 from scrapy_rfc9309 import RobotsTxt, Verdict, robots_service
 from scrapy_rfc9309.lifecycle import rfc9309_settings
 from scrapy_rfc9309.origins import origin_of
+from scrapy_rfc9309.robots.usage import Source
 from scrapy_rfc9309.service import Known
 from scrapy_rfc9309.signals import robots_txt_ready
 
@@ -39,8 +40,11 @@ class DemoSpider(DemoSiteSpider):
         "ROBOTSTXT_USER_AGENT": "DemoBot",
         # The site is local: give up on a robots.txt after 5 s, not the default 30 s.
         "RFC9309_FETCH_TIMEOUT": 5,
-        # What the pages are for: a page whose usage preferences (Content-Usage,
-        # Content-Signal) say no to AI training is skipped. Without it they are only reported.
+        # What the pages are for: a page whose usage preferences say no to AI training is
+        # skipped: robots.txt's Content-Usage and Content-Signal lines, and, read on the page
+        # itself, its Content-Usage header, TDMRep (tdmrep.json, tdm-reservation header and meta
+        # tag), X-Robots-Tag and robots meta tags (noai); a nofollow page's links are not followed.
+        # Without it they are not read (robots.txt's are still reported).
         "RFC9309_USAGE": ["train-ai"],
     }
 
@@ -50,6 +54,8 @@ class DemoSpider(DemoSiteSpider):
         self.robots: dict[str, tuple[RobotsTxt, str]] = {}
         #: origin name -> one row per page
         self.rows: dict[str, list[PageRow]] = {}
+        #: origin name -> the nofollow directives of its page whose links the spider yielded
+        self.nofollow: dict[str, str] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> DemoSpider:
@@ -75,7 +81,7 @@ class DemoSpider(DemoSiteSpider):
     def robots_ready(self, origin: str, robots: RobotsTxt, user_agent: str, **kwargs: Any) -> None:
         self.robots[origin] = (robots, user_agent)
 
-    def page(self, response: scrapy.http.Response) -> None:
+    def page(self, response: scrapy.http.Response) -> Any:
         request = response.request
         known = self.robots.get(origin_of(request.url))
         if known is None:
@@ -83,8 +89,18 @@ class DemoSpider(DemoSiteSpider):
         else:
             robots, token = known
             reason = robots.check(request.url, token).reason  # the same object the plugin decided with
-        reason += _stated(response.meta.get("rfc9309") or {})
+        provenance = response.meta.get("rfc9309") or {}
+        reason += _stated(provenance)
         self._add(request, PageRow(request.meta["demo_path"], "allowed", reason))
+        # the nofollow case: follow the page's links (the plugin drops them when the page says nofollow)
+        name = request.meta["demo_origin"]
+        origin = self.site.by_name(name)
+        if origin.links:
+            said = (provenance.get("nofollow") or {}).get("sources") or ()
+            self.nofollow[name] = "; ".join(str(Source.from_dict(s)) for s in said)
+            for path in origin.links:
+                meta = {**{k: v for k, v in request.meta.items() if k.startswith("demo_")}, "demo_path": path}
+                yield response.follow(path, callback=self.page, errback=self.dropped, meta=meta, dont_filter=True)
 
     def dropped(self, failure: Any) -> None:
         self._add(failure.request, dropped_row(failure))
@@ -96,19 +112,35 @@ class DemoSpider(DemoSiteSpider):
     def report(self) -> str:
         service = robots_service(self.crawler)
         floors = {origin.origin: _floor(service.known(origin.origin)) for origin in self.site.origins}
-        return demo_table(self.site, rfc9309_settings(self.crawler), self.robots, floors, self.rows)
+        rows = {name: list(pages) for name, pages in self.rows.items()}
+        for name, directive in self.nofollow.items():  # links yielded, never scheduled: the plugin dropped them
+            done = {row.path for row in rows.get(name, ())}
+            for path in self.site.by_name(name).links:
+                if path not in done:
+                    rows.setdefault(name, []).append(PageRow(path, "NOFOLLOW", f"{directive} (never requested)"))
+        return demo_table(self.site, rfc9309_settings(self.crawler), self.robots, floors, rows)
 
 
 def _stated(provenance: dict[str, Any]) -> str:
-    """``; train-ai=y (robots.txt line 4)``: the usage preferences stated for the page, if any."""
+    """``; train-ai=y (line 4)``: the usage preferences stated for the page, if any, each
+    with where: a robots.txt line, ``header``, ``tdmrep.json rule 2``, ``html line 4``."""
     said = []
     for label, item in (provenance.get("usage") or {}).items():
         if item["value"] is not None:
-            where = ", ".join(
-                f"line {s['line']}" if s["origin"] == "robots.txt" else s["origin"] for s in item["sources"]
-            )
+            where = ", ".join(_where(s) for s in item["sources"])
             said.append(f"{label}={'y' if item['value'] else 'n'} ({where})")
     return "; " + ", ".join(said) if said else ""
+
+
+def _where(source: dict[str, Any]) -> str:
+    origin, line = source["origin"], source["line"]
+    if origin == "robots.txt":
+        return f"line {line}"
+    if origin == "tdmrep.json":
+        return f"tdmrep.json rule {line}"
+    if origin == "html":
+        return f"html line {line}"
+    return str(origin)
 
 
 def _floor(known: Known | None) -> float | None:

@@ -1,0 +1,132 @@
+"""What a response states about its own use, read where it arrives.
+
+The middleware's ``process_response`` calls :func:`read_response` for a
+response whose request declares purposes (or under ``RFC9309_USAGE_REPORT``):
+every usage source a response can carry, as one statement (docs/usage_preferences.md,
+"Every source of usage statements"):
+
+* the ``Content-Usage`` header (:func:`.robots.usage.from_header`);
+* TDMRep (:func:`.robots.tdmrep.declare`): the origin's tdmrep.json rule for
+  the URL, superseded by the ``tdm-reservation`` / ``tdm-policy`` headers,
+  superseded by the HTML head's ``tdm-*`` meta tags (the report's priority);
+* the page's robots directives (:func:`.robots.directives.page_directives`):
+  ``X-Robots-Tag`` lines and ``<meta name="robots">`` / ``<meta name="<token>">``
+  tags (``noai``, ``noimageai``, ``noindex``, ``none``; ``nofollow`` apart).
+
+The sources combine most restrictive first, as every usage statement does.
+The HTML head is read only for an HTML response, only its first bytes
+(:func:`.robots.html_head.read_head` bounds them in bytes and steps), and
+only the meta names that state something here.  Nothing here raises on any
+input, and none of it runs for a crawl that declares no purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .robots.directives import GENERIC_NAMES, NOTHING, page_directives
+from .robots.html_head import MetaTag, is_html, read_head
+from .robots.tdmrep import POLICY, RESERVATION, UNSET, from_headers, from_metas, resolve
+from .robots.usage import UNKNOWN, Source, Usage, combine, from_header
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
+
+    from .robots.tdmrep import TdmRep
+
+__all__ = ["PageReading", "read_response"]
+
+_TDM_NAMES = (RESERVATION, POLICY)
+
+
+class PageReading(NamedTuple):
+    """What one response states: ``usage`` (its own statements, with their
+    sources; robots.txt's are not in it), the ``nofollow`` directives that
+    address the crawler, and whether its HTML head was read."""
+
+    usage: Usage
+    nofollow: tuple[Source, ...]
+    head_read: bool
+
+
+@lru_cache(maxsize=64)
+def meta_names(tokens: tuple[str, ...]) -> frozenset[str]:
+    """The meta tag names read: ``robots``, each product token, ``tdm-reservation``, ``tdm-policy``."""
+    return frozenset({*GENERIC_NAMES, *(t.lower() for t in tokens), RESERVATION, POLICY})
+
+
+#: the header names read, as each kind of ``Headers`` keeps them (its own ``normkey``)
+_NAMES = (b"content-usage", b"x-robots-tag", b"tdm-reservation", b"tdm-policy", b"content-type")
+_NORMALIZED: dict[type, dict[bytes, Any]] = {}
+
+
+def _header_values(headers: Any) -> Callable[[bytes], Sequence[bytes]]:
+    """A look-up of a response's field lines by lower-case name: Scrapy's
+    ``Headers`` is a dict keyed by its ``normkey``, so each name is normalised
+    once per class, and a missing one costs a dict miss (``getlist`` raises
+    and catches a ``KeyError`` for each)."""
+    keys = _NORMALIZED.get(type(headers))
+    if keys is None:
+        normkey = getattr(headers, "normkey", None)
+        if not isinstance(headers, dict) or normkey is None:  # not Scrapy's: its own getlist
+            return lambda name: headers.getlist(name)
+        keys = _NORMALIZED[type(headers)] = {name: normkey(name) for name in _NAMES}
+    get = dict.get
+    return lambda name: get(headers, keys[name]) or ()
+
+
+#: (the file's declaration for the URL, tdm-* header lines, tdm-* meta tags) -> their
+#: statement: the pages of a site repeat these, line numbers included; bounded
+_DECLARED: dict[tuple[Any, ...], Usage] = {}
+_DECLARED_MAX = 1024
+#: header values longer than this (all lines) are not kept
+_DECLARED_CHARS = 512
+
+
+def _tdm_usage(
+    tdmrep: TdmRep | None,
+    url: str,
+    reservation: tuple[bytes, ...],
+    policy: tuple[bytes, ...],
+    metas: tuple[MetaTag, ...],
+) -> Usage:
+    """What TDMRep declares for a response, as usage: the file's rule for the URL,
+    superseded by the header lines, superseded by the meta tags (:func:`.robots.tdmrep.declare`)."""
+    file = tdmrep.declaration(url) if tdmrep is not None else UNSET
+    key = (file, reservation, policy, metas)
+    usage = _DECLARED.get(key)
+    if usage is None:
+        header = from_headers(reservation, policy)[0] if reservation or policy else UNSET
+        usage = resolve(file, header, from_metas(metas)[0] if metas else UNSET).usage()
+        if len(_DECLARED) < _DECLARED_MAX and sum(map(len, reservation + policy)) <= _DECLARED_CHARS:
+            _DECLARED[key] = usage
+    return usage
+
+
+def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: TdmRep | None) -> PageReading:
+    """Every usage statement ``response`` makes about itself, for a crawler
+    named by ``tokens``, with ``tdmrep`` the origin's tdmrep.json (None or
+    :data:`~.robots.tdmrep.EMPTY` when it has none)."""
+    values = _header_values(response.headers)
+    content_usage = values(b"content-usage")
+    robots_tag = values(b"x-robots-tag")
+    reservation = values(b"tdm-reservation")
+    policy = values(b"tdm-policy")
+    content_type = (values(b"content-type") or (None,))[-1]
+    tokens = tuple(tokens)
+    metas: tuple[MetaTag, ...] = ()
+    head_read = False
+    if is_html(content_type):
+        metas = read_head(response.body, content_type, meta_names(tokens)).metas
+        head_read = True
+    tdm_metas = tuple(m for m in metas if m.name in _TDM_NAMES)
+    if reservation or policy or tdm_metas:
+        tdm = _tdm_usage(tdmrep, url, tuple(reservation), tuple(policy), tdm_metas)
+    else:  # the file alone: its rule's statement, made once per rule
+        tdm = tdmrep.usage(url) if tdmrep is not None else UNKNOWN
+    page = page_directives(robots_tag, metas, tokens) if robots_tag or len(metas) > len(tdm_metas) else NOTHING
+    parts = [p for p in (from_header(content_usage) if content_usage else UNKNOWN, tdm, page.usage) if p is not UNKNOWN]
+    usage = UNKNOWN if not parts else parts[0] if len(parts) == 1 else combine(parts)
+    return PageReading(usage, page.nofollow_sources, head_read)
