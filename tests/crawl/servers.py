@@ -169,6 +169,8 @@ class Server:
                     with server._lock:
                         server.in_flight -= 1
                 body = reply.body.encode("utf-8") if isinstance(reply.body, str) else reply.body
+                with server._lock:  # before the first byte: the client may send its next request at once
+                    server.answered.setdefault(hit.path, []).append(time.monotonic())
                 self.send_response(reply.status)
                 for name, value in (*reply.headers.items(), *reply.header_lines):
                     self.send_header(name, value)
@@ -177,8 +179,6 @@ class Server:
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(body)
-                with server._lock:
-                    server.answered.setdefault(hit.path, []).append(time.monotonic())
 
             do_GET = do_HEAD = do_POST = _serve  # noqa: N815 (stdlib names)
 
