@@ -20,7 +20,7 @@ import pytest_twisted
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import IgnoreRequest
 
-from scrapy_rfc9309 import compat
+from scrapy_rfc9309 import compat, robots_service
 
 from .harness import Req, check_accounting, crawl
 from .redisd import RedisServer, require_redis
@@ -117,10 +117,18 @@ async def test_closing_ends_the_waits_at_once_and_fetches_nothing_more(servers, 
     plan = [Req(stalled.url(f"/held{i}")) for i in range(5)] + [Req(healthy.url("/ok"))]
     settings = {"CLOSESPIDER_TIMEOUT": 1, "RFC9309_UNREACHABLE": "wait", "RFC9309_UNREACHABLE_WAIT": 8}
 
+    seen: list[bool] = []
+
+    def closed(self, reason) -> None:  # the spider's receiver of spider_closed: the first one
+        seen.append(robots_service(self.crawler).closed)
+
     started = time.monotonic()
     with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
-        result = await crawl(plan, settings)
+        result = await crawl(plan, settings, spider_attrs={"closed": closed})
     took = time.monotonic() - started
+    # the gate stopped the robots service when the engine closed it (before spider_closed):
+    # no fetch, retry or turn starts while the rest of the close runs
+    assert seen == [True], seen
 
     assert took < 2.0, took
     assert result.stats["finish_reason"] == "closespider_timeout"
