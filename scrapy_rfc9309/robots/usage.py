@@ -22,11 +22,14 @@ diagnostic and states nothing (all unknown).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from . import index as _index
 from . import patterns
 from .diagnostics import DiagnosticLog
+from .steps import finish
 
 if TYPE_CHECKING:
     from .parser import Group
@@ -46,6 +49,12 @@ _USAGE_VALUES = {"y": True, "n": False}
 _SIGNAL_VALUES = {"yes": True, "no": False}
 #: a Content-Usage header longer than this is not parsed (it states nothing)
 MAX_HEADER_BYTES = 16_384
+#: statements named per category of combined preferences: a file may repeat a line
+#: thousands of times, and every request carries its preferences and their sources
+MAX_SOURCES = 16
+#: usage rules walked in priority order per request; more are looked up through an index
+#: (see .index): the cost of a request is bounded by this many rules
+INDEX_LEAST = 64
 
 # Rule forms
 CONTENT_USAGE, CONTENT_SIGNAL = 0, 1
@@ -162,9 +171,10 @@ UNKNOWN = Usage()
 def combine(usages: Iterable[Usage]) -> Usage:
     """Several statements about one resource, per category: disallowed if
     any disallows, else allowed if any allows, else unknown (vocab 7.1).
-    The sources kept are those of the winning value."""
+    The sources kept are those of the winning value, the first
+    :data:`MAX_SOURCES` of them."""
     values: dict[str, bool | None] = {}
-    sources: dict[str, list[Source]] = {}
+    sources: dict[str, dict[Source, None]] = {}
     for usage in usages:
         for c in CATEGORIES:
             v = usage._values[c]
@@ -173,10 +183,14 @@ def combine(usages: Iterable[Usage]) -> Usage:
             old = values.get(c)
             if old is None or (old and not v):
                 values[c] = v
-                sources[c] = list(usage.sources[c])
+                sources[c] = dict.fromkeys(usage.sources[c][:MAX_SOURCES])
             elif old == v:
-                sources[c].extend(s for s in usage.sources[c] if s not in sources[c])
-    return Usage(values, sources)
+                kept = sources[c]
+                for source in usage.sources[c]:
+                    if len(kept) >= MAX_SOURCES:
+                        break
+                    kept[source] = None
+    return Usage(values, {c: list(kept) for c, kept in sources.items()})
 
 
 # -- values -----------------------------------------------------------------
@@ -271,7 +285,7 @@ class UsageRule:
 
     @property
     def source(self) -> Source:
-        return Source("robots.txt", self.line, f"{_FORM_NAMES[self.form]}: {self.text}")
+        return Source("robots.txt", self.line, f"{_FORM_NAMES[self.form]}: {_clip(self.text)}")
 
     def usage(self) -> Usage:
         source = self.source
@@ -314,35 +328,47 @@ def read_rule(group: Group, form: int, value: str, number: int, diags: Diagnosti
 
 
 class UsageMatcher:
-    """The usage rules of the groups selected for one crawler token."""
+    """The usage rules of the groups selected for one crawler token.
 
-    __slots__ = ("rules", "signals")
+    A few rules are walked in priority order; more are looked up through an
+    :class:`.index.Index`, the rules of one pattern and priority combined
+    beforehand (a file may repeat a line thousands of times).  Made in
+    steps by :func:`building`."""
 
-    def __init__(self, groups: Iterable[Group]) -> None:
-        rules: list[tuple[int, UsageRule]] = []
-        signals: list[Usage] = []
-        for group in groups:
-            for rule in group.usage or ():
-                if rule.form == CONTENT_SIGNAL:
-                    signals.append(rule.usage())
-                else:
-                    rules.append((rule.compiled()[4], rule))
-        # longest first, then file order
-        rules.sort(key=lambda item: (-item[0], item[1].line))
+    __slots__ = ("rules", "signals", "index", "literals")
+
+    def __init__(
+        self,
+        rules: list[tuple[int, UsageRule]],
+        signals: Usage | None,
+        index: _index.Index | None = None,
+        literals: _index.LiteralIndex | None = None,
+    ) -> None:
+        #: (priority, rule), longest first, then file order (when not indexed)
         self.rules = rules
         #: the group-level Content-Signal statements, combined once
-        self.signals = combine(signals) if signals else None
+        self.signals = signals
+        self.index = index
+        self.literals = literals
 
     def usage(self, path: str) -> Usage:
         """The preferences for a (normalised) path the crawler may fetch."""
-        best: int | None = None
         found: list[Usage] = []
-        for priority, rule in self.rules:
-            if best is not None and priority < best:
-                break
-            if _matches(path, rule.compiled()):
-                best = priority
-                found.append(rule.usage())
+        if self.index is not None:
+            literals = self.literals
+            present = literals.present(path) if literals is not None and self.index.needles else None
+            matched = self.index.ties(path, present)
+            if len(matched) > 1:
+                matched.sort(key=_ORDER)
+            found = [item[4] for item in matched]
+        else:
+            best: int | None = None
+            for priority, rule in self.rules:
+                if best is not None and priority < best:
+                    break
+                if _matches(path, rule.compiled()):
+                    best = priority
+                    found.append(rule.usage())
         # Content-Usage (longest match; identical paths combined) and the
         # group's Content-Signal lines are separate statements: combined.
         if self.signals is not None:
@@ -350,6 +376,68 @@ class UsageMatcher:
         if not found:
             return UNKNOWN
         return found[0] if len(found) == 1 else combine(found)
+
+
+_ORDER = itemgetter(2)
+
+
+def building(groups: Iterable[Group]) -> Generator[None, None, UsageMatcher | None]:
+    """The :class:`UsageMatcher` of ``groups`` (None when they hold no usage
+    rule), in steps of about :data:`.index.STEP_WORK`."""
+    rules: list[UsageRule] = []
+    signals: Usage | None = None
+    pending: list[Usage] = []
+    work = 0
+    for group in groups:
+        for rule in group.usage or ():
+            if rule.form == CONTENT_SIGNAL:
+                pending.append(rule.usage())
+                if len(pending) == 64:
+                    signals = combine([signals, *pending] if signals is not None else pending)
+                    pending = []
+                work += 160
+            else:
+                rule.compiled()
+                rules.append(rule)
+                work += 48 + len(rule.path or "")
+            if work >= _index.STEP_WORK:
+                work = 0
+                yield
+        work += 1
+    if pending:
+        signals = combine([signals, *pending] if signals is not None else pending)
+    if not rules and signals is None:
+        return None
+    if len(rules) <= INDEX_LEAST:
+        pairs = [(rule.compiled()[4], rule) for rule in rules]
+        pairs.sort(key=lambda item: (-item[0], item[1].line))  # longest first, then file order
+        return UsageMatcher(pairs, signals)
+    # more: the rules of one pattern (as compiled) and priority combined, in file order
+    merged: dict[tuple[Any, ...], list[UsageRule]] = {}
+    for number, rule in enumerate(rules):
+        merged.setdefault(rule.compiled(), []).append(rule)
+        if number % 1024 == 1023:
+            yield
+    del rules
+    items: list[tuple[Any, ...]] = []
+    for order in range(len(merged) - 1, -1, -1):  # (from the end: each list freed as it is used)
+        (kind, a, b, n, priority), same = merged.popitem()
+        usage = same[0].usage()
+        for start in range(1, len(same), 64):
+            usage = combine([usage, *(rule.usage() for rule in same[start : start + 64])])
+            work += 32 * 64
+            if work >= _index.STEP_WORK:
+                work = 0
+                yield
+        items.append((-priority, 0, order, (kind, a, b, n, order), usage))
+        work += 32
+        if work >= _index.STEP_WORK:
+            work = 0
+            yield
+    items = yield from _index.sorting(items)
+    literals = _index.LiteralIndex()
+    index = yield from _index.indexing(items, literals)
+    return UsageMatcher([], signals, index, literals)
 
 
 def _matches(path: str, compiled: tuple[int, Any, str, int, int]) -> bool:
@@ -376,7 +464,7 @@ def usage_of(robots: RobotsTxt, url: str, user_agent: str, cache: dict[str, Any]
         return UNKNOWN
     if matcher is cache:
         groups = robots.groups_for(user_agent)  # validates the token
-        matcher = cache[user_agent] = UsageMatcher(groups) if any(g.usage for g in groups) else None
+        matcher = cache[user_agent] = finish(building(groups)) if any(g.usage for g in groups) else None
         if matcher is None:
             return UNKNOWN
     if not robots.check(url, user_agent).allowed:

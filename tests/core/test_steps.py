@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from scrapy_rfc9309 import Decision, RobotsTxt, parse
-from scrapy_rfc9309.robots import parser, robotstxt
+from scrapy_rfc9309.robots import index, parser, robotstxt
 from scrapy_rfc9309.robots.steps import PAUSED, finish, run
 
 TOKEN = "ExampleBot"
@@ -132,10 +132,15 @@ def tiny_steps(monkeypatch: pytest.MonkeyPatch):
 
     def apply() -> None:
         monkeypatch.setattr(parser, "STEP_LINES", 3)
-        monkeypatch.setattr(robotstxt, "_STEP_CHARS", 7)
-        monkeypatch.setattr(robotstxt, "_STEP_ITEMS", 9)
-        monkeypatch.setattr(robotstxt, "_SHARE_GENERIC", 1)
-        monkeypatch.setattr(robotstxt, "_MANY_LITERALS", 3)  # the literal index too
+        monkeypatch.setattr(parser, "STEP_WORK", 5)
+        monkeypatch.setattr(parser, "STEP_CHARS", 40)
+        monkeypatch.setattr(parser, "STEP_PATTERNS", 3)
+        monkeypatch.setattr(index, "STEP_WORK", 7)
+        monkeypatch.setattr(index, "STEP_ITEMS", 9)
+        monkeypatch.setattr(robotstxt, "_STEP_NUMBERS", 5)
+        monkeypatch.setattr(robotstxt, "_STEP_SPLIT", 11)
+        monkeypatch.setattr(robotstxt, "_INDEX_LEAST", 2)  # indexes everywhere, crowded starts too
+        monkeypatch.setattr(index, "LEAD_RULES", 1)
 
     return apply
 
