@@ -394,10 +394,11 @@ class LiteralIndex:
     def present(self, path: str) -> set[str]:
         """The literals that ``path`` holds."""
         found: set[str] = set()
-        keys = self.keys
+        look_up = self.keys.get
+        size = len(path)
         for length in self.lengths:
-            for gram in {path[i : i + length] for i in range(len(path) - length + 1)}:
-                filed = keys.get(gram)
+            for i in range(size - length + 1):
+                filed = look_up(path[i : i + length])
                 if filed is None:
                     continue
                 for literal in filed.split("\n") if "\n" in filed else (filed,):
