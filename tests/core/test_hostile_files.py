@@ -416,7 +416,9 @@ _BOTS = (TOKEN, "bot" + _letters(42), "bot" + _letters(9_999))
             {"/g19999/x": _BOTS, "/g20000/x": _BOTS, "/h/x": ()},
             id="20000-groups",
         ),
-        pytest.param("User-agent: *\r" + "Disallow: /cr\r" * 40_000, {"/cr/x": _BOTS, "/g19999/x": ()}, id="CR-only-line-ends"),
+        pytest.param(
+            "User-agent: *\r" + "Disallow: /cr\r" * 40_000, {"/cr/x": _BOTS, "/g19999/x": ()}, id="CR-only-line-ends"
+        ),
         pytest.param(
             "User-agent: *\nDisallow: /g1\nSitemap: https://e.com/s.xml?"
             + "\nSitemap: https://e.com/".join(map(str, range(20_000))),

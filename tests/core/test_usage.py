@@ -6,10 +6,13 @@ and combined; nothing raises on any input.
 
 from __future__ import annotations
 
+import time
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import parse
+from scrapy_rfc9309.robots import index as index_mod
 from scrapy_rfc9309.robots import usage as usage_mod
 from scrapy_rfc9309.robots.usage import UNKNOWN, Source, Usage, combine, from_header
 
@@ -227,3 +230,66 @@ def test_lines_never_raise(lines: list[tuple[str, str]], path: str) -> None:
 def test_arbitrary_bytes_never_raise(data: bytes) -> None:
     robots = parse(b"User-agent: *\nContent-Usage: " + data)
     robots.usage(URL + "/", "bot")
+
+
+# -- many rules (issue 30): looked up through an index, statements named up to a cap --------------
+_USAGE_PATH = st.lists(st.sampled_from(["a", "b", "/", "*", "x.php", "%61", "caf\u00e9"]), max_size=5).map(
+    lambda parts: "/" + "".join(parts)
+)
+_USAGE_RULE = st.tuples(
+    st.one_of(_USAGE_PATH, _USAGE_PATH.map(lambda p: p + "$")),
+    st.sampled_from(["train-ai=n", "train-ai=y", "search=y", "train-ai=n, search=n", "search=y, train-ai=y"]),
+)
+
+
+def _statements(usage: Usage) -> tuple[dict[str, bool | None], dict[str, list[tuple[str, int, str]]]]:
+    """The values, and each category's sources in line order (the index combines
+    the rules of one pattern first: the order may differ, not the statements)."""
+    return dict(usage), {c: sorted(usage.sources[c], key=lambda s: s.line) for c in usage_mod.CATEGORIES}
+
+
+@SETTINGS
+@given(
+    rules=st.lists(_USAGE_RULE, min_size=1, max_size=12),
+    signal=st.sampled_from(["", "Content-Signal: search=yes, ai-train=no\n"]),
+    paths=st.lists(_USAGE_PATH, min_size=1, max_size=4),
+    lead_rules=st.sampled_from([0, 1, 8]),
+)
+def test_usage_rules_looked_up_through_an_index_state_what_the_walk_states(rules, signal, paths, lead_rules) -> None:
+    body = "User-agent: *\n" + signal + "".join(f"Content-Usage: {p} {e}\n" for p, e in rules)
+    walked = parse(body)
+    expected = [_statements(walked.usage(URL + p, "bot")) for p in paths]
+    saved = usage_mod.INDEX_LEAST, index_mod.LEAD_RULES
+    usage_mod.INDEX_LEAST, index_mod.LEAD_RULES = 0, lead_rules
+    try:
+        indexed = parse(body)
+        assert [_statements(indexed.usage(URL + p, "bot")) for p in paths] == expected
+        assert indexed._usage["bot"].index is not None  # (the index was used)
+    finally:
+        usage_mod.INDEX_LEAST, index_mod.LEAD_RULES = saved
+
+
+def test_thousands_of_repeated_statements_name_a_few_lines_and_cost_little() -> None:
+    """5,000 identical Content-Signal lines and 5,000 Content-Usage lines for
+    one path: every request carries its preferences' sources, and combining
+    them compared each new source with all kept ones (seconds)."""
+    body = "User-agent: *\n" + "Content-Signal: search=yes\n" * 5_000 + "Content-Usage: /x train-ai=n\n" * 5_000
+    robots = parse(body)
+    started = time.process_time()
+    got = robots.usage(URL + "/x/1", "bot")
+    for i in range(100):
+        robots.usage(URL + f"/x/{i}", "bot")
+    assert time.process_time() - started < 1.0  # about 20 ms: one build, then microseconds a look-up
+    assert got["search"] is True and got["train-ai"] is False
+    assert [s.line for s in got.sources["search"]] == list(range(2, 2 + usage_mod.MAX_SOURCES))
+    assert [s.line for s in got.sources["train-ai"]] == list(range(5_002, 5_002 + usage_mod.MAX_SOURCES))
+
+
+def test_combine_names_at_most_max_sources_per_category() -> None:
+    many = [
+        Usage({"search": True}, {"search": (Source("robots.txt", i, "Content-Signal: search=yes"),)}) for i in range(40)
+    ]
+    got = combine(many)
+    assert got["search"] is True and [s.line for s in got.sources["search"]] == list(range(usage_mod.MAX_SOURCES))
+    denied = combine([*many, Usage({"search": False}, {"search": (Source("header", 0, "Content-Usage: search=n"),)})])
+    assert denied["search"] is False and denied.sources["search"] == (Source("header", 0, "Content-Usage: search=n"),)
