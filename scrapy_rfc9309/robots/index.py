@@ -19,10 +19,13 @@ start *and* all their literals in different orders (``/*a*b*c``,
 (docs/benchmarks_parser.md).
 
 Building an index is a generator of bounded steps (see :mod:`.steps`), and
-so is everything here that grows with the number of rules.  Items are
-``(-priority, 1 - allow, order, entry, ...)`` tuples, ``entry`` a compiled
-rule ``(kind, a, b, n, number)`` (:func:`.patterns.compile_pattern`); a
-smaller item is a better rule.
+so is everything here that grows with the number of rules.  Items are flat
+``(-priority, 1 - allow, order, kind, a, b, n, number, ...)`` tuples: a
+compiled rule ``(kind, a, b, n)`` (:func:`.patterns.compile_pattern`) after
+its sort key, then the rule's number; a smaller item is a better rule.
+(Flat, and of strings and numbers only: the garbage collector stops
+tracking such a tuple at its first collection, see
+:data:`.patterns.WILDCARD`.)
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ _PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
     patterns.WILD_END,
 )
 _wild_match = patterns.wild_match
+_WILDCARD = patterns.WILDCARD
 # Tuning: what each constant trades, and its measurements, are in docs/benchmarks_parser.md.
 #: the work of one step, in units of about a tenth of a microsecond: a step's length against
 #: the number of steps (the compiling of rules in .robotstxt counts in the same units)
@@ -151,8 +155,7 @@ def _first_match(path: str, items: tuple[Item, ...], best: Item | None) -> Item 
     for item in items:
         if best is not None and item > best:
             return best
-        kind, a, b, n, _ = item[3]
-        if matches(path, kind, a, b, n):
+        if matches(path, item[3], item[4], item[5], item[6]):
             return item
     return best
 
@@ -164,8 +167,7 @@ def _all_matches(path: str, items: tuple[Item, ...], out: list[Item]) -> None:
     for item in items:
         if top is not None and item[0] != top:
             return
-        kind, a, b, n, _ = item[3]
-        if matches(path, kind, a, b, n):
+        if matches(path, item[3], item[4], item[5], item[6]):
             out.append(item)
             top = item[0]
 
@@ -179,16 +181,16 @@ def matches(path: str, kind: int, a: Any, b: str, n: int) -> bool:
     return _wild_match(path, a, kind == _WILD_END)
 
 
-def lead(rule: tuple[Any, ...]) -> str:
-    """The literal a path matching the compiled ``rule`` starts with."""
-    return str(rule[1] if rule[0] <= _SUB_END else rule[1][0])
+def lead(kind: int, a: str) -> str:
+    """The literal a path matching the compiled rule ``(kind, a, ...)`` starts with."""
+    return a if kind <= _SUB_END else a[: a.find(_WILDCARD)]
 
 
 def indexing(items: list[Item], literals: LiteralIndex) -> Generator[None, None, Index]:
     """The :class:`Index` of ``items`` (best first), in steps; the literals
     of crowded wildcard rules are filed in ``literals``."""
     leads: dict[str, tuple[Item | None, tuple[Item, ...]]] = {}
-    wild: dict[str, list[Item]] = {}  # start -> its wildcard rules, while building
+    wild: dict[str, Any] = {}  # start -> its wildcard rules, while building (see add_to)
     exact: dict[str, Item] = {}
     lengths: set[int] = set()
     seen: set[tuple[Any, ...]] = set()
@@ -197,33 +199,28 @@ def indexing(items: list[Item], literals: LiteralIndex) -> Generator[None, None,
         if start:
             yield
         for item in items[start : start + STEP_ITEMS]:
-            entry = item[3]
-            kind = entry[0]
+            kind, a = item[3], item[4]
             if kind == _PREFIX:
-                if entry[1] not in leads:
-                    leads[entry[1]] = (item, ())
-                    lengths.add(len(entry[1]))
-                elif leads[entry[1]][0] is None:
-                    leads[entry[1]] = (item, ())
+                if a not in leads:
+                    leads[a] = (item, ())
+                    lengths.add(len(a))
+                elif leads[a][0] is None:
+                    leads[a] = (item, ())
             elif kind == _EXACT:
-                if entry[1] not in exact:
-                    exact[entry[1]] = item
+                if a not in exact:
+                    exact[a] = item
             else:
-                form = entry[:4]
+                form = item[3:7]
                 if form in seen:
                     continue
                 seen.add(form)
-                start_of = lead(entry)
-                filed = wild.get(start_of)
-                if filed is None:
-                    wild[start_of] = [item]
-                    if start_of not in leads:
-                        leads[start_of] = (None, ())
-                        lengths.add(len(start_of))
-                else:
-                    filed.append(item)
-                    if len(filed) == LEAD_RULES + 1:
-                        crowded.append(start_of)
+                start_of = lead(kind, a)
+                size = add_to(wild, start_of, item)
+                if size == 1 and start_of not in leads:
+                    leads[start_of] = (None, ())
+                    lengths.add(len(start_of))
+                elif size == LEAD_RULES + 1:
+                    crowded.append(start_of)
     yield from _emptying(seen)
     needles: dict[str, tuple[Item, ...]] = {}
     if crowded:
@@ -244,7 +241,7 @@ def indexing(items: list[Item], literals: LiteralIndex) -> Generator[None, None,
 
 
 def _filing_needles(
-    crowded: list[str], wild: dict[str, list[Item]], needles: dict[str, tuple[Item, ...]], literals: LiteralIndex
+    crowded: list[str], wild: dict[str, Any], needles: dict[str, tuple[Item, ...]], literals: LiteralIndex
 ) -> Generator[None, None, None]:
     """Move the wildcard rules of the ``crowded`` starts of ``wild`` to
     ``needles``, each under its rarest literal (the one fewest of them
@@ -252,12 +249,12 @@ def _filing_needles(
     moved: list[Item] = []
     for start_of in crowded:
         moved += wild[start_of]
-        wild[start_of] = []
+        wild[start_of] = ()
     moved = yield from sorting(moved)
     counts: dict[str, int] = {}
     work = 0
     for item in moved:
-        these = _pieces(item[3])
+        these = _pieces(item)
         if these.__class__ is str:
             counts[these] = counts.get(these, 0) + 1
             work += LITERAL_WORK
@@ -269,15 +266,10 @@ def _filing_needles(
             work = 0
             yield
     get = counts.__getitem__
-    filing: dict[str, list[Item]] = {}
+    filing: dict[str, Any] = {}
     for item in moved:
-        these = _pieces(item[3])
-        needle = these if these.__class__ is str else min(these, key=get)
-        filed = filing.get(needle)
-        if filed is None:
-            filing[needle] = [item]
-        else:
-            filed.append(item)
+        these = _pieces(item)
+        add_to(filing, these if these.__class__ is str else min(these, key=get), item)
         work += LITERAL_WORK if these.__class__ is str else LITERAL_WORK + len(these)
         if work >= STEP_WORK:
             work = 0
@@ -292,6 +284,31 @@ def _filing_needles(
     yield from literals.adding(list(needles))
 
 
+#: a group of items is kept in a tuple up to this size, then in a list (see add_to)
+TUPLE_GROUP = 16
+
+
+def add_to(groups: dict[Any, Any], key: Any, item: Item) -> int:
+    """Add ``item`` to the group ``key`` of ``groups``; its new size.
+
+    A small group is a tuple, grown by copying: the garbage collector stops
+    tracking a tuple of untracked objects (strings, numbers, and tuples of
+    them: the items), while a list stays tracked however long it lives.
+    The groups of a large file (a list each, one per literal start) lived
+    across hundreds of steps, moved to the oldest generation, and started a
+    full collection of the crawl's whole heap (50-100 ms) in the middle of
+    the steps."""
+    filed = groups.get(key)
+    if filed is None:
+        groups[key] = (item,)
+        return 1
+    if filed.__class__ is tuple:
+        groups[key] = (*filed, item) if len(filed) < TUPLE_GROUP else [*filed, item]
+        return len(filed) + 1
+    filed.append(item)
+    return len(filed)
+
+
 def _emptying(temporary: set[Any]) -> Generator[None, None, None]:
     """Empty a large temporary ``set`` in steps: freeing tens of thousands of
     objects at once, as the end of a function would, takes milliseconds."""
@@ -303,18 +320,18 @@ def _emptying(temporary: set[Any]) -> Generator[None, None, None]:
     temporary.clear()
 
 
-def _pieces(rule: tuple[Any, ...]) -> Any:
+def _pieces(item: Item) -> Any:
     """The literal after the start of a wildcard rule (SUB, SUB_END), or the
     literals (WILD, WILD_END): a path the rule matches holds each."""
-    kind = rule[0]
+    kind = item[3]
     if kind == _SUB or kind == _SUB_END:
-        return rule[2]
-    return rule[1][1:]
+        return item[5]
+    return item[4].split(_WILDCARD)[1:]
 
 
-#: an item's sort key: ``(-priority, 1 - allow, order)``; and its entry
+#: an item's sort key: ``(-priority, 1 - allow, order)``; and its rule ``(kind, a, b, n, number)``
 _order = itemgetter(0, 1, 2)
-entry_of = itemgetter(3)
+entry_of = itemgetter(3, 4, 5, 6, 7)
 
 
 def sorting(items: list[Item]) -> Generator[None, None, list[Item]]:

@@ -204,9 +204,15 @@ PREFIX = 0  # path.startswith(a)
 EXACT = 1  # path == a
 SUB = 2  # "a*b": path.startswith(a) and b occurs at or after n = len(a)
 SUB_END = 3  # "a*b$": path.startswith(a), path.endswith(b), len(path) >= n = len(a) + len(b)
-WILD = 4  # pieces a (a tuple) matched leftmost in order; b, the longest piece after
-#          the first, must occur in the path (a cheap test before the walk)
+WILD = 4  # pieces a (joined by WILDCARD) matched leftmost in order; b, the longest piece
+#          after the first, must occur in the path (a cheap test before the walk)
 WILD_END = 5  # as WILD, and the last piece ends the path
+#: what joins the pieces of a WILD rule: no normalised text holds it (it is not ASCII).  One
+#: string rather than a tuple: a compiled rule then holds only strings and numbers, and
+#: the garbage collector stops tracking it at once (a tuple inside a tuple is untracked one
+#: collection later, after the outer one has moved to an older generation: thousands of
+#: them started a full collection of a crawl's heap in the middle of a parse)
+WILDCARD = "\uffff"
 
 
 def octets(raw: str, outside: bool = True) -> int:
@@ -261,11 +267,13 @@ def compile_pattern(raw: str, outside: bool = True) -> tuple[int, object, str, i
             return SUB_END, a, b, len(a) + len(b), priority
         return SUB, a, b, len(a), priority
     needle = max(pieces[1:], key=len)
-    return (WILD_END if anchored else WILD), tuple(pieces), needle, 0, priority
+    return (WILD_END if anchored else WILD), WILDCARD.join(pieces), needle, 0, priority
 
 
-def wild_match(path: str, pieces: tuple[str, ...], anchored: bool) -> bool:
-    """Match ``pieces`` (a pattern split on ``*``) against ``path``."""
+def wild_match(path: str, joined: str, anchored: bool) -> bool:
+    """Match ``joined`` (a pattern's pieces, split on ``*``, joined by
+    :data:`WILDCARD`) against ``path``."""
+    pieces = joined.split(WILDCARD)
     first = pieces[0]
     if not path.startswith(first):
         return False

@@ -146,7 +146,7 @@ class _Matcher:
         if index_htm:
             compiled: list[tuple[Any, ...]] = []
             yield from self._compiling(index_htm, compiled)
-            early += [item for item in compiled if item[3][1] == "/"]
+            early += [item for item in compiled if item[4] == "/"]
         generic: list[tuple[Any, ...]] = []
         step = index.STEP_ITEMS
         for start in range(0, len(early), step):
@@ -207,7 +207,7 @@ class _Matcher:
         """Sort compiled ``items`` into the generic ones and those moved to a bucket."""
         moved = self._moved
         for item in items:
-            lead = index.lead(item[3])
+            lead = index.lead(item[3], item[4])
             if len(lead) >= 2 and lead[0] == "/":
                 moved.setdefault(lead[1], []).append(item)
             else:
@@ -238,7 +238,6 @@ class _Matcher:
         add = out.append
         compile_pattern = patterns.compile_pattern
         outside = self._outside
-        entry: tuple[Any, ...]
         for i in numbers:
             raw, mark = texts[i], marks[i]
             allow = mark & 1
@@ -246,18 +245,17 @@ class _Matcher:
             if raw in added:
                 continue
             added.add(raw)
+            # Longest first; Allow before Disallow on equal length; then file order (see index).
             if raw.isascii() and "*" not in raw and "%" not in raw and raw[-1] != "$" and not outside:
-                entry, priority = (_PREFIX, raw, "", 0, i), len(raw)  # the common rule
+                add((-len(raw), 1 - allow, i, _PREFIX, raw, "", 0, i))  # the common rule
             else:
                 kind, a, b, n, priority = compile_pattern(raw, outside)
-                entry = (kind, a, b, n, i)
-            # Longest first; Allow before Disallow on equal length; then file order.
-            add((-priority, 1 - allow, i, entry))
+                add((-priority, 1 - allow, i, kind, a, b, n, i))
             if allow:
                 extra = _index_htm(raw)
                 if extra is not None:
                     kind, a, b, n, priority = compile_pattern(extra, outside)
-                    add((-priority, 0, i + 0.5, (kind, a, b, n, i)))
+                    add((-priority, 0, i + 0.5, kind, a, b, n, i))
 
     def preparing(self, least: int) -> Generator[None, None, None]:
         """Compile every bucket of at least ``least`` rules (its own, the
@@ -356,7 +354,7 @@ class _Matcher:
             other = everywhere.best(path, found)
             if other is not None and (best is None or other < best):
                 best = other
-        return None if best is None else int(best[3][4])
+        return None if best is None else int(best[7])
 
     def _decided(self, i: int) -> Decision:
         """The winning rule's decision, made once, on its first win."""
@@ -460,7 +458,7 @@ def _flush(run: list[Any], out: list[Any]) -> None:
     """Add the waiting wildcard rules to ``out``: as one run entry, or one."""
     if len(run) > 1:
         needles = tuple(map(_needle, run))
-        rules = tuple(zip(needles, map(index.lead, run), run))
+        rules = tuple([(needle, index.lead(e[0], e[1]), e) for needle, e in zip(needles, run)])
         # each literal once: a run of "/a/*/page$", "/b/*/page$"... looks for "/page" once
         out.append((_RUN, tuple(dict.fromkeys(needles)), rules, 0, None))
     else:

@@ -270,34 +270,37 @@ def _clip(text: str) -> str:
 # -- robots.txt rules -------------------------------------------------------
 
 
-class UsageRule:
-    """One Content-Usage or Content-Signal line of a group, parsed."""
+#: One Content-Usage or Content-Signal line of a group, parsed: a plain tuple
+#: ``(form, line, path, prefs, text)``, ``path`` None for no path (the whole site, read as
+#: "/"), ``prefs`` the categories' values packed in an int (see _packed).  Strings and
+#: numbers only: the garbage collector stops tracking it at once (a file may hold 20,000
+#: of them, see patterns.WILDCARD).
+UsageRule = tuple[int, int, "str | None", int, str]
 
-    __slots__ = ("form", "line", "path", "prefs", "text", "_compiled")
 
-    def __init__(self, form: int, line: int, path: str | None, prefs: dict[str, bool], text: str) -> None:
-        self.form = form
-        self.line = line
-        self.path = path  # None: no path (the whole site; read as "/")
-        self.prefs = prefs
-        self.text = text
-        self._compiled: tuple[int, Any, str, int, int] | None = None
+def _packed(prefs: Mapping[str, bool]) -> int:
+    """Two bits a category (in CATEGORIES order): 1 allowed, 2 disallowed, 0 unknown."""
+    return sum((1 if prefs[c] else 2) << (2 * k) for k, c in enumerate(CATEGORIES) if c in prefs)
 
-    @property
-    def source(self) -> Source:
-        return Source("robots.txt", self.line, f"{_FORM_NAMES[self.form]}: {_clip(self.text)}")
 
-    def usage(self) -> Usage:
-        source = self.source
-        return Usage(self.prefs, {c: (source,) for c in self.prefs})
+def _unpacked(packed: int) -> dict[str, bool]:
+    return {c: packed >> (2 * k) & 3 == 1 for k, c in enumerate(CATEGORIES) if packed >> (2 * k) & 3}
 
-    def compiled(self) -> tuple[int, Any, str, int, int]:
-        if self._compiled is None:
-            self._compiled = patterns.compile_pattern(self.path or "/")
-        return self._compiled
 
-    def __repr__(self) -> str:
-        return f"<UsageRule line {self.line}: {_FORM_NAMES[self.form]}: {self.text}>"
+def rule_source(rule: UsageRule) -> Source:
+    form, line, _, _, text = rule
+    return Source("robots.txt", line, f"{_FORM_NAMES[form]}: {_clip(text)}")
+
+
+def rule_usage(rule: UsageRule) -> Usage:
+    """What one rule states."""
+    source = rule_source(rule)
+    prefs = _unpacked(rule[3])
+    return Usage(prefs, {c: (source,) for c in prefs})
+
+
+def _compiled(rule: UsageRule) -> tuple[int, Any, str, int, int]:
+    return patterns.compile_pattern(rule[2] or "/")
 
 
 def read_rule(group: Group, form: int, value: str, number: int, diags: DiagnosticLog) -> None:
@@ -320,7 +323,7 @@ def read_rule(group: Group, form: int, value: str, number: int, diags: Diagnosti
         diags.add(number, "usage_unparsable", f"{name}: {value!r}: no preference expression")
     elif unknown:
         diags.add(number, "usage_unknown_label", f"{name}: {', '.join(unknown)}")
-    rule = UsageRule(form, number, path, prefs, value)
+    rule = (form, number, path, _packed(prefs), value)
     if group.usage is None:
         group.usage = [rule]
     else:
@@ -339,12 +342,12 @@ class UsageMatcher:
 
     def __init__(
         self,
-        rules: list[tuple[int, UsageRule]],
+        rules: list[tuple[int, tuple[int, Any, str, int, int], UsageRule]],
         signals: Usage | None,
         index: _index.Index | None = None,
         literals: _index.LiteralIndex | None = None,
     ) -> None:
-        #: (priority, rule), longest first, then file order (when not indexed)
+        #: (priority, compiled pattern, rule), longest first, then file order (when not indexed)
         self.rules = rules
         #: the group-level Content-Signal statements, combined once
         self.signals = signals
@@ -360,15 +363,16 @@ class UsageMatcher:
             matched = self.index.ties(path, present)
             if len(matched) > 1:
                 matched.sort(key=_ORDER)
-            found = [item[4] for item in matched]
+            # a rule of its own, or those of one pattern combined beforehand
+            found = [item[8] if item[8].__class__ is Usage else rule_usage(item[8]) for item in matched]
         else:
             best: int | None = None
-            for priority, rule in self.rules:
+            for priority, compiled, rule in self.rules:
                 if best is not None and priority < best:
                     break
-                if _matches(path, rule.compiled()):
+                if _matches(path, compiled):
                     best = priority
-                    found.append(rule.usage())
+                    found.append(rule_usage(rule))
         # Content-Usage (longest match; identical paths combined) and the
         # group's Content-Signal lines are separate statements: combined.
         if self.signals is not None:
@@ -384,22 +388,21 @@ _ORDER = itemgetter(2)
 def building(groups: Iterable[Group]) -> Generator[None, None, UsageMatcher | None]:
     """The :class:`UsageMatcher` of ``groups`` (None when they hold no usage
     rule), in steps of about :data:`.index.STEP_WORK`."""
-    rules: list[UsageRule] = []
+    rules: list[tuple[tuple[int, Any, str, int, int], UsageRule]] = []  # (compiled, rule)
     signals: Usage | None = None
     pending: list[Usage] = []
     work = 0
     for group in groups:
         for rule in group.usage or ():
-            if rule.form == CONTENT_SIGNAL:
-                pending.append(rule.usage())
+            if rule[0] == CONTENT_SIGNAL:
+                pending.append(rule_usage(rule))
                 if len(pending) == 64:
                     signals = combine([signals, *pending] if signals is not None else pending)
                     pending = []
                 work += 160
             else:
-                rule.compiled()
-                rules.append(rule)
-                work += 48 + len(rule.path or "")
+                rules.append((_compiled(rule), rule))
+                work += 48 + len(rule[2] or "")
             if work >= _index.STEP_WORK:
                 work = 0
                 yield
@@ -409,27 +412,29 @@ def building(groups: Iterable[Group]) -> Generator[None, None, UsageMatcher | No
     if not rules and signals is None:
         return None
     if len(rules) <= INDEX_LEAST:
-        pairs = [(rule.compiled()[4], rule) for rule in rules]
-        pairs.sort(key=lambda item: (-item[0], item[1].line))  # longest first, then file order
-        return UsageMatcher(pairs, signals)
+        walked = [(compiled[4], compiled, rule) for compiled, rule in rules]
+        walked.sort(key=lambda item: (-item[0], item[2][1]))  # longest first, then file order
+        return UsageMatcher(walked, signals)
     # more: the rules of one pattern (as compiled) and priority combined, in file order
-    merged: dict[tuple[Any, ...], list[UsageRule]] = {}
-    for number, rule in enumerate(rules):
-        merged.setdefault(rule.compiled(), []).append(rule)
+    merged: dict[tuple[Any, ...], Any] = {}  # (see index.add_to: few of them tracked by the collector)
+    for number, (compiled, rule) in enumerate(rules):
+        _index.add_to(merged, compiled, rule)
         if number % 1024 == 1023:
             yield
     del rules
     items: list[tuple[Any, ...]] = []
-    for order in range(len(merged) - 1, -1, -1):  # (from the end: each list freed as it is used)
+    for order in range(len(merged) - 1, -1, -1):  # (from the end: each group freed as it is used)
         (kind, a, b, n, priority), same = merged.popitem()
-        usage = same[0].usage()
-        for start in range(1, len(same), 64):
-            usage = combine([usage, *(rule.usage() for rule in same[start : start + 64])])
-            work += 32 * 64
-            if work >= _index.STEP_WORK:
-                work = 0
-                yield
-        items.append((-priority, 0, order, (kind, a, b, n, order), usage))
+        payload: Any = same[0]  # one rule: its Usage made on each look-up, a few microseconds
+        if len(same) > 1:
+            payload = rule_usage(same[0])
+            for start in range(1, len(same), 64):
+                payload = combine([payload, *(rule_usage(rule) for rule in same[start : start + 64])])
+                work += 32 * 64
+                if work >= _index.STEP_WORK:
+                    work = 0
+                    yield
+        items.append((-priority, 0, order, kind, a, b, n, order, payload))  # (an index item, see .index)
         work += 32
         if work >= _index.STEP_WORK:
             work = 0
@@ -481,4 +486,4 @@ def usage_for(robots: RobotsTxt, url: str, tokens: Sequence[str]) -> Usage:
 
 def rules_of(groups: Iterable[Group]) -> list[UsageRule]:
     """Every usage rule of ``groups``, in file order."""
-    return sorted((r for g in groups for r in g.usage or ()), key=lambda r: r.line)
+    return sorted((r for g in groups for r in g.usage or ()), key=lambda r: r[1])
