@@ -113,6 +113,56 @@ def long_literals_file() -> bytes:
     return ("User-agent: *\n" + "".join(f"Disallow: /a*{literal(i)}\n" for i in range(1_000))).encode()[:512_000]
 
 
+def distinct_wildcard_file() -> bytes:
+    """Issue 30: 500 KiB of distinct wildcard rules in one group,
+    ``Allow|Disallow: /<random number>/*`` then nothing, ``$`` or ``.php``."""
+    import random
+
+    rnd = random.Random(9309)
+    rules = "".join(
+        f"{rnd.choice(('Allow', 'Disallow'))}: /{rnd.randrange(10**9)}/*{rnd.choice(('', '$', '.php'))}\n"
+        for _ in range(25_000)
+    )
+    return ("User-agent: *\n" + rules).encode()[:512_000]
+
+
+def exact_file() -> bytes:
+    """500 KiB of distinct ``$``-anchored rules (``Disallow: /123456789$``)."""
+    import random
+
+    rnd = random.Random(1)
+    return ("User-agent: *\n" + "".join(f"Disallow: /{rnd.randrange(10**9)}$\n" for _ in range(30_000))).encode()[
+        :512_000
+    ]
+
+
+def shared_start_file() -> bytes:
+    """500 KiB of wildcard rules with one start and one literal (``/*/page*123$``)."""
+    return ("User-agent: *\n" + "".join(f"Disallow: /*/page*{i}$\n" for i in range(30_000))).encode()[:512_000]
+
+
+def usage_file() -> bytes:
+    """500 KiB of distinct Content-Usage rules (a usage look-up per request)."""
+    import random
+
+    rnd = random.Random(5)
+    lines = "".join(f"Content-Usage: /{rnd.randrange(10**9)}/ train-ai=n, search=y\n" for _ in range(20_000))
+    return ("User-agent: *\nDisallow: /private\n" + lines).encode()[:512_000]
+
+
+def repeated_usage_file() -> bytes:
+    """2,000 identical Content-Signal lines, then Content-Usage lines for three
+    spellings of one path to the end of 500 KiB."""
+    lines = "Content-Signal: search=yes, ai-train=no\n" * 2_000
+    lines += "".join(f"Content-Usage: /x{'*' * (i % 3)} train-ai=n\n" for i in range(20_000))
+    return ("User-agent: *\nDisallow: /private\n" + lines).encode()[:512_000]
+
+
+def many_groups_file() -> bytes:
+    """500 KiB of ``*`` groups of one wildcard rule each (``/g123/*x``)."""
+    return "".join(f"User-agent: *\nDisallow: /g{i}/*x\n" for i in range(30_000)).encode()[:512_000]
+
+
 def _letters(n: int) -> str:
     """``n`` written with the letters a-j (product tokens have no digits)."""
     return "".join(chr(ord("a") + int(d)) for d in str(n))
@@ -142,7 +192,29 @@ def crawl_shapes() -> dict[str, tuple[bytes, list[str]]]:
         "1,000 wildcard rules of 480-character literals": (long_literals_file(), ["/a", "/a" + LONG, "/b" + LONG]),
         "a line of 1 MB": (long_line(), ["/" + "x" * 100, "/" + LONG]),
         "500 KiB of 30,000 User-agent lines": (agents_file(), ["/x", "/" + LONG]),
+        "500 KiB of distinct wildcard rules (issue 30)": (
+            distinct_wildcard_file(),
+            [f"/{d}23/x.php" for d in "123456789"] + [f"/{d}23/{LONG}.php" for d in "123456789"],
+        ),
+        "500 KiB of distinct exact rules": (exact_file(), [f"/{d}23" for d in "123456789"] + ["/1" + LONG]),
+        "500 KiB of wildcard rules with one start and one literal": (
+            shared_start_file(),
+            ["/a/page/1", "/x", "/a/page/" + LONG],
+        ),
+        "500 KiB of distinct Content-Usage rules": (usage_file(), ["/123/x", "/private/x", "/1/" + LONG]),
+        "500 KiB of 30,000 groups of one wildcard rule": (many_groups_file(), ["/g1/ax", "/g2", "/g1/" + LONG + "x"]),
+        "500 KiB of repeated Content-Signal and Content-Usage lines": (
+            repeated_usage_file(),
+            ["/x/y", "/private/x", "/x/" + LONG],
+        ),
     }
+
+
+#: a small file with a line of each kind the shapes use: what a request costs with it is the
+#: baseline of "a request's check and usage look-up beyond a small file's"
+SMALL = (
+    b"User-agent: *\nDisallow: /private\nAllow: /2/*.php\nContent-Signal: search=yes\nContent-Usage: /x train-ai=n\n"
+)
 
 
 def _samples(fn: Callable[[], object], rounds: int) -> list[float]:
@@ -195,7 +267,53 @@ def core_rows(rounds: int) -> list[tuple[str, list[float]]]:
     )
     line = long_line()
     results.append(("a line of 1 MB (parse)", _samples(lambda: parse(line), rounds)))
+    small = parse(SMALL)
+    for name, (body, paths) in crawl_shapes().items():
+        robots = parse(body).prepare(TOKEN)
+        urls = ["http://example.com" + path for path in paths if len(path) < 200]
+        results.append(
+            (
+                f"{name}: a request's check and usage look-up beyond a small file's (mean)",
+                [_per_request(robots, urls) - _per_request(small, urls) for _ in range(rounds)],
+            )
+        )
+    bomb = _bomb_body()
+    from scrapy_rfc9309.fetch import decode_content
+
+    results.append(
+        (
+            f"a gzip bomb's {len(bomb) // 1024} KiB kept past the limit, decoded (fetch.decode_content)",
+            _samples(lambda: decode_content(bomb, [b"gzip"], 512_000), rounds),
+        )
+    )
     return results
+
+
+def _per_request(robots: object, urls: list[str], calls: int = int(os.environ.get("HOSTILE_CALLS", "200"))) -> float:
+    """The mean time of a check and a usage look-up of ``urls`` (process time, the
+    best of 3), the first answers (lazy buckets) made before."""
+    for url in urls:
+        robots.check(url, TOKEN), robots.usage(url, TOKEN)  # type: ignore[attr-defined]
+    best = float("inf")
+    for _ in range(3):
+        started = time.process_time()
+        for _ in range(calls):
+            for url in urls:
+                robots.check(url, TOKEN)  # type: ignore[attr-defined]
+                robots.usage(url, TOKEN)  # type: ignore[attr-defined]
+        best = min(best, time.process_time() - started)
+    return best / (calls * len(urls))
+
+
+def _bomb_body() -> bytes:
+    """What the client keeps of a gzip bomb: the parse limit and 64 KiB more
+    on the wire (fetch.SLACK_BYTES), 1 MiB of zeros per kilobyte."""
+    import zlib
+
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = compressor.compress(b"User-agent: *\nDisallow: /early\n") + compressor.flush(zlib.Z_FULL_FLUSH)
+    block = compressor.compress(bytes(1 << 20)) + compressor.flush(zlib.Z_FULL_FLUSH)
+    return head + block * ((80 * 1024) // len(block))
 
 
 # -- as the crawl runs it: in a fresh process with Scrapy's asyncio reactor -------------------
@@ -362,11 +480,13 @@ async def _in_reactor(rounds: int) -> list[tuple[str, list[float]]]:
         await policy_of(stored)
 
     def longest_check(robots: object, urls: list[str]) -> float:
-        """The longest check among ``urls``, in process time (as the holds)."""
+        """The longest check and usage look-up among ``urls`` (the middleware asks
+        both of a request), in process time (as the holds)."""
         worst = 0.0
         for url in urls:
             start = time.process_time()
             robots.check(origin + url, TOKEN)  # type: ignore[attr-defined]
+            robots.usage(origin + url, TOKEN)  # type: ignore[attr-defined]
             worst = max(worst, time.process_time() - start)
         return worst
 

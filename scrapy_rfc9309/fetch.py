@@ -89,8 +89,15 @@ ACCEPT_ENCODING = b"gzip, deflate"
 #: bytes read past the parse limit before the transfer is stopped: enough for a
 #: compressed body to decode past the limit, so truncation is seen
 SLACK_BYTES = 65_536
-#: how far past the limit a compressed body is decoded just to count what was cut
-COUNT_LIMIT = 64 * 1024 * 1024
+#: how far past the limit a compressed body is decoded just to count what was cut (the
+#: count is a lower bound: decoding runs on the crawl's loop, about 2 ms per MiB)
+COUNT_LIMIT = 256 * 1024
+#: compressed bytes handed to zlib at a time: a member that ends hands back the rest of
+#: its input as a copy, so a body of many small gzip members must not copy all of it each time
+INFLATE_WINDOW = 16_384
+#: gzip members decoded at most (``cat a.gz b.gz`` makes two; a body of tens of thousands
+#: of empty members costs tens of milliseconds to decode): more is a corrupt body
+MAX_MEMBERS = 256
 #: meta keys of the page request that choose the network path; copied to the fetch
 PATH_META_KEYS = ("proxy", "bindaddress")
 #: a downloader middleware may replace the robots.txt request this many times
@@ -444,7 +451,8 @@ def decode_content(body: bytes, encodings: list[bytes], limit: int) -> tuple[byt
     """Undo ``Content-Encoding`` (gzip, x-gzip, deflate, identity), producing at
     most ``limit + 1`` bytes.  Returns ``(decoded, total)`` where ``total`` is
     how many bytes the whole body decodes to (counted, not kept, up to
-    ``COUNT_LIMIT`` past the limit).  Raises ContentDecodingError."""
+    ``COUNT_LIMIT`` past the limit: a lower bound past it).  Raises
+    ContentDecodingError."""
     codings = [c.strip().lower() for value in encodings for c in value.split(b",")]
     total = len(body)
     # Codings are listed in the order they were applied: undo the last first.
@@ -467,18 +475,25 @@ def _inflate(data: bytes, limit: int, wbits: int) -> tuple[bytes, int]:
     out: list[bytes] = []
     size = 0
     total = 0
-    rest = data
+    view = memoryview(data)
+    pos, end = 0, len(data)
+    members = 0
     try:
-        while rest:  # more than one gzip member is allowed
+        while pos < end:  # more than one gzip member is allowed
+            members += 1
+            if members > MAX_MEMBERS:
+                raise ContentDecodingError(f"more than {MAX_MEMBERS} compressed members")
             decoder = zlib.decompressobj(wbits)
-            chunk = decoder.decompress(rest, max(1, limit + 1 - size))
-            out.append(chunk)
-            size += len(chunk)
-            total += len(chunk)
-            if size > limit:
-                total += _count_rest(decoder, COUNT_LIMIT)
-                break
-            rest = decoder.unused_data if decoder.eof else b""
+            while pos < end and not decoder.eof:
+                window = view[pos : pos + INFLATE_WINDOW]
+                pos += len(window)
+                chunk = decoder.decompress(window, max(1, limit + 1 - size))
+                out.append(chunk)
+                size += len(chunk)
+                total += len(chunk)
+                if size > limit:
+                    return b"".join(out), total + _count_rest(decoder, view[pos:], COUNT_LIMIT)
+            pos -= len(decoder.unused_data)  # (the next member's start, handed back)
     except zlib.error as exc:
         # Corrupt, not merely cut short (a stopped transfer decodes without error):
         # what follows the damage is unknown, so the file is not read at all.
@@ -486,12 +501,19 @@ def _inflate(data: bytes, limit: int, wbits: int) -> tuple[bytes, int]:
     return b"".join(out), total
 
 
-def _count_rest(decoder: Any, budget: int) -> int:
-    """Decode what is left only to count it, never holding more than 1 MiB."""
+def _count_rest(decoder: Any, rest: memoryview, budget: int) -> int:
+    """Decode what is left of the member only to count it, at most ``budget``
+    bytes (a lower bound then), never holding more than 64 KiB."""
     counted = 0
-    tail = decoder.unconsumed_tail
-    while tail and counted < budget:
-        counted += len(decoder.decompress(tail, 1 << 20))
+    tail: bytes | memoryview = decoder.unconsumed_tail
+    pos = 0
+    while counted < budget and not decoder.eof:
+        if not tail:
+            if pos >= len(rest):
+                break
+            tail = rest[pos : pos + INFLATE_WINDOW]
+            pos += len(tail)
+        counted += len(decoder.decompress(tail, min(65_536, budget - counted)))
         tail = decoder.unconsumed_tail
     return counted
 

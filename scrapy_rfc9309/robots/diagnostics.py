@@ -73,6 +73,14 @@ class DiagnosticLog:
             detail = detail[:DETAIL_CHARS] + "..."
         self.details.append(detail)
 
+    def add_lines(self, first: int, count: int, code: str, detail: str | None = None) -> None:
+        """The same diagnostic for ``count`` lines from ``first`` (at C speed)."""
+        self.lines.extend(range(first, first + count))
+        self.codes.extend(bytes([_CODE_ID[code]]) * count)
+        if detail is not None and len(detail) > DETAIL_CHARS:
+            detail = detail[:DETAIL_CHARS] + "..."
+        self.details.extend([detail] * count)
+
     def __len__(self) -> int:
         return len(self.codes)
 

@@ -43,6 +43,15 @@ from .usage import read_rule as _read_usage
 #: one step of :func:`reading`: a step's length against the number of steps
 #: (measured in docs/benchmarks_parser.md)
 STEP_LINES = 512
+#: the most work of one step besides its plain rule lines, in units of about a
+#: microsecond: the other lines cost more (a Content-Usage line is a
+#: structured-field parse, see _read_chunks), and so do long ones
+STEP_WORK = 1000
+#: characters of the file split into lines at a time (a step's share of a large
+#: file's one-off work: its line ends found, its long lines cut)
+STEP_CHARS = 32_768
+#: patterns joined, and freed, in one step at the end of a parse
+STEP_PATTERNS = 4096
 #: Google's reference parser keeps at most this many bytes of a line.
 MAX_LINE_BYTES = 16_663
 # A line this short cannot exceed MAX_LINE_BYTES in UTF-8 (4 bytes a character at most).
@@ -191,15 +200,16 @@ def reading(
     max_bytes: int = DEFAULT_PARSE_BYTES,
 ) -> Generator[None, None, Parsed]:
     """:func:`read` in steps (see :mod:`.steps`): each ``next()`` reads at
-    most :data:`STEP_LINES` lines; the :class:`Parsed` is the return value."""
+    most :data:`STEP_LINES` lines, and stops early after :data:`STEP_WORK`
+    of costlier ones; the :class:`Parsed` is the return value."""
     diags = DiagnosticLog()
     state = _start()
     chunks = iter(_chunks(body, content_type, max_bytes, diags))
     last = 0
     while True:
-        end = _read_chunks(islice(chunks, STEP_LINES), diags, state)
-        if end - last < STEP_LINES:  # fewer chunks than a step's (numbers only grow): the end
-            return _parsed(state, diags)
+        end, stopped = _read_chunks(islice(chunks, STEP_LINES), diags, state)
+        if not stopped and end - last < STEP_LINES:  # fewer chunks than a step's (numbers only grow): the end
+            return (yield from _parsed(state, diags))
         last = end
         yield
 
@@ -217,13 +227,30 @@ def _chunks(
         return _record_lines(text, diags)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if len(text) > _SAFE_LINE_CHARS and _has_long_line(text):
-        text = "\n".join([_cut_line(line, n, diags) for n, line in enumerate(text.split("\n"), 1)])
-    # A plain Disallow line's "\n" and key become "\r": each chunk is a line
-    # and the run of plain Disallow lines after it.
-    chunks = text.replace("\nDisallow: /", "\r/").split("\n")
-    chunks.append("")  # a last line, so that every run has a line after it
-    return enumerate(chunks, 1)
+    return _text_chunks(text, diags)
+
+
+def _text_chunks(text: str, diags: DiagnosticLog) -> Iterator[tuple[int, str]]:
+    """The numbered chunks of a text file, made :data:`STEP_CHARS` characters
+    of whole lines at a time (so that no step makes, or frees, those of the
+    whole file).  A plain Disallow line's "\\n" and key become "\\r": each
+    chunk is a line and the run of plain Disallow lines after it.  (The line
+    after a cut is read as a line of its own: the same record.)"""
+    number, start = 1, 0
+    while True:
+        cut = text.find("\n", start + STEP_CHARS) if len(text) - start > STEP_CHARS else -1
+        piece = text[start:cut] if cut >= 0 else text[start:]
+        if len(piece) > _SAFE_LINE_CHARS and _has_long_line(piece):
+            lines = piece.split("\n")
+            piece = "\n".join([_cut_line(line, n, diags) for n, line in enumerate(lines, number)])
+        chunks = piece.replace("\nDisallow: /", "\r/").split("\n")
+        if cut < 0:
+            chunks.append("")  # a last line, so that every run has a line after it
+            yield from enumerate(chunks, number)
+            return
+        yield from enumerate(chunks, number)
+        number += len(chunks)
+        start = cut + 1
 
 
 def _start() -> list[Any]:
@@ -232,10 +259,15 @@ def _start() -> list[Any]:
     return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0, None]
 
 
-def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> int:
+def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> tuple[int, bool]:
     """Read numbered ``chunks`` of lines and runs of plain Disallow lines,
     from and into ``state`` (so a file can be read a piece at a time); the
-    number of the last chunk read (0 for none).
+    number of the last chunk read (0 for none), and whether the reading
+    stopped before the end of ``chunks``, after :data:`STEP_WORK`.
+
+    A plain rule line costs nothing against that budget: its work is a few
+    string methods, and a step reads at most :data:`STEP_LINES` lines.  The
+    other records cost about their microseconds, more when long.
 
     A chunk is a line, then, after a "\\r", the values of the run of plain
     Disallow lines that follows it (without their key), "\\r"-separated.
@@ -257,6 +289,8 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
     fast_keys = _FAST_KEYS
     agent_cache = _AGENT_CACHE
     base = 0  # (chunks are numbered from 1)
+    spent = 0  # work done on lines other than plain rules (see STEP_WORK)
+    stopped = False
     for base, chunk in chunks:
         if run:
             first = base + skipped  # the line after the line read last
@@ -264,9 +298,9 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
             # than the character-by-character loop of a one-character count)
             n = run.count("\r/") + 1 if "\r" in run else 1
             skipped += n
+            spent += n >> 3  # (the string methods of a run cost about 0.1 us a line)
             if group is None:
-                for number in range(first, first + n):
-                    diags.add(number, "outside_group", _NAMES[DISALLOW])
+                diags.add_lines(first, n, "outside_group", _NAMES[DISALLOW])
             else:
                 in_agents = False
                 patterns.append(run)
@@ -289,7 +323,11 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
         kind = fast_keys.get(key) if colon else None
         if kind is None:
             kind, value = _slow_record(line, number, diags)
+            spent += 2 + (len(line) >> 7)
             if kind is None:
+                if spent >= STEP_WORK:
+                    stopped = True
+                    break
                 continue
         else:
             if "#" in value:
@@ -320,6 +358,7 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
                 group.agents.append(cached[0])
             else:
                 group.agents.append(_agent_token(value, number, diags))
+            spent += 2 + (len(value) >> 7)
         elif kind == SITEMAP:
             if value:
                 if "://" not in value:
@@ -330,33 +369,55 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
                 if preamble is None:
                     preamble = Group(0, 0)
                 _read_usage(preamble, CONTENT_SIGNAL - CONTENT_USAGE, value, number, diags)
+                spent += 32 + (len(value) >> 6)
             else:
                 diags.add(number, "outside_group", _NAMES[kind])
         elif kind == CRAWL_DELAY:
             delay = _crawl_delay(value, number, diags)
             if delay is not None and (group.crawl_delay is None or delay > group.crawl_delay):
                 group.crawl_delay = delay
+            spent += 3 + (len(value) >> 6)
         elif kind == REQUEST_RATE:
             rate = _request_rate(value, number, diags)
             if rate is not None and (group.request_rate is None or _slower(rate, group.request_rate)):
                 group.request_rate = rate
+            spent += 4 + (len(value) >> 6)
         else:  # Content-Usage, Content-Signal: a group's usage preferences
             _read_usage(group, kind - CONTENT_USAGE, value, number, diags)
+            spent += 32 + (len(value) >> 6)
+        if spent >= STEP_WORK:
+            stopped = True
+            break
     state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped, preamble
-    return base
+    return base, stopped
 
 
-def _parsed(state: list[Any], diags: DiagnosticLog) -> Parsed:
-    """The :class:`Parsed` file, once every chunk is read."""
+def _parsed(state: list[Any], diags: DiagnosticLog) -> Generator[None, None, Parsed]:
+    """The :class:`Parsed` file, once every chunk is read; the patterns of a
+    large file are joined (and the values freed) :data:`STEP_PATTERNS` at a
+    time, from the end."""
     patterns, rules, marks, groups, sitemaps, group = state[:6]
     preamble = state[10]
+    state.clear()
     if group is not None:
         group.end = rules
+    parts = []
+    while len(patterns) > STEP_PATTERNS:
+        parts.append(_joined(patterns[-STEP_PATTERNS:]))
+        del patterns[-STEP_PATTERNS:]
+        yield
+    parts.append(_joined(patterns))
+    joined = parts[0] if len(parts) == 1 else "\n".join(reversed(parts))
+    usage = preamble.usage if preamble is not None else None
+    return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None, usage)
+
+
+def _joined(patterns: list[str]) -> str:
+    """``patterns`` joined by "\\n", each run value cut at "#" and stripped."""
     joined = "\n".join(patterns)
     if "#" in joined or " " in joined or "\t" in joined:  # maybe a run value to cut
         joined = "\n".join([_cut_comments(p) if "#" in p or " " in p or "\t" in p else p for p in patterns])
-    usage = preamble.usage if preamble is not None else None
-    return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None, usage)
+    return joined
 
 
 def _cut_comments(values: str) -> str:

@@ -55,6 +55,15 @@ _DECODED = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED or c
 #: escapes decoded in the priority form: unreserved characters only
 _DECODED_CANON = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED}
 _OUTSIDE = re.compile("[" + re.escape(OUTSIDE_URI) + "]")
+_OUTSIDE_ALL_BYTES = OUTSIDE_URI.encode("ascii")
+_HIGH_BYTES = bytes(range(128, 256))
+#: a "%" that starts no escape; and an escape of an unreserved character, in either case of hex
+_BARE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_UNRESERVED_ESCAPE = re.compile(
+    "%(?:"
+    + "|".join(sorted({f"{c:02X}" for c in map(ord, _UNRESERVED)} | {f"{c:02x}" for c in map(ord, _UNRESERVED)}))
+    + ")"
+)
 #: the same characters as bytes but "\n", which separates a file's patterns
 _OUTSIDE_BYTES = OUTSIDE_URI.replace("\n", "").encode("ascii")
 
@@ -195,9 +204,40 @@ PREFIX = 0  # path.startswith(a)
 EXACT = 1  # path == a
 SUB = 2  # "a*b": path.startswith(a) and b occurs at or after n = len(a)
 SUB_END = 3  # "a*b$": path.startswith(a), path.endswith(b), len(path) >= n = len(a) + len(b)
-WILD = 4  # pieces a (a tuple) matched leftmost in order; b, the longest piece after
-#          the first, must occur in the path (a cheap test before the walk)
+WILD = 4  # pieces a (joined by WILDCARD) matched leftmost in order; b, the longest piece
+#          after the first, must occur in the path (a cheap test before the walk)
 WILD_END = 5  # as WILD, and the last piece ends the path
+#: what joins the pieces of a WILD rule: no normalised text holds it (it is not ASCII).  One
+#: string rather than a tuple: a compiled rule then holds only strings and numbers, and
+#: the garbage collector stops tracking it at once (a tuple inside a tuple is untracked one
+#: collection later, after the outer one has moved to an older generation: thousands of
+#: them started a full collection of a crawl's heap in the middle of a parse)
+WILDCARD = "\uffff"
+
+
+def octets(raw: str, outside: bool = True) -> int:
+    """``len(canonical(raw, outside))``, counted at C speed without making it:
+    the rule's priority.  (``canonical`` calls back into Python once per
+    escape: milliseconds for a long pattern of escapes or non-ASCII text.)
+
+    Non-ASCII characters become 3 characters per UTF-8 octet; an escape of an
+    unreserved character becomes 1; a ``%`` that starts no escape becomes 3
+    (``%25``); so does each character of :data:`OUTSIDE_URI` (all ASCII).  The
+    octets of non-ASCII characters are never hex digits, so the escapes of the
+    pattern as written are those of its encoded form."""
+    size = len(raw)
+    raw_bytes = None
+    if not raw.isascii():
+        raw_bytes = raw.encode("utf-8", "surrogatepass")
+        ascii_chars = len(raw_bytes.translate(None, _HIGH_BYTES))
+        size = ascii_chars + 3 * (len(raw_bytes) - ascii_chars)
+    if "%" in raw:
+        size += 2 * len(_BARE_PERCENT.findall(raw)) - 2 * len(_UNRESERVED_ESCAPE.findall(raw))
+    if outside:
+        if raw_bytes is None:
+            raw_bytes = raw.encode("ascii")
+        size += 2 * (len(raw_bytes) - len(raw_bytes.translate(None, _OUTSIDE_ALL_BYTES)))
+    return size
 
 
 def compile_pattern(raw: str, outside: bool = True) -> tuple[int, object, str, int, int]:
@@ -206,7 +246,7 @@ def compile_pattern(raw: str, outside: bool = True) -> tuple[int, object, str, i
     ``outside=False`` says the pattern holds no character of
     :data:`OUTSIDE_URI` (the caller has looked, for a whole file at once)."""
     plain = raw.isascii() and "%" not in raw  # most patterns: nothing to normalise
-    priority = len(raw) if plain and not (outside and _OUTSIDE.search(raw)) else len(canonical(raw, outside))
+    priority = len(raw) if plain and not (outside and _OUTSIDE.search(raw)) else octets(raw, outside)
     anchored = raw[-1] == "$"
     body = raw[:-1] if anchored else raw
     if "*" not in body:
@@ -215,6 +255,8 @@ def compile_pattern(raw: str, outside: bool = True) -> tuple[int, object, str, i
     if len(pieces) > 2:
         # Empty inner pieces (runs of '*') match anywhere: drop them.
         pieces = [pieces[0], *(p for p in pieces[1:-1] if p), pieces[-1]]
+    if pieces[-1] == "":
+        anchored = False  # "/a*$": the '*' reaches the end of any path, the '$' adds nothing
     if not anchored and pieces[-1] == "":
         pieces.pop()
         if len(pieces) == 1:
@@ -225,11 +267,13 @@ def compile_pattern(raw: str, outside: bool = True) -> tuple[int, object, str, i
             return SUB_END, a, b, len(a) + len(b), priority
         return SUB, a, b, len(a), priority
     needle = max(pieces[1:], key=len)
-    return (WILD_END if anchored else WILD), tuple(pieces), needle, 0, priority
+    return (WILD_END if anchored else WILD), WILDCARD.join(pieces), needle, 0, priority
 
 
-def wild_match(path: str, pieces: tuple[str, ...], anchored: bool) -> bool:
-    """Match ``pieces`` (a pattern split on ``*``) against ``path``."""
+def wild_match(path: str, joined: str, anchored: bool) -> bool:
+    """Match ``joined`` (a pattern's pieces, split on ``*``, joined by
+    :data:`WILDCARD`) against ``path``."""
+    pieces = joined.split(WILDCARD)
     first = pieces[0]
     if not path.startswith(first):
         return False

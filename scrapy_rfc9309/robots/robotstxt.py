@@ -9,20 +9,16 @@ literal prefix, so a check walks only the rules that could match.
 
 from __future__ import annotations
 
-import heapq
 import re
-from bisect import bisect_left
 from collections.abc import Generator, Iterable, Sequence
-from itertools import islice
-from operator import itemgetter
 from typing import Any
 
-from . import dots, patterns
+from . import dots, index, patterns
 from . import usage as _usage
 from . import usage_match as _usage_match
 from .decode import DEFAULT_PARSE_BYTES
 from .diagnostics import Diagnostic, DiagnosticLog
-from .parser import Group, Parsed, reading
+from .parser import Group, Parsed, _slower, reading
 from .steps import finish
 from .verdicts import (
     ALLOW_IMPLICIT,
@@ -44,24 +40,21 @@ _PREFIX, _EXACT, _SUB, _SUB_END, _WILD, _WILD_END = (
     patterns.WILD_END,
 )
 _RUN = 6  # a run of wildcard rules, see _folding()
-_MANY = 7  # a run with many distinct literals, looked up in the matcher's _LiteralIndex
 _PREFIXES = 8  # a run of plain prefix rules, see _folding()
 _ALLOWED, _DISALLOWED = Verdict.ALLOWED_EXPLICIT, Verdict.DISALLOWED_EXPLICIT
-_NOTHING: dict[Any, Any] = {}  # (never written)
 # Tuning: what each constant trades, and its measurements, are in docs/benchmarks_parser.md.
-#: characters of patterns compiled or filed in one step: a step's length against the number of steps
-_STEP_CHARS = 4096
-#: compiled rules sorted, placed or folded in one step, and the most rules in one run
-_STEP_ITEMS = 1024
-#: more generic rules than this: their run triples are made once for every bucket (a faster
-#: preparation of many buckets against a slower first check of a small file)
-_SHARE_GENERIC = 256
-#: distinct literals from which a run's are looked up by key: one pass over the path's
-#: substrings against one ``in`` per literal
-_MANY_LITERALS = 512
-#: the longest key of a literal (see _LiteralIndex): fewer literals per key against more
-#: substrings of the path to look up
-_KEY_CHARS = 4
+# (The work of a step is index.STEP_WORK, in the same units as _RULE_WORK.)
+#: the work of compiling one rule besides its characters (see _rule_work)
+_RULE_WORK = 24
+#: rule numbers filed under their bucket, or groups looked through, in one step (a few tenths
+#: of a microsecond each)
+_STEP_NUMBERS = 2048
+#: characters of the file's patterns split into rules in one step
+_STEP_SPLIT = 65_536
+#: a bucket of more rules than this is looked up through an index.Index, and so is every bucket
+#: when the rules that belong to every bucket are more than this; a smaller one is walked in
+#: priority order: the cost of a check is bounded by this many rules, against an index's cost
+_INDEX_LEAST = 64
 #: compiled buckets kept per matcher: a bound on memory (characters are many, paths use few)
 _MAX_BUCKETS = 512
 #: RobotsTxt.prepare compiles the buckets of at least this many rules (a smaller one compiles on
@@ -87,16 +80,22 @@ class _Matcher:
     Rules are bucketed by the character after their leading ``/``: a path
     can only match the rules of its own bucket, plus the "generic" rules
     whose literal prefix is shorter than two characters (``/*.pdf``,
-    ``*foo``), which are in every bucket.  Building the matcher only sorts
+    ``*foo``), which are in every bucket.  Setting the matcher up only files
     rule numbers into buckets; a bucket is compiled (patterns normalised,
     rules ordered by priority) on the first path that needs it.  A crawl of
     one site asks about a handful of buckets, so most rules of a large file
     are never compiled at all, and the first answer for an origin is cheap.
+
+    A bucket of a few rules is walked in priority order (runs of rules
+    folded, see :func:`_folding`); a larger one is looked up through an
+    :class:`.index.Index`, so that a check costs about the same whatever the number
+    of rules.  When the generic rules are many, they are one index of their
+    own, consulted beside the bucket's.
     """
 
     __slots__ = (
-        "_texts", "_marks", "_groups", "_shared", "_order", "_keys", "_moved", "_generic", "_decisions", "_outside",
-        "_literals",
+        "_texts", "_marks", "groups", "_own", "_moved", "_generic", "_everywhere", "_decisions", "_outside",
+        "_plain", "_literals",
         "buckets", "crawl_delay", "request_rate", "specific",
     )  # fmt: skip
 
@@ -107,161 +106,166 @@ class _Matcher:
         texts: list[str],
         marks: Sequence[int],
         outside: bool,
+        plain: bool = False,
     ) -> None:
         self.specific = specific
         self._texts, self._marks = texts, marks
-        self._groups = groups
+        #: the groups selected for the token
+        self.groups = groups
         # Whether some pattern holds a character outside the URI grammar
         # (patterns.OUTSIDE_URI): it counts 3 octets, so only then can a
         # rule's priority differ from its length as written.
         self._outside = outside
+        # Whether every pattern is ASCII without "%": the work of compiling
+        # a rule is then told by its length alone (see _rule_work).
+        self._plain = plain
         self._decisions: dict[int, Decision] = {}  # rule number -> Decision, made on its first win
-        self.buckets: dict[str, tuple[Any, ...]] = {}
-        self._shared: dict[Any, Any] = _NOTHING
-        #: the literals of the _MANY runs of every bucket, filed once for the whole matcher
-        self._literals = _LiteralIndex()
-        delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
-        self.crawl_delay = max(delays) if delays else None
-        rates = [g.request_rate for g in groups if g.request_rate is not None]
-        self.request_rate = max(rates, key=lambda r: r[1] / r[0]) if rates else None
+        #: a path's second character -> its bucket: a folded tuple (see _bucketing) or an index.Index
+        self.buckets: dict[str, Any] = {}
+        #: second character -> the numbers of the rules written "/" + that character..., in file order
+        self._own: dict[str, list[int]] = {}
+        #: the generic rules, in priority order, added to every walked bucket (when they are few)
+        self._generic: list[tuple[Any, ...]] = []
+        #: the generic rules, when they are many: one index, consulted beside every bucket
+        self._everywhere: index.Index | None = None
+        #: the literals of every index's crowded wildcard rules, filed once for the whole matcher
+        self._literals = index.LiteralIndex()
+        # the largest of the groups' (set while filing the rules)
+        self.crawl_delay: float | None = None
+        self.request_rate: tuple[int, float] | None = None
         self._moved: dict[str, list[tuple[Any, ...]]] = {}
 
     # Every building method is a generator of bounded steps (see :mod:`.steps`):
     # RobotsTxt.preparing runs them between event-loop turns, a check drains them.
     def setting_up(self) -> Generator[None, None, None]:
-        """Sort the rules into buckets and compile those every path needs;
+        """File the rules into buckets and compile those every path needs;
         run to its end before any other use."""
-        self._sort_rules()
-        yield
+        unsure, index_htm = yield from self._filing()
         early: list[tuple[Any, ...]] = []
-        unsure = self._unsure()
         if unsure:  # (each generator costs a little: none for nothing to do)
             yield from self._compiling(unsure, early)
-        index = self._index_rules()
-        if index:
+        if index_htm:
             compiled: list[tuple[Any, ...]] = []
-            yield from self._compiling(index, compiled)
-            early += [item for item in compiled if item[3][1] == "/"]
+            yield from self._compiling(index_htm, compiled)
+            early += [item for item in compiled if item[4] == "/"]
         generic: list[tuple[Any, ...]] = []
-        for start in range(0, len(early), _STEP_ITEMS):
-            if start:
-                yield
-            self._place(early[start : start + _STEP_ITEMS], generic)
-        if generic:
-            generic = yield from _sorting(generic)
-        self._generic = generic
-        if len(generic) > _SHARE_GENERIC:
-            shared: dict[Any, Any] = {}
-            for start in range(0, len(generic), _STEP_ITEMS):
-                yield
-                shared.update(_triples(generic[start : start + _STEP_ITEMS]))
-            self._shared = shared
+        step = index.STEP_ITEMS
+        for start in range(0, len(early), step):
             yield
-        self.buckets[""] = (
-            (yield from _bucketing(list(map(_entry, generic)), self._shared, self._literals))
-            if generic
-            else ((), [], [])
-        )
+            self._place(early[start : start + step], generic)
+        if generic:
+            generic = yield from index.sorting(generic)
+        if len(generic) > _INDEX_LEAST:
+            self._everywhere = yield from index.indexing(generic, self._literals)
+            self.buckets[""] = index.NO_RULES
+        else:
+            self._generic = generic
+            self.buckets[""] = _bucketing(list(map(index.entry_of, generic))) if generic else ((), [], [])
 
-    def _sort_rules(self) -> None:
-        # Rule numbers sorted by pattern as written: the rules of bucket "a"
-        # (patterns "/a...") are then one slice, found by bisection.
-        # Normalisation changes only escapes and non-ASCII characters, so
-        # any other second character is final.
-        groups, texts = self._groups, self._texts
-        numbers = range(groups[0].start, groups[0].end) if len(groups) == 1 else _numbers(groups)
-        order = sorted(numbers, key=texts.__getitem__)
-        self._order, self._keys = order, list(map(texts.__getitem__, order))
-
-    def _unsure(self) -> list[int]:
-        """The generic rules, and those whose bucket only compiling can tell
-        ("/%61" is in bucket "a", "/$" matches only "/"), compiled first:
-        everything outside "/" + an ASCII character other than "$%*"."""
-        order, keys = self._order, self._keys
-        spans = [("", "/\x00"), ("/$", "/&"), ("/*", "/+"), ("/\x80", None)]
-        return sorted(
-            i for lo, hi in spans for i in order[bisect_left(keys, lo) : bisect_left(keys, hi) if hi else None]
-        )
-
-    def _index_rules(self) -> list[int]:
-        """Google's "Allow: /index.htm..." also allows exactly "/", a generic entry."""
-        marks = self._marks
-        return [i for i in self._own("index.htm") if marks[i] & 1]
+    def _filing(self) -> Generator[None, None, tuple[list[int], list[int]]]:
+        """File the rule numbers of the pattern written ``/`` + an ASCII
+        character other than ``$%*`` under that character, in file order;
+        return the others, which only compiling can place ("/%61" is in
+        bucket "a", "/$" matches only "/", "/*x" is generic), and the numbers
+        of the rules "Allow: /index.htm...": Google's rule also allows exactly
+        "/", a generic rule."""
+        own, texts, marks = self._own, self._texts, self._marks
+        unsure: list[int] = []
+        index_htm: list[int] = []
+        count = 0
+        for group in self.groups:
+            delay, rate = group.crawl_delay, group.request_rate
+            if delay is not None and (self.crawl_delay is None or delay > self.crawl_delay):
+                self.crawl_delay = delay
+            if rate is not None and (self.request_rate is None or _slower(rate, self.request_rate)):
+                self.request_rate = rate
+            count += 1
+            for first in range(group.start, group.end, _STEP_NUMBERS):
+                last = min(first + _STEP_NUMBERS, group.end)
+                for i in range(first, last):
+                    raw = texts[i]
+                    char = raw[1:2]
+                    if raw[:1] == "/" and char and char < "\x80" and char not in "$%*":
+                        numbers = own.get(char)
+                        if numbers is None:
+                            own[char] = [i]
+                        else:
+                            numbers.append(i)
+                        if char == "i" and marks[i] & 1 and raw.startswith("/index.htm"):
+                            index_htm.append(i)
+                    else:
+                        unsure.append(i)
+                count += last - first
+                if count >= _STEP_NUMBERS:
+                    count = 0
+                    yield
+            if count >= _STEP_NUMBERS:  # (groups without rules)
+                count = 0
+                yield
+        return unsure, index_htm
 
     def _place(self, items: list[tuple[Any, ...]], generic: list[tuple[Any, ...]]) -> None:
         """Sort compiled ``items`` into the generic ones and those moved to a bucket."""
         moved = self._moved
         for item in items:
-            lead = _lead(item[3])
+            lead = index.lead(item[3], item[4])
             if len(lead) >= 2 and lead[0] == "/":
                 moved.setdefault(lead[1], []).append(item)
             else:
                 generic.append(item)
 
-    def _own(self, prefix: str) -> list[int]:
-        """The rules written as ``/`` + ``prefix`` + ..., in file order."""
-        keys, lo = self._keys, "/" + prefix
-        hi = lo[:-1] + chr(ord(lo[-1]) + 1)
-        return sorted(self._order[bisect_left(keys, lo) : bisect_left(keys, hi)])
-
     def _compiling(self, numbers: list[int], out: list[tuple[Any, ...]]) -> Generator[None, None, None]:
         """Add the items of the rules ``numbers`` to ``out``, in steps of
-        about ``_STEP_CHARS`` characters of patterns (a duplicate rule adds nothing)."""
-        seen: set[str] = set()
+        about ``index.STEP_WORK`` (a duplicate rule adds nothing)."""
+        seen: tuple[set[str], set[str]] = (set(), set())  # Disallow, Allow patterns added
         texts = self._texts
+        plain = self._plain
+        budget = index.STEP_WORK
         start, end = 0, len(numbers)
         while start < end:
             if start:
                 yield
-            stop, chars = start, 0
-            while stop < end and chars < _STEP_CHARS:
-                chars += len(texts[numbers[stop]])
+            stop, work = start, 0
+            while stop < end and work < budget:
+                raw = texts[numbers[stop]]
+                work += _RULE_WORK + (len(raw) >> 1) if plain else _rule_work(raw)
                 stop += 1
             self._compile(numbers[start:stop], out, seen)
             start = stop
 
-    def _compile(self, numbers: list[int], out: list[tuple[Any, ...]], seen: set[str]) -> None:
+    def _compile(self, numbers: list[int], out: list[tuple[Any, ...]], seen: tuple[set[str], set[str]]) -> None:
         """One step of :meth:`_compiling`; ``seen`` holds the patterns added before."""
         texts, marks = self._texts, self._marks
         add = out.append
         compile_pattern = patterns.compile_pattern
         outside = self._outside
-        entry: tuple[Any, ...]
         for i in numbers:
             raw, mark = texts[i], marks[i]
             allow = mark & 1
-            key = raw if allow else "\n" + raw  # one set for both kinds: "\n" is in no pattern
-            if key in seen:
+            added = seen[allow]
+            if raw in added:
                 continue
-            seen.add(key)
+            added.add(raw)
+            # Longest first; Allow before Disallow on equal length; then file order (see index).
             if raw.isascii() and "*" not in raw and "%" not in raw and raw[-1] != "$" and not outside:
-                entry, priority = (_PREFIX, raw, "", 0, i), len(raw)  # the common rule
+                add((-len(raw), 1 - allow, i, _PREFIX, raw, "", 0, i))  # the common rule
             else:
                 kind, a, b, n, priority = compile_pattern(raw, outside)
-                entry = (kind, a, b, n, i)
-            # Longest first; Allow before Disallow on equal length; then file order.
-            add((-priority, 1 - allow, i, entry))
+                add((-priority, 1 - allow, i, kind, a, b, n, i))
             if allow:
                 extra = _index_htm(raw)
                 if extra is not None:
                     kind, a, b, n, priority = compile_pattern(extra, outside)
-                    add((-priority, 0, i + 0.5, (kind, a, b, n, i)))
+                    add((-priority, 0, i + 0.5, kind, a, b, n, i))
 
     def preparing(self, least: int) -> Generator[None, None, None]:
         """Compile every bucket of at least ``least`` rules (its own, the
         moved and the generic ones) that no path has asked for yet, so that
         the first check of such a bucket only looks it up; in steps.  The
         buckets are those a check builds (:meth:`_building`)."""
-        keys = self._keys
         sizes = {char: len(items) for char, items in self._moved.items()}
-        # the own rules of each bucket: one slice of the sorted patterns each
-        at, end = bisect_left(keys, "/\x00"), bisect_left(keys, "/\x80")
-        while at < end:
-            char = keys[at][1]
-            stop = bisect_left(keys, "/" + chr(ord(char) + 1), at, end)
-            if char not in "$%*":  # their rules are all in _moved (as in _building)
-                sizes[char] = sizes.get(char, 0) + stop - at
-            at = stop
+        for char, numbers in self._own.items():
+            sizes[char] = sizes.get(char, 0) + len(numbers)
         generic = len(self._generic)
         for char in sorted(sizes):
             if char in self.buckets or len(self.buckets) >= _MAX_BUCKETS:
@@ -270,19 +274,24 @@ class _Matcher:
                 yield
                 yield from self._building(char)
 
-    def _building(self, char: str) -> Generator[None, None, tuple[Any, ...]]:
+    def _building(self, char: str) -> Generator[None, None, Any]:
         """The bucket of the rules a path whose second character is ``char``
         may match, kept (up to ``_MAX_BUCKETS``); in steps."""
         items: list[tuple[Any, ...]] = []
-        own = self._own(char) if char not in "$%*" else None
+        own = self._own.get(char)
         if own:
             yield from self._compiling(own, items)
         items += self._moved.get(char, ())
+        bucket: Any
         if items:
-            items += self._generic
+            if self._everywhere is None:
+                items += self._generic
             if len(items) > 1:
-                items = yield from _sorting(items)
-            bucket = yield from _bucketing(list(map(_entry, items)), self._shared, self._literals)
+                items = yield from index.sorting(items)
+            if self._everywhere is not None or len(items) > _INDEX_LEAST:
+                bucket = yield from index.indexing(items, self._literals)
+            else:
+                bucket = _bucketing(list(map(index.entry_of, items)))
         else:
             bucket = self.buckets[""]
         if len(self.buckets) < _MAX_BUCKETS:  # bounded: characters are many, paths use few
@@ -293,12 +302,16 @@ class _Matcher:
         bucket = self.buckets.get(path[1:2])
         if bucket is None:
             bucket = finish(self._building(path[1:2]))
+        if bucket.__class__ is not tuple:
+            i = self._look_up(bucket, path)
+            if i is None:
+                return ALLOW_IMPLICIT
+            return self._decided(i)
         prefixes, others, entries = bucket
         # Plain prefix rules are ruled out all at once; when none matches,
         # only the (few) wildcard and exact rules are left to try.
         if not prefixes or not path.startswith(prefixes):
             entries = others
-        present: set[str] | None = None  # the _MANY runs' literals in the path, found once
         for kind, a, b, n, i in entries:
             if kind == _SUB:
                 if path.startswith(a) and path.find(b, n) >= 0:
@@ -321,31 +334,52 @@ class _Matcher:
                 if path.startswith(a):
                     i = b[_first_prefix(path, a)]
                     break
-            elif kind == _MANY:
-                if present is None:
-                    present = self._literals.present(path)
-                if present and not present.isdisjoint(a):
-                    i = _first_in_run(path, b)
-                    if i is not None:
-                        break
             elif kind == _EXACT:
                 if path == a:
                     break
-            elif b in path and _matches(path, kind, a, b, n):
+            elif b in path and index.matches(path, kind, a, b, n):
                 break
         else:
             return ALLOW_IMPLICIT
-        # the winning rule's decision, made once, on its first win
+        return self._decided(i)
+
+    def _look_up(self, bucket: index.Index, path: str) -> int | None:
+        """The number of the rule that decides ``path``, from ``bucket`` and
+        the index of the generic rules; None when no rule matches."""
+        everywhere = self._everywhere
+        found = None
+        if bucket.needles or (everywhere is not None and everywhere.needles):
+            found = self._literals.present(path)
+        best = bucket.best(path, found)
+        if everywhere is not None:
+            other = everywhere.best(path, found)
+            if other is not None and (best is None or other < best):
+                best = other
+        return None if best is None else int(best[7])
+
+    def _decided(self, i: int) -> Decision:
+        """The winning rule's decision, made once, on its first win."""
         decision = self._decisions.get(i)
         if decision is None:
-            decision = self._decisions[i] = self._decision(i)
+            mark = self._marks[i]
+            if mark & 1:
+                decision = Decision(True, _ALLOWED, Rule(True, self._texts[i], mark >> 1))
+            else:
+                decision = Decision(False, _DISALLOWED, Rule(False, self._texts[i], mark >> 1))
+            self._decisions[i] = decision
         return decision
 
-    def _decision(self, i: int) -> Decision:
-        mark = self._marks[i]
-        if mark & 1:
-            return Decision(True, _ALLOWED, Rule(True, self._texts[i], mark >> 1))
-        return Decision(False, _DISALLOWED, Rule(False, self._texts[i], mark >> 1))
+
+def _rule_work(raw: str) -> int:
+    """The work of compiling the rule ``raw`` (units of ``index.STEP_WORK``): a
+    character costs little, an escape or a non-ASCII octet much more (each
+    is normalised by a call back into Python)."""
+    work = _RULE_WORK + (len(raw) >> 1)
+    if "%" in raw:
+        work += 8 * raw.count("%")
+    if not raw.isascii():
+        work += 3 * len(raw.encode("utf-8", "surrogatepass"))
+    return work
 
 
 def _first_prefix(path: str, prefixes: tuple[str, ...]) -> int:
@@ -357,66 +391,26 @@ def _first_in_run(path: str, rules: tuple[tuple[str, str, tuple[Any, Any, Any, A
     """The rule number of the first rule of a run that matches ``path``;
     ``rules`` holds ``(literal, prefix, rule)`` triples."""
     for needle, prefix, rule in rules:
-        if needle in path and path.startswith(prefix) and _matches(path, *rule[:4]):
+        if needle in path and path.startswith(prefix) and index.matches(path, *rule[:4]):
             return rule[4]
     return None
-
-
-def _matches(path: str, kind: int, a: Any, b: str, n: int) -> bool:
-    """Whether a wildcard rule (SUB, SUB_END, WILD, WILD_END) matches ``path``."""
-    if kind == _SUB:
-        return path.startswith(a) and path.find(b, n) >= 0
-    if kind == _SUB_END:
-        return path.endswith(b) and len(path) >= n and path.startswith(a)
-    return _wild_match(path, a, kind == _WILD_END)
 
 
 def _numbers(groups: list[Group]) -> list[int]:
     return [i for g in groups for i in range(g.start, g.end)]
 
 
-#: an item's sort key: ``(-priority, 1 - allow, rule number)``; and its entry
-_order = itemgetter(0, 1, 2)
-_entry = itemgetter(3)
-
-
-def _sorting(items: list[tuple[Any, ...]]) -> Generator[None, None, list[tuple[Any, ...]]]:
-    """``items`` sorted by priority, in steps: slices sorted one by one, then
-    merged a slice at a time."""
-    if len(items) <= _STEP_ITEMS:
-        items.sort(key=_order)
-        return items
-    parts = []
-    for start in range(0, len(items), _STEP_ITEMS):
-        yield
-        parts.append(sorted(items[start : start + _STEP_ITEMS], key=_order))
-    merged = heapq.merge(*parts, key=_order)
-    out: list[tuple[Any, ...]] = []
-    while len(out) < len(items):
-        yield
-        out.extend(islice(merged, _STEP_ITEMS // 2))  # merging costs more per item
-    return out
-
-
-def _bucketing(
-    entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex
-) -> Generator[None, None, tuple[Any, ...]]:
-    """``(prefixes, others, entries)``: the literals of the plain prefix rules
-    (for one ``str.startswith(tuple)`` test), the other rules, and all rules,
-    each list in priority order, runs of wildcard rules folded (``_folding``);
-    in steps of ``_STEP_ITEMS`` rules."""
-    plain: list[str] = []
-    others: list[Any] = []
-    for start in range(0, len(entries), _STEP_ITEMS):
-        if start:
-            yield
-        part = entries[start : start + _STEP_ITEMS]
-        plain += [a for kind, a, _, _, _ in part if kind == _PREFIX]
-        others += [e for e in part if e[0] != _PREFIX]
+def _bucketing(entries: list[Any]) -> tuple[Any, ...]:
+    """``(prefixes, others, entries)`` of a bucket of at most ``_INDEX_LEAST``
+    rules: the literals of the plain prefix rules (for one
+    ``str.startswith(tuple)`` test), the other rules, and all rules, each
+    list in priority order, runs folded (``_folding``)."""
+    plain = [a for kind, a, _, _, _ in entries if kind == _PREFIX]
+    others = [e for e in entries if e[0] != _PREFIX]
     if others:
-        others = yield from _folding(others, shared, index)
+        others = _folding(others)
     if others or len(plain) > 1:  # (else there is nothing to fold)
-        entries = yield from _folding(entries, shared, index)
+        entries = _folding(entries)
     return tuple(plain), others, entries
 
 
@@ -426,49 +420,29 @@ def _needle(rule: tuple[Any, ...]) -> str:
     return rule[2] if kind == _SUB or kind == _SUB_END or kind >= _WILD else ""
 
 
-def _lead(rule: tuple[Any, ...]) -> str:
-    """The literal a path matching the rule starts with."""
-    return str(rule[1] if rule[0] <= _SUB_END else rule[1][0])
-
-
-def _triples(items: list[tuple[Any, ...]]) -> dict[Any, Any]:
-    """``{rule: (literal, lead, rule)}`` for the wildcard rules of compiled ``items``."""
-    return {e: (_needle(e), _lead(e), e) for e in map(_entry, items) if _needle(e)}
-
-
-def _folding(entries: list[Any], shared: dict[Any, Any], index: _LiteralIndex) -> Generator[None, None, list[Any]]:
-    """Fold runs of wildcard rules (real files have them by the hundred, such
+def _folding(entries: list[Any]) -> list[Any]:
+    """Fold runs of wildcard rules (real files have them by the dozen, such
     as ``/*?*sessionid=``) into one entry that is skipped at C speed when the
     path holds none of their literals, and runs of plain prefix rules into
-    one entry tested with one ``str.startswith(tuple)``; in steps of
-    ``_STEP_ITEMS`` rules.  A run holds at most ``_STEP_ITEMS`` rules
-    (consecutive runs answer as one would).  ``shared`` holds ready
-    ``(literal, lead, rule)`` triples of the rules that are in every bucket."""
+    one entry tested with one ``str.startswith(tuple)``."""
     out: list[Any] = []
     run: list[Any] = []  # wildcard rules
     plain: list[Any] = []  # plain prefix rules
-    for start in range(0, len(entries), _STEP_ITEMS):
-        if start:
-            yield
-        for entry in entries[start : start + _STEP_ITEMS]:
-            wild = _needle(entry)
-            prefix = not wild and entry[0] == _PREFIX
-            if plain and (not prefix or len(plain) == _STEP_ITEMS):
-                _flush_prefixes(plain, out)
-            if run and (not wild or len(run) == _STEP_ITEMS):
-                many = _flush(run, shared, out)
-                if many:
-                    yield from index.adding(many)
-            if wild:
-                run.append(entry)
-            elif prefix:
-                plain.append(entry)
-            else:
-                out.append(entry)
+    for entry in entries:
+        wild = _needle(entry)
+        prefix = not wild and entry[0] == _PREFIX
+        if plain and not prefix:
+            _flush_prefixes(plain, out)
+        if run and not wild:
+            _flush(run, out)
+        if wild:
+            run.append(entry)
+        elif prefix:
+            plain.append(entry)
+        else:
+            out.append(entry)
     _flush_prefixes(plain, out)
-    many = _flush(run, shared, out)
-    if many:
-        yield from index.adding(many)
+    _flush(run, out)
     return out
 
 
@@ -481,107 +455,16 @@ def _flush_prefixes(plain: list[Any], out: list[Any]) -> None:
     plain.clear()
 
 
-def _flush(run: list[Any], shared: dict[Any, Any], out: list[Any]) -> tuple[str, ...]:
-    """Add the waiting wildcard rules to ``out``: as one run entry, or one by
-    one; the literals of a run with many of them, to file in the matcher's
-    :class:`_LiteralIndex` (else none)."""
-    many: tuple[str, ...] = ()
+def _flush(run: list[Any], out: list[Any]) -> None:
+    """Add the waiting wildcard rules to ``out``: as one run entry, or one."""
     if len(run) > 1:
-        if shared:  # the generic rules' triples, made once for every bucket
-            rules = tuple([shared.get(rule) or (_needle(rule), _lead(rule), rule) for rule in run])
-            needles: Sequence[str] = [rule[0] for rule in rules]
-        else:
-            needles = tuple(map(_needle, run))
-            rules = tuple(zip(needles, map(_lead, run), run))
+        needles = tuple(map(_needle, run))
+        rules = tuple([(needle, index.lead(e[0], e[1]), e) for needle, e in zip(needles, run)])
         # each literal once: a run of "/a/*/page$", "/b/*/page$"... looks for "/page" once
-        distinct = tuple(dict.fromkeys(needles))
-        if len(distinct) >= _MANY_LITERALS:
-            many = distinct
-            out.append((_MANY, distinct, rules, 0, None))
-        else:
-            out.append((_RUN, distinct, rules, 0, None))
+        out.append((_RUN, tuple(dict.fromkeys(needles)), rules, 0, None))
     else:
         out.extend(run)
     run.clear()
-    return many
-
-
-class _LiteralIndex:
-    """The literals of a matcher's runs with many of them, each filed under one
-    short key: its rarest substring of :data:`_KEY_CHARS` characters (of its
-    own length when shorter) among the literals filed in the same step.
-
-    Asking ``literal in path`` of each literal costs (literals x path): tens
-    of milliseconds for one check of a 2 KB path against 10,000 literals.  A
-    literal can only be in the path if its key is, so the path's own
-    substrings of each key length are looked up instead (a few times the
-    path's length, once per check), and only the literals filed under them
-    are searched for.  The rarest substring keeps a literal's key apart from
-    the others' even when they share a part (``a1/page``, ``a2/page``...).
-
-    One index per matcher: the rules that belong to every bucket are filed
-    once, not once per bucket, and a bucket built later adds only its new
-    literals.  Strings only (``str`` to ``str``): nothing for the garbage
-    collector to walk."""
-
-    __slots__ = ("keys", "known", "lengths")
-
-    def __init__(self) -> None:
-        #: key -> its literals, joined by "\n" (which no pattern holds)
-        self.keys: dict[str, str] = {}
-        self.known: set[str] = set()
-        self.lengths: list[int] = []
-
-    def adding(self, literals: Sequence[str]) -> Generator[None, None, None]:
-        """File the ``literals`` not filed yet, in steps of about ``_STEP_CHARS``
-        characters: each step counts the substrings of its literals and files
-        each under its rarest one among them.  Checks between the steps find
-        the literals filed before."""
-        known, keys, lengths = self.known, self.keys, self.lengths
-        new = [literal for literal in literals if literal not in known]
-        start = 0
-        while start < len(new):
-            if start:
-                yield
-            stop, chars = start, 0
-            while stop < len(new) and chars < _STEP_CHARS:
-                chars += len(new[stop])
-                stop += 1
-            batch = new[start:stop]
-            grams = [_grams(literal) for literal in batch]
-            counts: dict[str, int] = {}
-            for some in grams:
-                for gram in some:
-                    counts[gram] = counts.get(gram, 0) + 1
-            for literal, some in zip(batch, grams):
-                key = min(some, key=counts.__getitem__)
-                filed = keys.get(key)
-                keys[key] = literal if filed is None else filed + "\n" + literal
-                if len(key) not in lengths:
-                    lengths.append(len(key))
-            known.update(batch)
-            start = stop
-
-    def present(self, path: str) -> set[str]:
-        """The literals that ``path`` holds."""
-        found: set[str] = set()
-        keys = self.keys
-        for length in self.lengths:
-            for gram in {path[i : i + length] for i in range(len(path) - length + 1)}:
-                filed = keys.get(gram)
-                if filed is None:
-                    continue
-                for literal in filed.split("\n") if "\n" in filed else (filed,):
-                    if literal in path:
-                        found.add(literal)
-        return found
-
-
-def _grams(literal: str) -> list[str]:
-    """The substrings of ``literal`` that may be its key (see :class:`_LiteralIndex`),
-    each once, in order (so that ties go the same way in every process)."""
-    size = min(_KEY_CHARS, len(literal))
-    return list(dict.fromkeys(literal[i : i + size] for i in range(len(literal) - size + 1)))
 
 
 def _index_htm(raw: str) -> str | None:
@@ -590,6 +473,38 @@ def _index_htm(raw: str) -> str | None:
     if slash >= 0 and raw.startswith("/index.htm", slash):
         return raw[: slash + 1] + "$"
     return None
+
+
+def _splitting(joined: str) -> Generator[None, None, list[str]]:
+    """``joined.split("\\n")``, about ``_STEP_SPLIT`` characters a step."""
+    out: list[str] = []
+    start = 0
+    while True:
+        cut = joined.find("\n", start + _STEP_SPLIT)
+        if cut < 0:
+            out += joined[start:].split("\n")
+            return out
+        out += joined[start:cut].split("\n")
+        start = cut + 1
+        yield
+
+
+def _selecting_groups(groups: list[Group], token: str) -> Generator[None, None, tuple[list[Group], bool]]:
+    """:func:`_select` in steps (a file may hold tens of thousands of groups)."""
+    own: list[Group] = []
+    star: list[Group] = []
+    work = 0
+    for group in groups:
+        agents = group.agents
+        if token in agents:
+            own.append(group)
+        elif "*" in agents:
+            star.append(group)
+        work += 4 + len(agents)
+        if work >= _STEP_NUMBERS:
+            work = 0
+            yield
+    return (own, True) if own else (star, False)
 
 
 class RobotsTxt:
@@ -756,13 +671,16 @@ class RobotsTxt:
             matchers = self._matchers = {}
         matcher = matchers.get(token)
         if matcher is None:
-            groups, specific = _select(self._groups, token)
+            groups, specific = yield from _selecting_groups(self._groups, token)
             yield
+            joined = self._patterns
             if groups:
-                texts, outside = self._patterns.split("\n"), patterns.any_outside(self._patterns)
+                texts = yield from _splitting(joined)
+                yield
+                outside, plain = patterns.any_outside(joined), joined.isascii() and "%" not in joined
             else:
-                texts, outside = [], False
-            matcher = _Matcher(groups, specific, texts, self._marks, outside)
+                texts, outside, plain = [], False, True
+            matcher = _Matcher(groups, specific, texts, self._marks, outside, plain)
             yield
             yield from matcher.setting_up()
             matcher = matchers.setdefault(token, matcher)  # usable from now on

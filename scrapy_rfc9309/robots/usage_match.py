@@ -22,7 +22,7 @@ as a file of one does.
 Wildcard rules (``*``, or ``$`` after one) are filed by the literal they
 start with and tried in priority order; a place with many of them files
 them by the literal every path they match holds, found with the access
-matcher's :class:`~.robotstxt._LiteralIndex`.  Rules of one priority and
+matcher's :class:`~.robotstxt.LiteralIndex`.  Rules of one priority and
 one meaning stop at the first that matches: the others would only name more
 lines.  (A file can still make a request try many wildcard rules that all
 need one literal the path holds and then fail, as it can for Allow/Disallow.)
@@ -38,12 +38,14 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from . import patterns
+from .index import LiteralIndex
+from .index import lead as _lead
 from .steps import finish
 from .usage import CONTENT_SIGNAL, UNKNOWN, Usage, UsageRule, combine, statement, stating
 
 if TYPE_CHECKING:
     from .parser import Group
-    from .robotstxt import RobotsTxt, _LiteralIndex
+    from .robotstxt import RobotsTxt
 
 #: characters of a path per node: the rests looked up in a node (up to this many
 #: lengths) against the nodes of a long literal
@@ -123,13 +125,11 @@ class _Wild:
         self.runs: list[_Run] = _runs(entries)
         self.top = max(entry.priority for entry in entries)  # the highest priority
         self.by_literal: dict[str, list[_Run] | _Entry] | None = None
-        self.index: _LiteralIndex | None = None
+        self.index: LiteralIndex | None = None
 
     @classmethod
     def filing(cls, entries: list[_Entry]) -> Generator[None, None, _Wild]:
         """Many entries, filed by their literal, in steps."""
-        from .robotstxt import _LiteralIndex  # (robotstxt imports this module)
-
         wild = cls(entries[:1])
         wild.top = max(entry.priority for entry in entries)
         by: dict[str, list[_Entry]] = {}
@@ -148,7 +148,7 @@ class _Wild:
                 yield
         always = filed.pop("", [])  # ("/a*$" needs no literal: tried for every path)
         wild.runs = [always] if isinstance(always, _Entry) else always
-        wild.index = _LiteralIndex()
+        wild.index = LiteralIndex()
         yield from wild.index.adding(list(filed))
         wild.by_literal = filed
         return wild
@@ -377,7 +377,7 @@ def building(
         if kind == _EXACT:
             exact[entry.a] = entry
             continue
-        lead = entry.a if kind <= _SUB_END else entry.a[0]
+        lead = _lead(kind, entry.a)
         work += len(lead) // _CHUNK
         node, rest = matcher._node_of(lead)
         if kind == _PREFIX:

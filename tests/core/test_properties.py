@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from test_dots import _rfc3986_5_2_4  # the section's own algorithm (tests/core is on sys.path)
 
 from scrapy_rfc9309 import Decision, RobotsTxt, Verdict, parse
-from scrapy_rfc9309.robots import robotstxt
+from scrapy_rfc9309.robots import index, robotstxt
 from scrapy_rfc9309.robots.parser import read
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -481,27 +481,34 @@ def test_invalid_tokens_fail_whatever_the_file(token: str) -> None:
             robots.check("/", token)
 
 
-# -- runs with many distinct literals (robotstxt._Literals) --------------------------------------
+# -- rules looked up through an index (robots.index) -----------------------------------------
 @contextlib.contextmanager
-def literals_from(many: int, key_chars: int):
-    """Runs of wildcard rules take the keyed path from ``many`` distinct literals."""
-    saved = robotstxt._MANY_LITERALS, robotstxt._KEY_CHARS
-    robotstxt._MANY_LITERALS, robotstxt._KEY_CHARS = many, key_chars
+def literals_from(lead_rules: int, key_chars: int):
+    """Every bucket is an index; more than ``lead_rules`` wildcard rules with
+    one start are filed under their rarest literal, keyed by ``key_chars``."""
+    saved = robotstxt._INDEX_LEAST, index.LEAD_RULES, index.KEY_CHARS
+    robotstxt._INDEX_LEAST, index.LEAD_RULES, index.KEY_CHARS = 0, lead_rules, key_chars
     try:
         yield
     finally:
-        robotstxt._MANY_LITERALS, robotstxt._KEY_CHARS = saved
+        robotstxt._INDEX_LEAST, index.LEAD_RULES, index.KEY_CHARS = saved
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=path_and_rules(), extra=st.lists(rule, min_size=4, max_size=12), key_chars=st.integers(1, 5))
-def test_runs_found_through_keys_agree_with_naive_reference(case, extra, key_chars: int) -> None:
-    """Every run of wildcard rules takes the keyed path (threshold 2), whatever
-    the key length: the answers are those of the reference."""
+@given(
+    case=path_and_rules(),
+    extra=st.lists(rule, min_size=4, max_size=12),
+    key_chars=st.integers(1, 5),
+    lead_rules=st.sampled_from([0, 1, 8]),
+)
+def test_indexed_rules_agree_with_naive_reference(case, extra, key_chars: int, lead_rules: int) -> None:
+    """Every bucket is looked up through an index, the wildcard rules filed
+    by their start or (all of them, or those sharing a start) by their
+    rarest literal, whatever the key length: the answers are the reference's."""
     path, rules = case
     rules = rules + extra
     body = "User-agent: *\n" + "".join(f"{'Allow' if a else 'Disallow'}: {p}\n" for a, p in rules)
-    with literals_from(2, key_chars):
+    with literals_from(lead_rules, key_chars):
         robots = parse(body)
         for u in (path, path + "x", path[:-1] or "/"):
             _compare(robots, rules, u, "ExampleBot")

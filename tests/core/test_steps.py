@@ -23,14 +23,15 @@ from pathlib import Path
 import pytest
 
 from scrapy_rfc9309 import Decision, RobotsTxt, parse
-from scrapy_rfc9309.robots import parser, robotstxt
+from scrapy_rfc9309.robots import index, parser, robotstxt, usage_match
 from scrapy_rfc9309.robots.steps import PAUSED, finish, run
+from scrapy_rfc9309.robots.usage import Usage
 
 TOKEN = "ExampleBot"
 LETTERS = string.ascii_letters + string.digits
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("RFC9309_CORPUS") or REPO_ROOT.parent / "shared" / "corpus") / "robots"
-_RULE = re.compile(rb"^[ \t]*(?:dis)?allow[ \t]*:[ \t]*(\S+)", re.IGNORECASE | re.MULTILINE)
+_RULE = re.compile(rb"^[ \t]*(?:(?:dis)?allow|content-usage)[ \t]*:[ \t]*(\S+)", re.IGNORECASE | re.MULTILINE)
 
 
 # -- the files --------------------------------------------------------------------------------
@@ -77,6 +78,27 @@ def hostile_files(many: int = 20_000) -> dict[str, bytes]:
             "User-agent: *\n"
             + "".join(f"Disallow: /%{ord(LETTERS[i % 26]):02X}{i}\nAllow: /caf\u00e9{i}$\n" for i in range(many // 10))
         ).encode(),
+        # issue 30: distinct wildcard rules; starts shared by many wildcard rules; exact rules
+        "distinct wildcard rules": (
+            "User-agent: *\n"
+            + "".join(
+                f"{('Allow', 'Disallow')[i % 2]}: /{(i * 7919) % 1_000_003}/*{('', '$', '.php')[i % 3]}\n"
+                for i in range(many)
+            )
+        ).encode()[:512_000],
+        "wildcard rules sharing their start, exact rules": (
+            "User-agent: *\n"
+            + "".join(f"Disallow: /*/page*{i}$\nAllow: /s*{i % 97}*{i}\nDisallow: /e{i}$\n" for i in range(many // 3))
+        ).encode()[:512_000],
+        "Content-Usage rules and Content-Signal lines": (
+            "User-agent: *\nDisallow: /private\n"
+            + "Content-Signal: search=yes, ai-train=no\n" * (many // 20)
+            + "".join(
+                f"Content-Usage: /{LETTERS[i % 62]}{i % 50}{'*' * (i % 3)}{'$' if i % 7 == 0 else ''} "
+                f"train-ai={'yn'[i % 2]}, search={'yn'[i % 3 == 0]}\n"
+                for i in range(many // 2)
+            )
+        ).encode()[:512_000],
     }
 
 
@@ -113,10 +135,17 @@ def decided(decision: Decision) -> tuple[object, ...]:
     return decision.allowed, decision.verdict, decision.rule  # (Rule compares by value)
 
 
+def stated(usage: Usage) -> tuple[object, ...]:
+    """The values, and the sources in line order (see test_usage.py: an index
+    combines the rules of one pattern first)."""
+    return dict(usage), {c: sorted(usage.sources[c], key=lambda s: s.line) for c in usage.sources}
+
+
 def answers(robots: RobotsTxt, paths: list[str]) -> list[object]:
     out: list[object] = []
     for token in (TOKEN, "other", "Googlebot"):
         out += [decided(robots.check(path, token)) for path in paths]
+        out += [stated(robots.usage("https://example.com" + path, token)) for path in paths]
         out += [robots.crawl_delay(token), robots.request_rate(token), robots.applies_specifically(token)]
     return out
 
@@ -132,10 +161,17 @@ def tiny_steps(monkeypatch: pytest.MonkeyPatch):
 
     def apply() -> None:
         monkeypatch.setattr(parser, "STEP_LINES", 3)
-        monkeypatch.setattr(robotstxt, "_STEP_CHARS", 7)
-        monkeypatch.setattr(robotstxt, "_STEP_ITEMS", 9)
-        monkeypatch.setattr(robotstxt, "_SHARE_GENERIC", 1)
-        monkeypatch.setattr(robotstxt, "_MANY_LITERALS", 3)  # the literal index too
+        monkeypatch.setattr(parser, "STEP_WORK", 5)
+        monkeypatch.setattr(parser, "STEP_CHARS", 40)
+        monkeypatch.setattr(parser, "STEP_PATTERNS", 3)
+        monkeypatch.setattr(index, "STEP_WORK", 7)
+        monkeypatch.setattr(index, "STEP_ITEMS", 9)
+        monkeypatch.setattr(robotstxt, "_STEP_NUMBERS", 5)
+        monkeypatch.setattr(robotstxt, "_STEP_SPLIT", 11)
+        monkeypatch.setattr(robotstxt, "_INDEX_LEAST", 2)  # indexes everywhere, crowded starts too
+        monkeypatch.setattr(index, "LEAD_RULES", 1)
+        monkeypatch.setattr(usage_match, "_MANY_WILD", 2)  # usage rules filed by literal too
+        monkeypatch.setattr(usage_match, "_STEP_RULES", 3)
 
     return apply
 

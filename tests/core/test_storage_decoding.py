@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import time
 import zlib
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309.fetch import ContentDecodingError, cut_body, decode_content
+from scrapy_rfc9309.fetch import COUNT_LIMIT, MAX_MEMBERS, ContentDecodingError, cut_body, decode_content
 from scrapy_rfc9309.storage import LruDict, MemoryStorage, RobotsEntry
 
 
@@ -74,10 +75,36 @@ def test_decode_gzip_deflate_and_layers():
 
 
 def test_decode_is_bounded_and_counts_what_it_cut():
-    bomb = gzip.compress(b"#" * 5_000_000)
-    body, total = decode_content(bomb, [b"gzip"], 100_000)
+    near = gzip.compress(b"#" * (100_000 + COUNT_LIMIT))
+    body, total = decode_content(near, [b"gzip"], 100_000)
     assert 100_000 < len(body) <= 100_001
-    assert total == 5_000_000
+    assert total == 100_000 + COUNT_LIMIT  # all of it: within the count's reach
+
+
+def test_a_bomb_is_counted_only_a_little_past_the_limit():
+    # Counting what a bomb would decode to is decoding it, on the crawl's loop
+    # (64 MiB: about 150 ms): the count stops COUNT_LIMIT bytes past the limit,
+    # a lower bound ("at least N bytes" in the log line and the stats).
+    bomb = gzip.compress(b"#" * 5_000_000)
+    started = time.process_time()
+    body, total = decode_content(bomb, [b"gzip"], 100_000)
+    took = time.process_time() - started
+    assert 100_000 < len(body) <= 100_001
+    assert total == 100_001 + COUNT_LIMIT < 5_000_000
+    assert took < 0.1  # about 1 ms; the bound only catches decoding the whole bomb again
+
+
+def test_a_body_of_many_members_is_refused_at_once():
+    # 28,000 empty gzip members in 560 KB: each member costs a decoder, and the
+    # rest of the body was copied once per member (200 ms on the loop)
+    many = gzip.compress(b"") * 28_000
+    started = time.process_time()
+    with pytest.raises(ContentDecodingError, match=f"more than {MAX_MEMBERS} compressed members"):
+        decode_content(many, [b"gzip"], 512_000)
+    assert time.process_time() - started < 0.05
+    # as many as a real server concatenates decode as before
+    few = b"".join(gzip.compress(b"Disallow: /%d\n" % i) for i in range(MAX_MEMBERS))
+    assert decode_content(few, [b"gzip"], 512_000)[0] == b"".join(b"Disallow: /%d\n" % i for i in range(MAX_MEMBERS))
 
 
 def test_a_cut_stream_decodes_to_what_arrived():
