@@ -409,6 +409,101 @@ def goal(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
     return ["", *lines]
 
 
+# -- instructions: what the machine's load cannot move ------------------------------------
+#: seconds a crawl may take under valgrind (about 15 to 30 times slower)
+VALGRIND_TIMEOUT = 3600.0
+
+
+def instructions(
+    origins: int,
+    pages: int,
+    latency: float,
+    configs: tuple[str, ...],
+    baseline: Path | None = None,
+    robots_lines: int | None = None,
+    not_found_share: float = 0.0,
+    repeats: int = 1,
+    baseline_only: tuple[str, ...] = (),
+) -> list[str]:
+    """Each configuration's crawl under ``valgrind --tool=cachegrind --cache-sim=no``:
+    the instructions the crawling process executed, which do not depend on how busy
+    the machine is.  Each configuration crawls ``origins`` origins and, to take its
+    start-up and close out, one origin; the difference per origin is its cost of an
+    origin.  Timeouts are raised to 600 s (everything runs 15-30x slower)."""
+    if shutil.which("valgrind") is None:
+        return ["(valgrind is not installed: no instruction counts)"]
+    if baseline is not None:
+        configs = configs + tuple(
+            f"{c}@base" for c in configs if c not in ("none", "builtin") and (not baseline_only or c in baseline_only)
+        )
+    body, described = robots_body(default_corpus())
+    body, cut = shortened(body, robots_lines)
+    every = not_found_every(not_found_share)
+    counted: dict[str, list[float]] = {c: [] for c in configs}
+    with tempfile.TemporaryDirectory(prefix="broad-instr-") as tmp, web(0, body, 0.0, origins, latency, every) as ports:
+        urls = broad_urls(ports["hosts"], pages)
+        store = Redis(Path(tmp), cpus()[1]) if any(c.startswith("redis") for c in configs) else None
+        try:
+            for number in range(repeats):
+                for config in configs:
+                    store_kind = config.split("@")[0]
+                    total = []
+                    for size, crawl in ((origins, urls), (1, urls[:pages])):
+                        print(f"instructions {number + 1}/{repeats}: {config}, {size} origins ...", file=sys.stderr)
+                        extra: dict[str, Any] = {"DOWNLOAD_TIMEOUT": 600}
+                        if config not in ("none", "builtin"):
+                            extra["RFC9309_FETCH_TIMEOUT"] = 600
+                        if store_kind == "sqlite":
+                            extra["RFC9309_STORAGE"] = f"sqlite://{Path(tmp) / f'i-{number}-{size}-{config}.sqlite'}"
+                        elif store_kind == "redis":
+                            assert store is not None
+                            store.client.flushall()
+                            extra["RFC9309_STORAGE"] = store.url
+                        worker = {
+                            "mode": config if config in ("none", "builtin") else "plugin",
+                            "store": store_kind,
+                            "passes": [crawl],
+                            "control": ports["control"],
+                            "concurrency": CONCURRENCY,
+                            "per_domain": PER_DOMAIN,
+                            "first_page": True,
+                            "settings": extra,
+                        }
+                        out = Path(tmp) / "cachegrind.out"
+                        prefix = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}"]
+                        root = baseline if config.endswith("@base") and baseline is not None else ROOT
+                        run_worker(worker, root, prefix, VALGRIND_TIMEOUT)
+                        summary = next(line for line in out.read_text().splitlines() if line.startswith("summary:"))
+                        total.append(float(summary.split()[1]))
+                    counted[config].append((total[0] - total[1]) / (origins - 1))
+        finally:
+            if store is not None:
+                store.stop()
+    builtin = counted.get("builtin")
+    memory = counted.get("memory")
+    out_lines = [
+        f"### Instructions per origin: {origins:,} origins x {pages} pages, under valgrind\n",
+        f"robots.txt: {described}{', ' + cut if cut else ''}. The crawling process's instructions (cachegrind's "
+        f"Ir, the whole process) for {origins:,} origins less those for 1 origin, per origin; {repeats} run(s) "
+        "each, median [range]. The machine's load does not move these.\n",
+        "| robots.txt handling | instructions per origin | vs built-in | - memory store |",
+        "|---|---:|---:|---:|",
+    ]
+    for config, values in counted.items():
+        per = statistics.median(values)
+        versus = f"{per / statistics.median(builtin):.3f}" if builtin else "-"
+        over = (
+            f"{(per - statistics.median(memory)) / statistics.median(builtin):+.3f}"
+            if builtin and memory and config != "memory"
+            else "-"
+        )
+        out_lines.append(
+            f"| {label_of(config)} | {per / 1e6:,.2f} M [{min(values) / 1e6:,.2f} - {max(values) / 1e6:,.2f}] "
+            f"| {versus} | {over} |"
+        )
+    return out_lines
+
+
 def run(
     rounds: int,
     origins: int = 2000,
@@ -460,7 +555,21 @@ def main() -> None:
     ap.add_argument("--calls", action="store_true", help="one more, untimed crawl of each counting function calls")
     ap.add_argument("--save", type=Path, help="write every round's numbers to this JSON file")
     ap.add_argument("--load", type=Path, help="print the tables of a file --save wrote, measuring nothing")
+    ap.add_argument(
+        "--instructions",
+        type=int,
+        metavar="RUNS",
+        help="count each configuration's instructions under valgrind (RUNS runs each) instead of timing rounds",
+    )
     args = ap.parse_args()
+    if args.instructions:
+        configs = tuple(c for c in CONFIGS + EXTRA_CONFIGS if (c in args.only if args.only else c in CONFIGS))
+        lines = instructions(
+            args.origins, args.pages, args.latency, configs, args.baseline, args.robots_lines, args.not_found_share,
+            args.instructions, tuple(args.baseline_only or ()),
+        )  # fmt: skip
+        print("\n".join(lines))
+        return
     if args.load:
         print("\n".join(table(json.loads(args.load.read_text()))))
         return

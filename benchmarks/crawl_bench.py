@@ -190,10 +190,13 @@ def web(
                 server.wait()
 
 
-def run_worker(config: dict[str, Any], root: Path = ROOT) -> dict[str, Any]:
+def run_worker(
+    config: dict[str, Any], root: Path = ROOT, prefix: list[str] | None = None, timeout: float = WORKER_TIMEOUT
+) -> dict[str, Any]:
     """One crawl in a fresh interpreter; its JSON result.  ``root``: another
     checkout (with these benchmark files in its ``benchmarks/``) whose
-    scrapy_rfc9309 the crawl runs, to set an older version beside this one."""
+    scrapy_rfc9309 the crawl runs, to set an older version beside this one.
+    ``prefix``: a command the interpreter runs under (valgrind)."""
     env = dict(os.environ)
     here = root / "benchmarks"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), str(here), env.get("PYTHONPATH")]))
@@ -201,8 +204,8 @@ def run_worker(config: dict[str, Any], root: Path = ROOT) -> dict[str, Any]:
         json.dump({"user_agent": USER_AGENT, **config}, handle)
     try:
         done = subprocess.run(
-            [sys.executable, str(here / "crawl_bench.py"), "--worker", handle.name],
-            capture_output=True, text=True, timeout=WORKER_TIMEOUT, env=env, cwd=root,
+            [*(prefix or []), sys.executable, str(here / "crawl_bench.py"), "--worker", handle.name],
+            capture_output=True, text=True, timeout=timeout, env=env, cwd=root,
         )  # fmt: skip
     finally:
         os.unlink(handle.name)
@@ -821,7 +824,8 @@ def main() -> None:
     if args.worker:
         from crawl_worker import work
 
-        pin(cpus()[0])
+        # RFC9309_BENCH_CPU: another CPU for the crawler (a valgrind count beside a timed run)
+        pin(int(os.environ["RFC9309_BENCH_CPU"]) if os.environ.get("RFC9309_BENCH_CPU") else cpus()[0])
         print(json.dumps(work(json.loads(Path(args.worker).read_text()))))
     elif args.profile:
         diagnose(args.origins, args.pages, args.rounds, args.top)

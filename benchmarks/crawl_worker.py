@@ -201,6 +201,8 @@ def components(crawler: Any) -> dict[str, Any]:
 def gate_state(crawler: Any) -> dict[str, Any]:
     """The plugin's gate as a pass ends: requests it holds, and those it still follows to the
     end of their download (its downloader signal receivers stay connected while there are any)."""
+    if not _runs_plugin(crawler):
+        return {}
     try:
         from scrapy_rfc9309.lifecycle import crawl_state
 
@@ -210,6 +212,14 @@ def gate_state(crawler: Any) -> dict[str, Any]:
     if gate is None:
         return {}
     return {"gate_held": gate.held, "gate_tracked": len(getattr(gate, "_tracked", ()))}
+
+
+def _runs_plugin(crawler: Any) -> bool:
+    """Whether the plugin's middleware is in this crawl (else its registry is not asked:
+    that would read its settings, and log about them, in a crawl without it)."""
+    return any(
+        type(m).__module__.startswith("scrapy_rfc9309") for m in crawler.engine.downloader.middleware.middlewares
+    )
 
 
 def call_counts(profiler: cProfile.Profile) -> dict[str, Any]:
@@ -615,8 +625,10 @@ STORE_CLASSES = {
 }
 
 
-def store_of(crawler: Any) -> str | None:
+def store_of(crawler: Any, middlewares: list[str]) -> str | None:
     """The class of the plugin's store in this crawl (behind its fallback wrapper), or None."""
+    if not any(m.startswith("scrapy_rfc9309") for m in middlewares):
+        return None  # (its registry would read its settings, and log about them, in a crawl without it)
     try:
         from scrapy_rfc9309.lifecycle import crawl_state
     except ImportError:
@@ -717,7 +729,7 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     # the whole process's CPU, start-up and close included (the audit trail's last flush is at close)
     out["total_cpu"] = _cpu()
     out["gc"] = gc_timer.result()
-    out["store"] = store_of(crawler)
+    out["store"] = store_of(crawler, out["components"]["middlewares"])
     out["stats"] = {
         k: v
         for k, v in crawler.stats.get_stats().items()
