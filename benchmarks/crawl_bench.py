@@ -278,6 +278,7 @@ def measure(
     baseline: Path | None = None,
     order: str = "rotate",
     count_calls: bool = False,
+    save: Path | None = None,
 ) -> Measured:
     """Every configuration ``rounds`` times, taking turns (``order`` "rotate": round n
     starts n configurations further on); with ``baseline`` (another checkout holding
@@ -325,6 +326,12 @@ def measure(
                 for name, numbers in zip(names, result["passes"]):
                     numbers["position"] = position
                     series.setdefault((config, name), Series()).runs.append(numbers)
+            if save is not None and not counting:  # every round as it ends: a long run stopped keeps its rounds
+                done = Measured(
+                    series, described, denied, origins, pages, number + 1, min(slow_rounds, number + 1), slow_delay,
+                    concurrency, configs, orders, calls,
+                )  # fmt: skip
+                dump(done, save)
     return Measured(
         series, described, denied, origins, pages, rounds, slow_rounds, slow_delay, concurrency, configs, orders, calls
     )
@@ -525,15 +532,29 @@ def run(
     if corpus is None:
         corpus = default_corpus()
     measured = measure(
-        rounds, origins, pages, slow_delay, concurrency, corpus, slow_rounds, early_fetch, baseline, order, count_calls
-    )
+        rounds, origins, pages, slow_delay, concurrency, corpus, slow_rounds, early_fetch, baseline, order, count_calls,
+        save,
+    )  # fmt: skip
     if save is not None:
-        import dataclasses
-
-        raw = dataclasses.asdict(measured)
-        raw["series"] = [[list(key), value["runs"]] for key, value in raw["series"].items()]
-        save.write_text(json.dumps(raw, indent=1))
+        dump(measured, save)
     return table(measured)
+
+
+def dump(measured: Measured, path: Path) -> None:
+    """Every round's numbers as JSON (``load`` reads them back)."""
+    import dataclasses
+
+    raw = dataclasses.asdict(measured)
+    raw["series"] = [[list(key), value["runs"]] for key, value in raw["series"].items()]
+    path.write_text(json.dumps(raw, indent=1))
+
+
+def load(path: Path) -> Measured:
+    """What ``dump`` wrote."""
+    raw = json.loads(path.read_text())
+    raw["series"] = {tuple(key): Series(runs) for key, runs in raw["series"]}
+    raw["configs"] = tuple(raw["configs"])
+    return Measured(**raw)
 
 
 # -- where the time goes ------------------------------------------------------------------------
@@ -822,7 +843,11 @@ def main() -> None:
     ap.add_argument("--order", choices=("rotate", "fixed"), default="rotate", help="the configurations' order")
     ap.add_argument("--calls", action="store_true", help="one more, untimed crawl of each counting function calls")
     ap.add_argument("--save", type=Path, help="write every round's numbers to this JSON file")
+    ap.add_argument("--load", type=Path, help="print the tables of a file --save wrote, measuring nothing")
     args = ap.parse_args()
+    if args.load:
+        print("\n".join(table(load(args.load))))
+        return
     if args.worker:
         from crawl_worker import work
 
