@@ -45,6 +45,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from counting import calls_rows, count_rows, load_rows, signal_rows  # noqa: E402 - after the path is set
+from counting import spread as spread_cell  # noqa: E402
+
 #: the robots.txt every origin serves: a real, medium-size file from the shared
 #: corpus (77 rules with wildcards, 6 groups, a Sitemap, no Crawl-delay)
 CORPUS_FILE = "stackoverflow.com"
@@ -60,7 +66,12 @@ DENIED_PATHS = ("/posts/{i}/revisions", "/search?q=term{i}", "/users/activity/{i
 ALLOWED_PATHS = ("/questions/{i}/how-to-read-robots-txt", "/tags/python{i}/info", "/users/{i}/someone", "/q/{i}")
 USER_AGENT = "BenchBot/1.0 (+https://example.com/bot)"
 MODES = ("none", "builtin", "plugin")
-LABELS = {"none": "no robots handling", "builtin": "Scrapy built-in (Protego)", "plugin": "scrapy-rfc9309 (add-on)"}
+LABELS = {
+    "none": "no robots handling",
+    "builtin": "Scrapy built-in (Protego)",
+    "plugin": "scrapy-rfc9309 (add-on)",
+    "plugin@base": "scrapy-rfc9309 (add-on), baseline",
+}
 
 
 # -- the web that is crawled ------------------------------------------------------
@@ -187,10 +198,13 @@ def web(
                 server.wait()
 
 
-def run_worker(config: dict[str, Any], root: Path = ROOT) -> dict[str, Any]:
+def run_worker(
+    config: dict[str, Any], root: Path = ROOT, prefix: list[str] | None = None, timeout: float = WORKER_TIMEOUT
+) -> dict[str, Any]:
     """One crawl in a fresh interpreter; its JSON result.  ``root``: another
     checkout (with these benchmark files in its ``benchmarks/``) whose
-    scrapy_rfc9309 the crawl runs, to set an older version beside this one."""
+    scrapy_rfc9309 the crawl runs, to set an older version beside this one.
+    ``prefix``: a command the interpreter runs under (valgrind)."""
     env = dict(os.environ)
     here = root / "benchmarks"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), str(here), env.get("PYTHONPATH")]))
@@ -198,8 +212,8 @@ def run_worker(config: dict[str, Any], root: Path = ROOT) -> dict[str, Any]:
         json.dump({"user_agent": USER_AGENT, **config}, handle)
     try:
         done = subprocess.run(
-            [sys.executable, str(here / "crawl_bench.py"), "--worker", handle.name],
-            capture_output=True, text=True, timeout=WORKER_TIMEOUT, env=env, cwd=root,
+            [*(prefix or []), sys.executable, str(here / "crawl_bench.py"), "--worker", handle.name],
+            capture_output=True, text=True, timeout=timeout, env=env, cwd=root,
         )  # fmt: skip
     finally:
         os.unlink(handle.name)
@@ -247,6 +261,12 @@ class Measured:
     slow_rounds: int
     slow_delay: float
     concurrency: int
+    #: the configurations, in their first round's order ("plugin@base": the baseline checkout's plugin)
+    configs: tuple[str, ...] = MODES
+    #: each round's order of the configurations
+    order: list[list[str]] = field(default_factory=list)
+    #: configuration -> its function calls (one counted run), when counted
+    calls: dict[str, Any] = field(default_factory=dict)
 
     @property
     def expected_dropped(self) -> int:
@@ -263,29 +283,66 @@ def measure(
     corpus: Path | None,
     slow_rounds: int | None = None,
     early_fetch: bool = False,
+    baseline: Path | None = None,
+    order: str = "rotate",
+    count_calls: bool = False,
+    save: Path | None = None,
 ) -> Measured:
+    """Every configuration ``rounds`` times, taking turns (``order`` "rotate": round n
+    starts n configurations further on); with ``baseline`` (another checkout holding
+    these benchmark files) its plugin too, as ``plugin@base``; ``count_calls``: one more,
+    untimed crawl of each configuration counting its function calls."""
     body, described = robots_body(corpus)
     denied = check_expectations(body, pages)
     slow_rounds = min(rounds, SLOW_ROUNDS) if slow_rounds is None else slow_rounds
+    configs = MODES + (("plugin@base",) if baseline is not None else ())
     series: dict[tuple[str, str], Series] = {}
+    orders: list[list[str]] = []
+    calls: dict[str, Any] = {}
     with web(origins, body, slow_delay) as ports:
         fast = [crawl_urls(ports["fast"], pages), crawl_urls(ports["fast"], pages, allowed_only=True)]
         slow = [crawl_urls(ports["slow"], pages)]
-        for number in range(max(rounds, slow_rounds)):
+        for number in range(max(rounds, slow_rounds) + (1 if count_calls else 0)):
+            counting = number == max(rounds, slow_rounds)
+            shift = 0 if order == "fixed" or counting else number % len(configs)
+            ordered = list(configs[shift:] + configs[:shift])
             plan = []
-            for mode in MODES:  # a middleware's slow run right after its fast one: paired
+            for config in ordered:  # a middleware's slow run right after its fast one: paired
+                if counting:
+                    plan.append((config, ("cold", "warm"), fast))
+                    continue
                 if number < rounds:
-                    plan.append((mode, ("cold", "warm"), fast))
-                if number < slow_rounds and mode != "none":
-                    plan.append((mode, ("slow",), slow))
-            for mode, names, passes in plan:
-                print(f"crawl round {number + 1}: {mode}, {'/'.join(names)} ...", file=sys.stderr)
-                config = {"mode": mode, "passes": passes, "control": ports["control"], "concurrency": concurrency}
+                    plan.append((config, ("cold", "warm"), fast))
+                if number < slow_rounds and config != "none":
+                    plan.append((config, ("slow",), slow))
+            if number < rounds:
+                orders.append(ordered)
+            for position, (config, names, passes) in enumerate(plan):
+                what = "counting calls" if counting else f"round {number + 1}"
+                print(f"crawl {what}: {config}, {'/'.join(names)} ...", file=sys.stderr)
+                mode = config.split("@")[0]
+                worker = {"mode": mode, "passes": passes, "control": ports["control"], "concurrency": concurrency}
+                worker["count_calls"] = counting
                 if mode == "plugin" and early_fetch:
-                    config["settings"] = {"RFC9309_EARLY_FETCH": True}
-                for name, numbers in zip(names, run_worker(config)["passes"]):
-                    series.setdefault((mode, name), Series()).runs.append(numbers)
-    return Measured(series, described, denied, origins, pages, rounds, slow_rounds, slow_delay, concurrency)
+                    worker["settings"] = {"RFC9309_EARLY_FETCH": True}
+                root = baseline if config.endswith("@base") and baseline else ROOT
+                # (a counted crawl runs under cProfile, 2 to 4 times slower)
+                result = run_worker(worker, root, timeout=WORKER_TIMEOUT * (4 if counting else 1))
+                if counting:
+                    calls[config] = result["calls"]
+                    continue
+                for name, numbers in zip(names, result["passes"]):
+                    numbers["position"] = position
+                    series.setdefault((config, name), Series()).runs.append(numbers)
+            if save is not None and not counting:  # every round as it ends: a long run stopped keeps its rounds
+                done = Measured(
+                    series, described, denied, origins, pages, number + 1, min(slow_rounds, number + 1), slow_delay,
+                    concurrency, configs, orders, calls,
+                )  # fmt: skip
+                dump(done, save)
+    return Measured(
+        series, described, denied, origins, pages, rounds, slow_rounds, slow_delay, concurrency, configs, orders, calls
+    )
 
 
 def table(m: Measured) -> list[str]:
@@ -308,7 +365,7 @@ def table(m: Measured) -> list[str]:
     ]
     for name, label in (("cold", "1, cold"), ("warm", "2, warm")):
         base = s[("none", name)]
-        for mode in MODES:
+        for mode in m.configs:
             r = s[(mode, name)]
             out.append(
                 f"| {LABELS[mode]} | {label} | {r.wall:.2f} | {r.rate:,.0f} | {r.cpu_per_request * 1e6:,.0f} | "
@@ -319,7 +376,7 @@ def table(m: Measured) -> list[str]:
     if errors:
         out.append(f"\n**{errors} requests failed with errors other than IgnoreRequest: these numbers are suspect.**")
     expected = m.expected_dropped
-    leaks = [mode for mode in ("builtin", "plugin") if s[(mode, "cold")].median("dropped") != expected]
+    leaks = [mode for mode in m.configs if mode != "none" and s[(mode, "cold")].median("dropped") != expected]
     if leaks:
         out.append(
             f"\nExpected {expected:,} pages dropped in pass 1 (checked with both parsers beforehand); "
@@ -327,13 +384,84 @@ def table(m: Measured) -> list[str]:
             + "."
         )
     out.append("\n" + goal(s))
-    out += latency(m)
+    out += cpu_table(m)
+    if m.slow_rounds:
+        out += latency(m)
     if max(loads) > (os.cpu_count() or 1):
         out.append(
             f"\nThe machine was busy (load average up to {max(loads):.1f} on {os.cpu_count()} cores): wall times "
             "and ratios of a few percent are within the noise; rerun on a quiet machine."
         )
     return out
+
+
+def cpu_table(m: Measured) -> list[str]:
+    """CPU against the built-in's, per pass and for both, as the median of the per-round
+    ratios [range]; then the counts the machine's load does not move, and the load."""
+    s = m.series
+    both: dict[str, list[dict[str, Any]]] = {}
+    for config in m.configs:
+        cold, warm = s[(config, "cold")].runs, s[(config, "warm")].runs
+        both[config] = [_added(a, b) for a, b in zip(cold, warm)]
+    out = [
+        f"\n#### CPU against Scrapy's built-in middleware (median of the per-round ratios [range], {m.rounds} rounds)\n",
+        "The configurations take turns within each round, the order rotating from round to round; CPU is the "
+        "crawling process's user + system time of the pass (first request to last). Less GC: without the "
+        "garbage collector's time, against the built-in's without its own.\n",
+        "| robots.txt handling | pass 1, cold | pass 2, warm | both passes | both, less GC | CPU s, both (median) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for config in m.configs:
+        cells = []
+        for runs, base in (
+            (s[(config, "cold")].runs, s[("builtin", "cold")].runs),
+            (s[(config, "warm")].runs, s[("builtin", "warm")].runs),
+            (both[config], both["builtin"]),
+        ):
+            cells.append(spread_cell(r["cpu"] / b["cpu"] for r, b in zip(runs, base)))
+        less = spread_cell(
+            (r["cpu"] - sum(r["gc_seconds"])) / (b["cpu"] - sum(b["gc_seconds"]))
+            for r, b in zip(both[config], both["builtin"])
+        )
+        cpu = statistics.median(r["cpu"] for r in both[config])
+        out.append(f"| {LABELS[config]} | " + " | ".join(cells) + f" | {less} | {cpu:.2f} |")
+
+    def label(config: str) -> str:
+        return LABELS[config]
+
+    out += [
+        "\nWhat each crawl did, counted (both passes; the machine's load does not move these):\n",
+        *count_rows(both, label, m.calls),
+        "\nSignal receiver calls per request, by signal (both passes):\n",
+        *signal_rows(both, label),
+    ]
+    if m.calls:
+        out += ["\nFunction calls against the built-in's (one counted run each, both passes, cProfile):", "```"]
+        out += calls_rows(m.calls, "builtin", label)
+        out.append("```")
+    if m.order:
+        out += ["\nThe load beside each round (both passes of each crawl):\n", *load_rows(both, m.order)]
+    return out
+
+
+def _added(cold: dict[str, Any], warm: dict[str, Any]) -> dict[str, Any]:
+    """The two passes of one crawl as one: numbers added, lists and dicts added item by item."""
+    joined: dict[str, Any] = {}
+    for key, value in cold.items():
+        other = warm.get(key)
+        if isinstance(value, bool) or other is None:
+            joined[key] = value
+        elif isinstance(value, (int, float)):
+            joined[key] = value + other
+        elif isinstance(value, list):
+            joined[key] = [a + b for a, b in zip(value, other)]
+        elif isinstance(value, dict):
+            joined[key] = {k: value.get(k, 0) + other.get(k, 0) for k in set(value) | set(other)}
+        else:
+            joined[key] = value
+    joined["origins"], joined["load"] = cold["origins"], max(cold["load"], warm["load"])
+    joined["time_wait"], joined["position"] = cold["time_wait"], cold.get("position", 0)
+    return joined
 
 
 def spread(series: Series) -> float:
@@ -376,7 +504,9 @@ def latency(m: Measured) -> list[str]:
         "|---|---:|---:|---:|---:|---:|---:|",
         f"| {LABELS['none']} | {none.wall:.2f} | {none.wall:.2f} | - | - | 100% | 0 |",
     ]
-    for mode in ("builtin", "plugin"):
+    for mode in m.configs:
+        if mode == "none":
+            continue
         fast, slow = s[(mode, "cold")], s[(mode, "slow")]
         # paired: each slow run against the fast run just before it (same round)
         added = statistics.median(b["wall"] - a["wall"] for a, b in zip(fast.runs, slow.runs))
@@ -397,13 +527,42 @@ def run(
     corpus: Path | None = None,
     slow_rounds: int | None = None,
     early_fetch: bool = False,
+    baseline: Path | None = None,
+    order: str = "rotate",
+    count_calls: bool = False,
+    save: Path | None = None,
 ) -> list[str]:
     """Measure every configuration ``rounds`` times (the latency runs
-    ``slow_rounds`` times, by default ``min(rounds, SLOW_ROUNDS)``); markdown
-    lines of medians.  ``early_fetch``: the plugin with RFC9309_EARLY_FETCH."""
+    ``slow_rounds`` times, by default ``min(rounds, SLOW_ROUNDS)``; 0: none); markdown
+    lines of medians.  ``early_fetch``: the plugin with RFC9309_EARLY_FETCH;
+    ``baseline``, ``order``, ``count_calls``: see :func:`measure`; ``save``: every
+    round's numbers to this JSON file."""
     if corpus is None:
         corpus = default_corpus()
-    return table(measure(rounds, origins, pages, slow_delay, concurrency, corpus, slow_rounds, early_fetch))
+    measured = measure(
+        rounds, origins, pages, slow_delay, concurrency, corpus, slow_rounds, early_fetch, baseline, order, count_calls,
+        save,
+    )  # fmt: skip
+    if save is not None:
+        dump(measured, save)
+    return table(measured)
+
+
+def dump(measured: Measured, path: Path) -> None:
+    """Every round's numbers as JSON (``load`` reads them back)."""
+    import dataclasses
+
+    raw = dataclasses.asdict(measured)
+    raw["series"] = [[list(key), value["runs"]] for key, value in raw["series"].items()]
+    path.write_text(json.dumps(raw, indent=1))
+
+
+def load(path: Path) -> Measured:
+    """What ``dump`` wrote."""
+    raw = json.loads(path.read_text())
+    raw["series"] = {tuple(key): Series(runs) for key, runs in raw["series"]}
+    raw["configs"] = tuple(raw["configs"])
+    return Measured(**raw)
 
 
 # -- where the time goes ------------------------------------------------------------------------
@@ -740,11 +899,24 @@ def main() -> None:
     ap.add_argument(
         "--optouts", action="store_true", help="the CPU cost of reading every opt-out source (issue 32) vs none"
     )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (with these benchmarks/ files copied in): its plugin runs too, in the same rounds",
+    )
+    ap.add_argument("--order", choices=("rotate", "fixed"), default="rotate", help="the configurations' order")
+    ap.add_argument("--calls", action="store_true", help="one more, untimed crawl of each counting function calls")
+    ap.add_argument("--save", type=Path, help="write every round's numbers to this JSON file")
+    ap.add_argument("--load", type=Path, help="print the tables of a file --save wrote, measuring nothing")
     args = ap.parse_args()
+    if args.load:
+        print("\n".join(table(load(args.load))))
+        return
     if args.worker:
         from crawl_worker import work
 
-        pin(cpus()[0])
+        # RFC9309_BENCH_CPU: another CPU for the crawler (a valgrind count beside a timed run)
+        pin(int(os.environ["RFC9309_BENCH_CPU"]) if os.environ.get("RFC9309_BENCH_CPU") else cpus()[0])
         print(json.dumps(work(json.loads(Path(args.worker).read_text()))))
     elif args.profile:
         diagnose(args.origins, args.pages, args.rounds, args.top)
@@ -757,7 +929,8 @@ def main() -> None:
     else:
         lines = run(
             args.rounds, args.origins, args.pages, args.slow_delay, slow_rounds=args.slow_rounds,
-            early_fetch=args.early_fetch,
+            early_fetch=args.early_fetch, baseline=args.baseline, order=args.order, count_calls=args.calls,
+            save=args.save,
         )  # fmt: skip
         print("\n".join(lines))
 

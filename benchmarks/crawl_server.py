@@ -12,9 +12,9 @@ hour at most.
 * ``--optouts``: every page also states opt-outs in each place a crawl with a declared purpose
   reads (an ``X-Robots-Tag`` line, robots and ``tdm-reservation`` meta tags), none denying
   ``train-ai``, and ``/.well-known/tdmrep.json`` is served (``crawl_bench.py --optouts``);
-* ``GET /__stats`` on the control port answers ``{"robots": n, "pages": n, "connections": n}``,
-  the requests served (and connections opened) so far, so the crawler's own accounting is checked by a
-  count it cannot influence.
+* ``GET /__stats`` on the control port answers ``{"robots": n, "pages": n, "connections": n, "cpu": s}``,
+  the requests served (and connections accepted) so far, so the crawler's own accounting is checked by a
+  count it cannot influence, and the server's own CPU seconds.
 
 ``--hosts N --latency S`` (the broad benchmark, ``broad_bench.py``) adds N
 origins on N loopback addresses (127.0.1.1, 127.0.1.2 ...: one host each, so
@@ -36,6 +36,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 #: the server stops by itself after this long, whatever happens to its parent
@@ -122,7 +123,8 @@ class Web(asyncio.Protocol):
         close = b"\r\nconnection: close" in head.lower()
         if self.control:
             counts = {"robots": self.counters.robots, "pages": self.counters.pages, "tdmrep": self.counters.tdmrep}
-            body = json.dumps({**counts, "connections": self.counters.connections}).encode()
+            # the server's own CPU seconds: what it cost the machine beside the crawler
+            body = json.dumps({**counts, "connections": self.counters.connections, "cpu": time.process_time()}).encode()
             self._send(_response("200 OK", b"application/json", body), close)
         elif path == b"/robots.txt":
             self.counters.robots += 1

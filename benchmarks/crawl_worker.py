@@ -24,6 +24,7 @@ import resource
 import statistics
 import time
 import urllib.request
+from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -190,21 +191,217 @@ def receivers(crawler: Any) -> dict[str, int]:
     return counts
 
 
+def components(crawler: Any) -> dict[str, Any]:
+    """What this crawl really runs: its scheduler's class and its downloader middlewares'."""
+    engine = crawler.engine
+    slot = getattr(engine, "_slot", None) or getattr(engine, "slot", None)
+    scheduler = type(slot.scheduler)
+    middlewares = [f"{type(m).__module__}.{type(m).__qualname__}" for m in engine.downloader.middleware.middlewares]
+    return {"scheduler": f"{scheduler.__module__}.{scheduler.__qualname__}", "middlewares": middlewares}
+
+
+def gate_state(crawler: Any) -> dict[str, Any]:
+    """The plugin's gate as a pass ends: requests it holds, and those it still follows to the
+    end of their download (its downloader signal receivers stay connected while there are any)."""
+    if not _runs_plugin(crawler):
+        return {}
+    try:
+        from scrapy_rfc9309.lifecycle import crawl_state
+
+        gate = crawl_state(crawler).gate
+    except (ImportError, AttributeError):
+        return {}
+    if gate is None:
+        return {}
+    return {"gate_held": gate.held, "gate_tracked": len(getattr(gate, "_tracked", ()))}
+
+
+def _runs_plugin(crawler: Any) -> bool:
+    """Whether the plugin's middleware is in this crawl (else its registry is not asked:
+    that would read its settings, and log about them, in a crawl without it)."""
+    return any(
+        type(m).__module__.startswith("scrapy_rfc9309") for m in crawler.engine.downloader.middleware.middlewares
+    )
+
+
+def call_counts(profiler: cProfile.Profile) -> dict[str, Any]:
+    """Python and builtin function calls in the profiled passes: the total, by package,
+    and every function called at least 100 times."""
+    import pstats
+
+    raw = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    by_package: Counter[str] = Counter()
+    functions = {}
+    for (filename, line, name), (_primitive, calls, _tt, _ct, _callers) in raw.items():
+        parts = filename.replace("\\", "/").split("/")
+        package = next(
+            (
+                p
+                for p in ("scrapy_rfc9309", "scrapy", "twisted", "asyncio", "redis", "sqlite3", "protego")
+                if p in parts
+            ),
+            "builtin" if filename == "~" else "other",
+        )
+        by_package[package] += calls
+        if calls >= 100:
+            short = "/".join(parts[parts.index(package) :]) if package in parts else filename
+            name = name.split(" at 0x")[0]  # a builtin's name holds its address: not the same in another process
+            key = f"{short}:{line}({name})"
+            functions[key] = functions.get(key, 0) + calls
+    return {"total": sum(by_package.values()), "by_package": dict(by_package), "functions": functions}
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
-def _robots_served(control: int) -> int:
+def _server(control: int) -> dict[str, Any]:
+    """The server's counts: robots.txt files and pages served, connections accepted, its CPU seconds."""
     with urllib.request.urlopen(f"http://127.0.0.1:{control}/__stats", timeout=10) as reply:
-        return int(json.load(reply)["robots"])
+        found: dict[str, Any] = json.load(reply)
+        return found
+
+
+# -- counts that do not depend on the machine's load, and the load itself ----------------------
+#: receiver calls per signal object (every ``robustApply`` of Scrapy's ``send_catch_log*``)
+SIGNAL_CALLS: Counter[Any] = Counter()
+#: calls of the store's steps: round trips to Redis, hand-offs to SQLite's thread, look-ups, stores
+STORE_CALLS: Counter[str] = Counter()
+#: (module, class, method, what a call is) counted by ``count_store``
+STORE_STEPS = (
+    ("scrapy_rfc9309.storage.fallback", "FallbackStorage", "lookup", "lookups"),
+    ("scrapy_rfc9309.storage.fallback", "FallbackStorage", "store", "stores"),
+    ("scrapy_rfc9309.storage.redis", "RedisStorage", "_guard", "redis_round_trips"),
+    ("scrapy_rfc9309.storage.sqlite", "SqliteStorage", "_call", "sqlite_thread_calls"),
+    ("scrapy_rfc9309.storage.sqlite", "SqliteStorage", "_apply", "sqlite_write_batches"),
+)
+
+
+def count_signals() -> None:
+    """Count every signal receiver call, per signal (about 0.2 us each: a dict increment)."""
+    import scrapy.utils.signal as module
+
+    original = module.robustApply
+
+    def counted(receiver: Any, *args: Any, **named: Any) -> Any:
+        SIGNAL_CALLS[named.get("signal")] += 1
+        return original(receiver, *args, **named)
+
+    module.robustApply = counted
+
+
+def signal_names() -> dict[Any, str]:
+    """Signal object -> its name (Scrapy's and the plugin's)."""
+    import importlib
+
+    from scrapy import signals
+
+    modules = [signals]
+    try:
+        modules.append(importlib.import_module("scrapy_rfc9309.signals"))
+    except ImportError:
+        pass
+    return {getattr(m, n): n for m in modules for n in dir(m) if not n.startswith("_") and n.islower()}
+
+
+def count_store() -> None:
+    """Count the store's steps (a dict increment a call): those that cross to Redis (``_guard``:
+    one round trip each, a pipeline being one) or to SQLite's thread."""
+    import importlib
+
+    for module_name, owner_name, name, what in STORE_STEPS:
+        try:
+            owner = getattr(importlib.import_module(module_name), owner_name)
+        except (ImportError, AttributeError):
+            continue
+        original = getattr(owner, name, None)
+        if original is None:
+            continue
+
+        def counted(*args: Any, __original: Any = original, __what: str = what, **kwargs: Any) -> Any:
+            STORE_CALLS[__what] += 1
+            return __original(*args, **kwargs)
+
+        setattr(owner, name, counted)
+
+
+def _machine() -> tuple[float, float]:
+    """(busy, steal) CPU seconds of the whole machine so far, every core (/proc/stat)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            fields = [int(v) for v in handle.readline().split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+def _time_wait() -> int:
+    """TCP sockets in TIME_WAIT on the machine now (IPv4)."""
+    try:
+        with open("/proc/net/tcp", encoding="ascii") as handle:
+            return sum(1 for line in handle if line[34:36] == "06")
+    except OSError:
+        return 0
+
+
+class Snapshot:
+    """What a pass's counts are measured from: taken just before its first request and
+    after its last one; :meth:`since` gives the differences."""
+
+    def __init__(self, control: int, gc_timer: GcTimer | None) -> None:
+        import gc
+
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        self.server = _server(control)
+        self.machine, self.steal = _machine()
+        self.cpu = usage.ru_utime + usage.ru_stime
+        self.switches = (usage.ru_nvcsw, usage.ru_nivcsw)
+        self.collections = [generation["collections"] for generation in gc.get_stats()]
+        self.gc_seconds = list(gc_timer.seconds) if gc_timer is not None else [0.0, 0.0, 0.0]
+        self.signals = Counter(SIGNAL_CALLS)
+        self.store = Counter(STORE_CALLS)
+
+    def since(self, before: Snapshot) -> dict[str, Any]:
+        names = signal_names()
+        server_cpu = self.server.get("cpu", 0.0) - before.server.get("cpu", 0.0)
+        machine = self.machine - before.machine
+        signal_calls = {names.get(s, str(s)): n for s, n in (self.signals - before.signals).items()}
+        return {
+            "robots_fetches": self.server["robots"] - before.server["robots"],
+            "pages_served": self.server["pages"] - before.server["pages"],
+            "connections": self.server.get("connections", 0) - before.server.get("connections", 0),
+            "server_cpu": server_cpu,
+            #: CPU seconds the rest of the machine used meanwhile (other processes, every core)
+            "others_cpu": max(0.0, machine - (self.cpu - before.cpu) - server_cpu),
+            "steal": self.steal - before.steal,
+            "voluntary_switches": self.switches[0] - before.switches[0],
+            "involuntary_switches": self.switches[1] - before.switches[1],
+            "gc_collections": [a - b for a, b in zip(self.collections, before.collections)],
+            "gc_seconds": [a - b for a, b in zip(self.gc_seconds, before.gc_seconds)],
+            "signal_calls": signal_calls,
+            "signal_calls_total": sum(signal_calls.values()),
+            "store_calls": dict(self.store - before.store),
+            "load": os.getloadavg()[0],
+            "time_wait": _time_wait(),
+        }
 
 
 class BenchSpider(scrapy.Spider):
     name = "crawl_bench"
 
     def __init__(
-        self, *args: Any, passes: list[list[str]], control: int, profile: str | None, out: dict, **kwargs: Any
+        self,
+        *args: Any,
+        passes: list[list[str]],
+        control: int,
+        profile: str | None,
+        out: dict,
+        gc_timer: GcTimer | None = None,
+        count_calls: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.passes = passes
@@ -212,16 +409,22 @@ class BenchSpider(scrapy.Spider):
         self.profile_path = profile
         self.out = out
         self.profiler: cProfile.Profile | None = None
+        self.gc_timer = gc_timer
+        #: cProfile every pass, for its call counts only (an untimed run: ``calls`` in the output)
+        self.counter: cProfile.Profile | None = cProfile.Profile() if count_calls else None
         #: origin (host:port) -> perf_counter() of its first page reaching the spider
         self.first_page: dict[str, float] = {}
 
     async def start(self):
+        self.out["components"] = components(self.crawler)
         for number, urls in enumerate(self.passes):
             last = number == len(self.passes) - 1
             self.expected, self.ended = len(urls), 0
             self.downloaded = self.dropped = self.errors = 0
             self.finished: Deferred = Deferred()
-            robots_before = _robots_served(self.control)
+            before = Snapshot(self.control, self.gc_timer)
+            if self.counter is not None:
+                self.counter.enable()
             if last:
                 for cell in TIMINGS.values():
                     cell.clear()
@@ -235,21 +438,27 @@ class BenchSpider(scrapy.Spider):
             for url in urls:
                 yield scrapy.Request(url, callback=self.page, errback=self.failed, dont_filter=True)
             wall, cpu = await maybe_deferred_to_future(self.finished)
+            if self.counter is not None:
+                self.counter.disable()
             self.out["passes"].append(
                 {
                     "wall": wall,
                     "cpu": cpu,
                     "requests": len(urls),
+                    "origins": len({urlsplit(url).netloc for url in urls}),
                     "downloaded": self.downloaded,
                     "dropped": self.dropped,
                     "errors": self.errors,
-                    "robots_fetches": _robots_served(self.control) - robots_before,
-                    "load": os.getloadavg()[0],
                     "system_cpu": self.system_cpu,
                     #: of "cpu", the reactor thread's (the rest: threads, e.g. DNS, SQLite)
                     "reactor_cpu": self.reactor_cpu,
+                    # robots_fetches, connections, signal calls, the machine's load ... (Snapshot.since)
+                    **Snapshot(self.control, self.gc_timer).since(before),
+                    **gate_state(self.crawler),
                 }
             )
+        if self.counter is not None:
+            self.out["calls"] = call_counts(self.counter)
         self.out["receivers"] = receivers(self.crawler)
         seen = getattr(self.crawler, "first_seen", None)
         if seen:
@@ -427,6 +636,76 @@ class GcTimer:
         return {"seconds": self.seconds, "runs": self.runs, "tracked": len(gc.get_objects())}
 
 
+PLUGIN_MIDDLEWARE = "scrapy_rfc9309.middleware.RobotsTxtMiddleware"
+BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+GATE = "scrapy_rfc9309.gate.GateScheduler"
+#: the class each ``store`` of a plugin configuration must run on
+STORE_CLASSES = {
+    "memory": "scrapy_rfc9309.storage.memory.MemoryStorage",
+    "sqlite": "scrapy_rfc9309.storage.sqlite.SqliteStorage",
+    "redis": "scrapy_rfc9309.storage.redis.RedisStorage",
+}
+
+
+def store_of(crawler: Any, middlewares: list[str]) -> str | None:
+    """The class of the plugin's store in this crawl (behind its fallback wrapper), or None."""
+    if not any(m.startswith("scrapy_rfc9309") for m in middlewares):
+        return None  # (its registry would read its settings, and log about them, in a crawl without it)
+    try:
+        from scrapy_rfc9309.lifecycle import crawl_state
+    except ImportError:
+        return None
+    try:
+        service = crawl_state(crawler).service
+    except Exception:  # noqa: BLE001 - no plugin in this crawl
+        return None
+    if service is None:
+        return None
+    store = getattr(service.storage, "primary", service.storage)
+    return f"{type(store).__module__}.{type(store).__qualname__}"
+
+
+def _has_gate() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("scrapy_rfc9309.gate") is not None
+
+
+def verify(config: dict[str, Any], out: dict[str, Any]) -> None:
+    """Refuse a result whose crawl did not run what its configuration says: the robots.txt
+    middleware (Scrapy's, the plugin's or none), the gate as the plugin's scheduler (where
+    the checkout has one), the store, and one robots.txt fetch per origin (counted by the
+    server), none in a pass after the first, no store failures."""
+    found = out["components"]
+    middlewares, mode = found["middlewares"], config["mode"]
+    plugin = PLUGIN_MIDDLEWARE in middlewares
+    builtin = BUILTIN_MIDDLEWARE in middlewares
+    problems = []
+    if mode == "none" and (plugin or builtin):
+        problems.append("a robots.txt middleware runs in the no-robots crawl")
+    if mode == "builtin" and (plugin or not builtin):
+        problems.append("the built-in crawl does not run Scrapy's middleware alone")
+    if mode not in ("none", "builtin", "noop"):
+        if builtin or (mode != "middleware" and not plugin):
+            problems.append(f"the plugin crawl runs {middlewares}")
+        if mode != "middleware" and _has_gate() and found["scheduler"] != GATE:
+            problems.append(f"the plugin crawl's scheduler is {found['scheduler']}, not the gate")
+        wanted = STORE_CLASSES.get(config.get("store", "memory"))
+        if out["store"] is not None and wanted is not None and out["store"] != wanted:
+            problems.append(f"the store is {out['store']}, not {wanted}")
+        for key in ("rfc9309/storage/errors", "rfc9309/storage/outages"):
+            if out["stats"].get(key):
+                problems.append(f"{key} = {out['stats'][key]}: the crawl ran on the in-memory fallback")
+    elif found["scheduler"] == GATE:
+        problems.append("the gate runs in a crawl without the plugin")
+    for number, numbers in enumerate(out["passes"]):
+        want = 0 if mode in ("none", "noop") or number else numbers["origins"]
+        if numbers["robots_fetches"] != want:
+            problems.append(f"pass {number + 1}: {numbers['robots_fetches']} robots.txt fetches, not {want}")
+    if problems:
+        raise RuntimeError(f"crawl worker {mode}: " + "; ".join(problems))
+
+
 def work(config: dict[str, Any]) -> dict[str, Any]:
     """Run one crawl as ``config`` says: ``mode`` (a key of MODES), ``passes``
     (one URL list per pass), ``control`` (the server's control port),
@@ -438,11 +717,15 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     if config.get("instrument"):
         instrument()
     PROFILE_CLOCK[0] = config.get("profile_clock", "wall")
-    gc_timer = GcTimer() if config.get("gc") else None
+    # the collector's time is measured in every run (a callback per collection): it is where a
+    # crawl's CPU moves with what is alive, not with the machine's load
+    gc_timer = GcTimer()
     if config.get("time_store"):
         time_store()
     if config["mode"] == "optouts":
         time_optouts()
+    count_signals()
+    count_store()  # after time_store: its wrappers look for coroutine functions
     settings = dict(COMMON_SETTINGS)
     settings.update(MODES[config["mode"]])
     settings["USER_AGENT"] = config["user_agent"]
@@ -462,12 +745,21 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"passes": [], "receivers": {}}
     process = Process(settings)
     crawler = process.create_crawler(BenchSpider)
-    process.crawl(crawler, passes=config["passes"], control=config["control"], profile=config.get("profile"), out=out)
+    process.crawl(
+        crawler, passes=config["passes"], control=config["control"], profile=config.get("profile"), out=out,
+        gc_timer=gc_timer, count_calls=bool(config.get("count_calls")),
+    )  # fmt: skip
     process.start()
     # the whole process's CPU, start-up and close included (the audit trail's last flush is at close)
     out["total_cpu"] = _cpu()
-    if gc_timer is not None:
-        out["gc"] = gc_timer.result()
+    out["gc"] = gc_timer.result()
+    out["store"] = store_of(crawler, out["components"]["middlewares"])
+    out["stats"] = {
+        k: v
+        for k, v in crawler.stats.get_stats().items()
+        if isinstance(v, (int, float)) and k.startswith(("rfc9309/", "robotstxt/", "downloader/request_count"))
+    }
+    verify(config, out)
     if config.get("time_store"):
         out["store_cpu"] = STORE_CPU
     if config["mode"] == "optouts":
