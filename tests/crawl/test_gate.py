@@ -17,6 +17,7 @@ from typing import Any
 import pytest_twisted
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from scrapy_rfc9309 import compat, middleware
 
@@ -160,8 +161,9 @@ async def test_the_check_is_synchronous_behind_the_gate_and_waits_without_it(ser
 
 @pytest_twisted.ensureDeferred
 async def test_a_download_that_bypasses_the_gate_waits_for_robots_txt(servers):
-    """An extension's ``engine.download_async`` of a new origin's page: the
-    middleware waits for its robots.txt, then decides (here: denied)."""
+    """An extension's ``engine.download_async`` (``engine.download`` on Scrapy
+    2.13) of a new origin's page: the middleware waits for its robots.txt,
+    then decides (here: denied)."""
     site = _site(servers, "127.0.0.2")
     other = _site(servers, "127.0.0.3", rules="User-agent: *\nDisallow: /secret\n")
     site.routes["/a"] = PAGE
@@ -171,7 +173,11 @@ async def test_a_download_that_bypasses_the_gate_waits_for_robots_txt(servers):
     async def ok(self, response):
         if response.url == site.url("/a"):
             try:
-                await self.crawler.engine.download_async(Request(other.url("/secret")))
+                engine, request = self.crawler.engine, Request(other.url("/secret"))
+                if hasattr(engine, "download_async"):  # Scrapy 2.14 and later
+                    await engine.download_async(request)
+                else:  # Scrapy 2.13: the Deferred form, as extensions call it there
+                    await maybe_deferred_to_future(engine.download(request))
             except Exception as exc:  # noqa: BLE001 - what the download raised is the answer
                 seen["error"] = exc
         async for request in type(self).__mro__[1].ok(self, response):
