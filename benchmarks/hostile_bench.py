@@ -278,7 +278,7 @@ def core_rows(rounds: int) -> list[tuple[str, list[float]]]:
             )
         )
     bomb = _bomb_body()
-    from scrapy_rfc9309.fetch import decode_content
+    from scrapy_rfc9309.robots.bodies import decode_content
 
     results.append(
         (
