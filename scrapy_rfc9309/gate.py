@@ -1,26 +1,16 @@
 """The gate: requests wait before the downloader, not inside it.
 
-A Scrapy scheduler that wraps the project's own (``RFC9309_SCHEDULER``: Scrapy's,
-scrapy-redis's, a custom one; the add-on puts the gate in place).  Requests are
-enqueued in the project's scheduler as usual (duplicate filter, priorities,
-``JOBDIR``, a shared scrapy-redis queue); each one the engine asks for is looked
-at as it comes out:
-
-* its origin's robots.txt is not known: **held** here while the origin's one
-  fetch runs, and the gate looks at the next request;
-* its download slot has a Crawl-delay floor and its turn has not come (with a
-  store shared by several workers: its cluster-wide turn is not taken yet):
-  held until then, one request of the slot per floor;
-* otherwise it goes on, and the middleware's check is a synchronous look-up.
-
-A held request takes no ``CONCURRENT_REQUESTS`` or per-domain place.  When it
-may go on it is scheduled again with ``engine.crawl()`` (which wakes the
-engine) and handed out first.  Requests released together leave at most their
-slot's concurrency at a time.  At most ``RFC9309_MAX_HELD`` are held; past that
-the gate takes nothing more from the project's scheduler until some go on.  At
-close, held requests go back to a scheduler that keeps its queue (``JOBDIR``,
-scrapy-redis), or are dropped, each with an ``IgnoreRequest`` to its errback,
-counted and logged.  docs/middleware.md, "The gate", says why each.
+A Scrapy scheduler that wraps the project's own (``RFC9309_SCHEDULER``; the
+add-on puts the gate in place).  Requests are enqueued there as usual; each one
+the engine asks for is held here while its origin's robots.txt is fetched, or
+while its download slot's Crawl-delay turn (cluster-wide with a shared store)
+has not come; otherwise it goes on.  A held request takes no
+``CONCURRENT_REQUESTS`` or per-domain place; when it may go on it is scheduled
+again with ``engine.crawl()`` and handed out first, released ones at most
+their slot's concurrency at a time.  Past ``RFC9309_MAX_HELD`` held, nothing
+more is taken from the project's scheduler.  At close, held requests go back
+to a scheduler that keeps its queue (``JOBDIR``, scrapy-redis) or are dropped
+with an ``IgnoreRequest`` to their errback.  docs/middleware.md, "The gate".
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """The Scrapy internals the plugin still needs: named here only, checked at start-up.
 
-Requests wait in the gate (:mod:`.gate`, Scrapy's public scheduler interface)
-and the engine is reached through public calls only; two things have no
-public Scrapy API yet (docs/middleware.md, "Scrapy internals", names the API
-that would remove each):
-
-1. **The download slot's delay**, ``Downloader.slots[key].delay`` and its
-   jitter (``Slot.jitter``; ``Slot.randomize_delay`` before 2.19): the
-   Crawl-delay floor is written there so that AutoThrottle, which adjusts that
-   same delay, never goes below it (:mod:`.slots`).
-2. **The robots.txt lane**, ``Downloader.middleware`` (the crawl's downloader
-   middleware chain) with a ``DownloadHandlers`` of the lane's own: a robots.txt
-   download passes every downloader middleware (proxy, headers, cookies) but
-   neither ``Downloader.active`` (``CONCURRENT_REQUESTS``), nor a download slot,
-   nor the pages' connection pools (:mod:`.fetch`).
-
+Two things have no public Scrapy API yet (docs/middleware.md, "Scrapy
+internals", names the API that would remove each): the download slot's delay
+and jitter, where the Crawl-delay floor is written so that AutoThrottle never
+goes below it (:mod:`.slots`); and the robots.txt lane, the crawl's downloader
+middleware chain with download handlers of the lane's own (:mod:`.fetch`).
 :func:`check` proves each on the running crawl when the spider opens (a real
-call, no ``getattr`` default, no loop that may run zero times); a missing or
-changed one refuses the crawl with one ERROR line (finish reason
-:data:`REFUSED`, non-zero exit status).
+call, no ``getattr`` default); a missing or changed one refuses the crawl
+(finish reason :data:`REFUSED`, non-zero exit status).
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """The downloader middleware: the decision, and its log lines.
 
-A request the gate (:mod:`.gate`) let through has a known origin and, with a
-shared store, its Crawl-delay turn: the check is a synchronous look-up and
+A request the gate (:mod:`.gate`) let through has a known origin (and, with a
+shared store, its Crawl-delay turn): the check is a synchronous look-up and
 match.  A request that reached the downloader without the gate (an
 extension's ``engine.download_async``, a project without the gate, a cache
-entry that expired on the way) waits here for its origin's robots.txt, as the
-design card says: the middleware defers it until the origin's one fetch
-resolves.  What governs an origin is the crawl's
-:class:`~scrapy_rfc9309.service.RobotsService`.  Stats: docs/middleware.md.
+entry that expired on the way) waits here for its origin's robots.txt.
+Stats: docs/middleware.md.
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from . import compat
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
+from .counts import STATS
 from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, refused, rfc9309_settings, robots_service
 from .masking import mask_url
@@ -31,7 +30,7 @@ from .robots.access import Access
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED
-from .service import STATS, Known, NotResolved
+from .service import Known, NotResolved
 from .settings import usage_purposes
 from .tdmrep_files import TdmRepFiles
 from .useragent import derive_tokens

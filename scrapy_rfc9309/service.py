@@ -1,25 +1,13 @@
 """One robots service per crawl: everything that is per origin.
 
-The service answers one question, "what governs this origin now?", for every
-part of the plugin: the middleware (the decision), the Crawl-delay extension
-(the floors), ``scrapy robots`` and the sitemaps helper.  It owns
-
-* the in-process cache (an LRU of :class:`Known` results, the only per-origin
-  structure of the plugin; listeners are told when it forgets an origin),
-* the store behind it (memory, SQLite, Redis) and, for a shared store, the
-  cluster lease (one worker fetches) and the cluster-wide Crawl-delay turns,
-* one fetch in flight per origin, shared by every request waiting for it,
-* the access-result rules applied to a fetch (``unreachable`` policy, the
-  retries of ``"wait"``, a stale copy standing in for an unreachable file),
-* the floor of an origin (Crawl-delay / Request-rate, capped),
-* the shutdown (:meth:`RobotsService.shutdown`, when the engine closes the
-  gate): no fetch starts any more, sleeps end and every waiter gets
-  :class:`NotResolved`.
-
-It imports no Scrapy module: the fetcher is handed in (:mod:`.fetch` is the
-Scrapy download), and so is the stats collector; timers and sleeps come from
-:mod:`.compat` (the reactor's, or asyncio's when the crawl runs without a
-reactor).
+It answers "what governs this origin now?" for the middleware, the gate, the
+Crawl-delay extension, ``scrapy robots`` and the sitemaps helper, and owns the
+LRU cache of :class:`Known` results (the plugin's only per-origin structure),
+the store behind it (with a shared store: the fetch lease and the
+cluster-wide Crawl-delay turns), one fetch in flight per origin, the
+access-result rules (``unreachable`` policy, "wait" retries, a stale copy for
+an unreachable file), the floor of an origin, and the shutdown.  It imports no
+Scrapy module: the fetcher and the stats collector are handed in.
 """
 
 from __future__ import annotations
@@ -28,7 +16,6 @@ import hashlib
 import inspect
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -36,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from twisted.internet.defer import Deferred, DeferredLock
 
 from . import compat
+from .counts import STATS, Counts
 from .masking import mask_text, mask_url
 from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
@@ -48,13 +36,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-STATS = "rfc9309/"
 #: "wait" mode: first retry after this many seconds, doubling up to the cap
 WAIT_FIRST_DELAY = 1.0
 WAIT_MAX_DELAY = 60.0
-#: counts are kept here and added to Scrapy's stats at most this often (and at
-#: close): one StatsCollector.inc_value costs about as much as a whole check
-STATS_FLUSH_SECONDS = 1.0
 #: a shared store's fetch lease: poll for the holder's result this often (doubling)
 CLAIM_POLL_FIRST = 0.05
 CLAIM_POLL_MAX = 0.5
@@ -105,41 +89,6 @@ class Known:
 ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
 #: listeners: (origin, the fetch just made); called for every robots.txt fetch of the crawl
 FetchListener = Callable[[str, "FetchResult"], None]
-
-
-class Counts:
-    """Stat increments batched in a dict, added to Scrapy's stats every second.
-
-    Keys are under ``rfc9309/``; :meth:`inc_scrapy` counts the ``robotstxt/*``
-    keys of Scrapy's own middleware, with their meaning (docs/middleware.md)."""
-
-    def __init__(self, stats: Any) -> None:
-        self._stats = stats
-        self._counts: defaultdict[str, int] = defaultdict(int)
-        self._scrapy: defaultdict[str, int] = defaultdict(int)
-        self._flushed_at = time.monotonic()
-
-    def inc(self, key: str, count: int = 1) -> None:
-        self._counts[key] += count
-
-    def inc_scrapy(self, key: str, count: int = 1) -> None:
-        """Count ``key`` as written (``robotstxt/forbidden``), without the prefix."""
-        self._scrapy[key] += count
-
-    def tick(self) -> None:
-        """Flush when the last flush is more than a second old (cheap to call often)."""
-        if time.monotonic() - self._flushed_at > STATS_FLUSH_SECONDS:
-            self.flush()
-
-    def flush(self) -> None:
-        counts, self._counts = self._counts, defaultdict(int)
-        self._flushed_at = time.monotonic()
-        for key, count in counts.items():
-            self._stats.inc_value(STATS + key, count)
-        if self._scrapy:
-            scrapy, self._scrapy = self._scrapy, defaultdict(int)
-            for key, count in scrapy.items():
-                self._stats.inc_value(key, count)
 
 
 class _Pending:
