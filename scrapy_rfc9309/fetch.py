@@ -27,7 +27,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
@@ -38,7 +38,7 @@ from twisted.internet.defer import CancelledError, DeferredSemaphore
 from . import compat, internals
 from .addresses import AddressPolicy, ip_literal
 from .origins import resource_url
-from .robots.access import Access, classify_error, classify_status, freshness
+from .robots.access import Access, classify_error, classify_status, freshness, redirect_target
 from .robots.bodies import ContentDecodingError, cut_body, decode_content
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ class RobotsFetcher:
             except ValueError:
                 if not classes:
                     raise  # robots_url() of a canonical origin: a bug, not the server's doing
-                # a redirect target that passed _location() yet Scrapy cannot request
+                # a redirect target that passed redirect_target() yet Scrapy cannot request
                 classes[-1] = "3xx_unfollowable"
                 return FetchResult(
                     Access.UNAVAILABLE, status, url, classes, note="a redirect without a usable Location"
@@ -218,7 +218,7 @@ class RobotsFetcher:
             access, name = classify_status(response.status)
             status = response.status
             if access is Access.REDIRECT:
-                target = _location(response)
+                target = redirect_target(response.url, response.headers.get("Location"))
                 if target is None:
                     classes.append("3xx_unfollowable")
                     return FetchResult(
@@ -381,20 +381,3 @@ def _answered_inward(guard: AddressPolicy, request: Request, response: Response)
     if address is None or request.meta.get("proxy"):
         return False
     return guard.internal(address)
-
-
-def _location(response: Response) -> str | None:
-    location = response.headers.get("Location")
-    if not location:
-        return None
-    try:
-        target = urljoin(response.url, location.decode("latin-1").strip())
-        parts = urlsplit(target)
-        parts.port  # noqa: B018 - raises ValueError past 65535
-    except ValueError:  # "http://[broken", "http://host:99999/": the server's mistake
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return None  # never follow robots.txt to file:, data:, ftp: ..., nor to no host
-    if "@" in parts.netloc:
-        return None  # credentials chosen by the server: Scrapy cannot send them, and they must not be logged
-    return target
