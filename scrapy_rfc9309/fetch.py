@@ -61,20 +61,19 @@ PATH_META_KEYS = ("proxy", "bindaddress")
 REPLACEMENTS = 5
 #: why a public origin's fetch ended as unavailable (scrapy_rfc9309.addresses)
 INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
+NO_LOCATION = "a redirect without a usable Location"
 
 
+@dataclass(slots=True, eq=False)
 class _Transfer:
     """What the signal handlers learn about one hop while it downloads.  Only
     the fetcher that made it counts its bytes (``owner``)."""
 
-    __slots__ = ("owner", "limit", "received", "stopped", "encodings")
-
-    def __init__(self, owner: RobotsFetcher, limit: int) -> None:
-        self.owner = owner
-        self.limit = limit
-        self.received = 0
-        self.stopped = False
-        self.encodings: list[bytes] = []
+    owner: RobotsFetcher
+    limit: int
+    received: int = 0
+    stopped: bool = False
+    encodings: list[bytes] = field(default_factory=list)
 
 
 @dataclass
@@ -175,21 +174,22 @@ class RobotsFetcher:
         guard = (
             None if self.settings.allow_private_redirects or self.addresses.private_origin(origin) else self.addresses
         )
+
+        def unfollowable(note: str, outcome: str = "3xx_unfollowable") -> FetchResult:
+            """The last redirect is not followed: the fetch ends unavailable (all allowed)."""
+            classes[-1] = outcome
+            return FetchResult(Access.UNAVAILABLE, status, url, classes, note=note)
+
         for hop in range(limit + 1):
             chain.append(url)
             if hop and guard is not None and await self._leads_inward(guard, url):
-                classes[-1] = "3xx_unfollowable"
-                return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
+                return unfollowable(INWARD_NOTE)
             try:
                 request = self._request(url, trigger)
             except ValueError:
                 if not classes:
                     raise  # robots_url() of a canonical origin: a bug, not the server's doing
-                # a redirect target that passed redirect_target() yet Scrapy cannot request
-                classes[-1] = "3xx_unfollowable"
-                return FetchResult(
-                    Access.UNAVAILABLE, status, url, classes, note="a redirect without a usable Location"
-                )
+                return unfollowable(NO_LOCATION)  # it passed redirect_target(), yet Scrapy cannot request it
             try:
                 self._listen(1)
                 try:
@@ -212,24 +212,16 @@ class RobotsFetcher:
                     # it sends is an inside server's choice, not an outsider's.
                     guard = None
                 else:
-                    # a redirect target that answered from inside: nothing of it is kept
-                    classes[-1] = "3xx_unfollowable"
-                    return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
+                    return unfollowable(INWARD_NOTE)  # a redirect target that answered from inside: nothing kept
             access, name = classify_status(response.status)
             status = response.status
             if access is Access.REDIRECT:
+                classes.append("3xx")
                 target = redirect_target(response.url, response.headers.get("Location"))
                 if target is None:
-                    classes.append("3xx_unfollowable")
-                    return FetchResult(
-                        Access.UNAVAILABLE, response.status, url, classes, note="a redirect without a usable Location"
-                    )
+                    return unfollowable(NO_LOCATION)
                 if hop == limit:
-                    classes.append("too_many_redirects")
-                    return FetchResult(
-                        Access.UNAVAILABLE, response.status, url, classes, note=f"more than {limit} redirects"
-                    )
-                classes.append("3xx")
+                    return unfollowable(f"more than {limit} redirects", "too_many_redirects")
                 url = target
                 continue
             classes.append(name)

@@ -184,19 +184,21 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
     state.service = service
     service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
 
+    def refuse(reason: str) -> None:
+        """Stop the crawl before its first request, with a non-zero exit status (a cron job sees it)."""
+        service.shutdown()  # no robots.txt fetch starts meanwhile
+        compat.fail_exit_status(crawler)
+        compat.close_at_open(crawler, reason)  # raises CloseSpider where Scrapy honours it
+
     async def opened(spider: Any) -> None:
         if state.refused is not None:  # a bad setting, said when it was read
-            service.shutdown()
-            compat.fail_exit_status(crawler)
-            compat.close_at_open(crawler, state.refused)  # raises CloseSpider where Scrapy honours it
+            refuse(state.refused)
             return
         try:  # first: no store, timer or request of the plugin starts on a Scrapy it cannot drive
             internals.check(crawler, floors=state.floors is not None)
         except internals.InternalsChanged as exc:
             logger.error("%s", exc, extra={"spider": spider})
-            service.shutdown()
-            compat.fail_exit_status(crawler)  # a cron job sees the failure
-            compat.close_at_open(crawler, internals.REFUSED)  # raises CloseSpider where Scrapy honours it
+            refuse(internals.REFUSED)
             return
         try:
             await service.open()
@@ -214,9 +216,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
                     "The crawl stops before its first request.",
                     exc, extra={"spider": spider},
                 )  # fmt: skip
-            service.shutdown()  # no robots.txt fetch starts meanwhile
-            compat.fail_exit_status(crawler)  # a cron job sees the failure
-            compat.close_at_open(crawler, STORAGE_UNAVAILABLE)  # raises CloseSpider where Scrapy honours it
+            refuse(STORAGE_UNAVAILABLE)
 
     async def closed(spider: Any, reason: str) -> None:
         await service.close()
