@@ -264,11 +264,13 @@ class GateScheduler:
         self._wake(key, slot)
         return False
 
+    def _known(self, request: Request) -> Known | None:
+        origin = origin_of_request(request)
+        return self.service.known(origin) if origin is not None else None
+
     def _floor(self, request: Request, known: Known | None = None) -> float:
         """The floor of ``request``'s slot: its origin's, or a larger one of another origin there."""
-        if known is None:
-            origin = origin_of_request(request)
-            known = self.service.known(origin) if origin is not None else None
+        known = known or self._known(request)
         floor = known.floor if known is not None else 0.0
         if self._floors:  # (empty while no slot has a floor: no slot key to compute)
             floor = max(floor, self._floors.floor_of(self._key(request)) or 0.0)
@@ -277,9 +279,7 @@ class GateScheduler:
     def _allowed(self, request: Request, known: Known | None = None) -> bool:
         """Whether the origin's robots.txt allows ``request`` for the crawl's token
         (the middleware decides; a request it will deny is not held for a turn)."""
-        if known is None:
-            origin = origin_of_request(request)
-            known = self.service.known(origin) if origin is not None else None
+        known = known or self._known(request)
         return known is None or known.robots.check(request.url, known.token).allowed
 
     def _key(self, request: Request) -> str:

@@ -16,7 +16,7 @@ import hashlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -214,7 +214,7 @@ class RobotsService:
             unreachable = self.settings.for_origin(origin).unreachable
         result = await self.fetcher.fetch(origin)
         self._count_fetch(origin, result)
-        return result, self.policy_of(self._entry(result), unreachable)
+        return result, self.policy_of(self.entry_of(result), unreachable)
 
     # -- floors ---------------------------------------------------------------------------
     def floor_for(self, robots: RobotsTxt, token: str | tuple[str, ...]) -> tuple[float, float | None]:
@@ -335,7 +335,7 @@ class RobotsService:
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
         stale = previous.entry if previous is not None else None
-        stored, lease, fresh = await self._claim(origin, policy)
+        stored, lease, fresh = await self.claim(origin, policy)
         if fresh:
             assert stored is not None
             self.counts.inc("cache/storage_hits")
@@ -378,7 +378,7 @@ class RobotsService:
                 await self._sleep(min(delay, left), origin)
                 delay = min(delay * 2, WAIT_MAX_DELAY)
                 result = await self._fetch_once(origin, trigger, pending)
-        entry = self._entry(result)
+        entry = self.entry_of(result)
         if result.access is Access.UNREACHABLE and usable:
             # RFC 9309 sections 2.3.1.4 and 2.4: an unreachable file may be replaced by a
             # stored copy (younger than 30 days), kept until the next retry of the
@@ -406,12 +406,7 @@ class RobotsService:
         if self.closed:
             raise NotResolved(origin)
 
-    async def claim(self, key: str, policy: OriginPolicy, what: str) -> tuple[RobotsEntry | None, Lease | None, bool]:
-        """:meth:`_claim` for another file of an origin kept in the store under
-        ``key`` (its tdmrep.json: :mod:`.tdmrep_files`); ``what`` names it in the log."""
-        return await self._claim(key, policy, what)
-
-    async def _claim(
+    async def claim(
         self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
     ) -> tuple[RobotsEntry | None, Lease | None, bool]:
         """``(entry, lease, fresh)``: the store's fresh entry (``fresh``); or the
@@ -419,7 +414,9 @@ class RobotsService:
         store, with the stored entry if any (stale); or, after waiting longer
         than any fetch can take for another process that holds it, no lease
         (fetch anyway).  One :meth:`~.storage.base.RobotsStorage.lookup` per
-        look; a store of one process grants at once."""
+        look; a store of one process grants at once.  Another file of an
+        origin is kept under another key (its tdmrep.json: :mod:`.tdmrep_files`),
+        ``what`` naming it in the log."""
         storage = self.storage
         settings = self.settings
         deadline = bound = 0.0
@@ -479,7 +476,7 @@ class RobotsService:
         steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, tokens[0])
         parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
         for token in tokens[1:]:  # several product tokens: each one's buckets too
-            await compat.in_steps(_preparing(parsed, token), PARSE_STEP_SECONDS)
+            await compat.in_steps(parsed.preparing(token), PARSE_STEP_SECONDS)
         logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
         return policy_for(Access.SUCCESS, policy.unreachable, parsed)
 
@@ -501,14 +498,17 @@ class RobotsService:
                 await outcome
         return known
 
-    def _entry(self, result: FetchResult) -> RobotsEntry:
+    def entry_of(self, result: FetchResult) -> RobotsEntry:
+        """The entry a fetch keeps (its body only for a success), fresh for the
+        cache lifetime the settings allow for its response."""
         now = time.time()
+        settings = self.settings
         lifetime = cache_seconds(
             result.access,
             result.fresh_for,
-            cap=self.settings.cache_seconds,
-            floor=self.settings.cache_min_seconds,
-            unreachable_retry=self.settings.retry_unreachable_seconds,
+            cap=settings.cache_seconds,
+            floor=settings.cache_min_seconds,
+            unreachable_retry=settings.retry_unreachable_seconds,
         )
         return RobotsEntry(
             access=result.access.value,
@@ -562,7 +562,3 @@ class RobotsService:
                 "robots.txt of %s: %s, status %s, %d bytes, %d redirect(s)",
                 origin, result.access.value, result.status, len(result.body), result.redirects,
             )  # fmt: skip
-
-
-def _preparing(robots: RobotsTxt, token: str) -> Generator[None, None, None]:
-    yield from robots.preparing(token)
