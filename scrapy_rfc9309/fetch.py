@@ -39,7 +39,7 @@ from . import compat, internals
 from .addresses import AddressPolicy, ip_literal
 from .origins import resource_url
 from .robots.access import Access, classify_error, classify_status, freshness, redirect_target
-from .robots.bodies import ContentDecodingError, cut_body, decode_content
+from .robots.bodies import ContentDecodingError, read_body
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -276,22 +276,11 @@ class RobotsFetcher:
         )
 
     def _read_body(self, response: Response, transfer: _Transfer, result: FetchResult) -> None:
-        max_bytes = self.settings.max_bytes
+        declared = response.headers.get("Content-Length")
+        size = int(declared) if transfer.stopped and declared and declared.isdigit() else None
         encodings = transfer.encodings + response.headers.getlist("Content-Encoding")
-        raw = response.body
-        if encodings:
-            body, total = decode_content(raw, encodings, max_bytes)
-        else:
-            body = raw
-            total = len(raw)
-            declared = response.headers.get("Content-Length")
-            if transfer.stopped and declared and declared.isdigit():
-                total = max(total, int(declared))
+        result.body, result.truncated_bytes = read_body(response.body, encodings, self.settings.max_bytes, size)
         result.content_type = _header(response, "Content-Type")
-        if len(body) > max_bytes or total > max_bytes:
-            result.truncated_bytes = max(total, len(body)) - max_bytes
-            body = cut_body(body, max_bytes)
-        result.body = body
 
     async def _download(self, request: Request) -> Response:
         """One hop in the lane; a downloader middleware may replace the request

@@ -22,6 +22,21 @@ class ContentDecodingError(Exception):
     """A 2xx body that cannot be decoded (unknown or corrupt Content-Encoding)."""
 
 
+def read_body(raw: bytes, encodings: list[bytes], limit: int, size: int | None = None) -> tuple[bytes, int]:
+    """``(body, cut)``: ``raw`` decoded (:func:`decode_content`) and cut to
+    ``limit`` bytes (:func:`cut_body`), and how many bytes were cut (0 if none;
+    a lower bound past what was counted).  ``size``: the ``Content-Length`` of
+    a plain transfer stopped early, the size of the whole file.  Raises
+    ContentDecodingError."""
+    if encodings:
+        body, total = decode_content(raw, encodings, limit)
+    else:
+        body, total = raw, max(len(raw), size or 0)
+    if len(body) > limit or total > limit:
+        return cut_body(body, limit), max(total, len(body)) - limit
+    return body, 0
+
+
 def decode_content(body: bytes, encodings: list[bytes], limit: int) -> tuple[bytes, int]:
     """Undo ``Content-Encoding`` (gzip, x-gzip, deflate, identity), producing at
     most ``limit + 1`` bytes.  Returns ``(decoded, total)`` where ``total`` is
