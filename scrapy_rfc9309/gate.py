@@ -51,8 +51,7 @@ logger = logging.getLogger(__name__)
 #: on a loaded loop (too short) against a slot held idle that long per such request (too long)
 UNSEEN_SECONDS = 0.25
 DROPPED_MESSAGE = "Dropped: the spider closed before robots.txt allowed it"
-#: requests held in one call of next_request, at most: each new origin starts a fetch, and
-#: a thousand of them at once held the loop (and a known origin's pages) for 0.6 s; past
+#: requests held in one call of next_request, at most (each new origin starts a fetch): past
 #: this, the gate hands the engine back and looks at the rest on the loop's next turn
 HOLD_BATCH = 32
 

@@ -127,7 +127,7 @@ async def lane_download(
     return result_213
 
 
-# -- 3. Twisted's cut-body error (Scrapy < 2.15) ---------------------------------------------
+# -- Twisted's network errors as Scrapy 2.15+ names them --------------------------------------
 def network_error_name(error: BaseException) -> str:
     """The class name of a network error as Scrapy 2.15+ raises it, so the
     ``fetch/error/<name>`` stats are the same on every supported Scrapy: before
@@ -136,10 +136,11 @@ def network_error_name(error: BaseException) -> str:
     if SCRAPY_VERSION >= (2, 15):
         return type(error).__name__
     from twisted.internet import error as net  # pragma: no cover - 2.13, 2.14
+    from twisted.web import http
     from twisted.web.client import ResponseFailed
 
-    if isinstance(error, ResponseFailed):
-        lost = any(is_data_loss(reason) for reason in error.reasons)
+    if isinstance(error, ResponseFailed):  # a cut body is twisted.web.http._DataLoss inside
+        lost = any(reason.check(http._DataLoss) for reason in error.reasons)
         return "ResponseDataLossError" if lost else "DownloadFailedError"
     for twisted_error, name in (
         (net.TimeoutError, "DownloadTimeoutError"),
@@ -149,14 +150,6 @@ def network_error_name(error: BaseException) -> str:
         if isinstance(error, twisted_error):
             return name
     return type(error).__name__
-
-
-def is_data_loss(reason: Any) -> bool:  # pragma: no cover - Scrapy < 2.15
-    """Whether a Twisted ``Failure`` inside ``ResponseFailed.reasons`` is a cut
-    body (``twisted.web.http._DataLoss``; Scrapy < 2.15 lets it through)."""
-    from twisted.web import http
-
-    return bool(reason.check(http._DataLoss))
 
 
 # -- the contract -----------------------------------------------------------------------------

@@ -44,11 +44,8 @@ CLAIM_POLL_FIRST = 0.05
 CLAIM_POLL_MAX = 0.5
 #: seconds waited for a live lease holder beyond its longest possible fetch
 CLAIM_MARGIN = 10.0
-#: a robots.txt body larger than this is parsed, and compiled for the origin's
-#: token, in steps of at most PARSE_STEP_SECONDS, the loop getting a turn
-#: between them: at once, a 500 KiB file of 20,000 rules would hold every
-#: download for 50 to 140 ms (docs/reliability.md, "Hostile files"); up to
-#: this size the costliest file takes a few milliseconds
+#: a larger robots.txt body is parsed, and compiled for the origin's tokens, in steps of at
+#: most PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
 STEPPED_PARSE_BYTES = 8_192
 PARSE_STEP_SECONDS = 0.002
 
