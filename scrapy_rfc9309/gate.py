@@ -207,11 +207,8 @@ class GateScheduler:
     # -- holding ---------------------------------------------------------------------------
     def _admit(self, request: Request) -> bool:
         """Whether ``request`` goes on now; else the gate keeps it."""
-        meta = request.meta
-        if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt"):
-            return True
-        origin = origin_of_request(request)
-        if origin is None or not self.settings.for_origin(origin).obey:
+        origin = self._checked_origin(request)
+        if origin is None:
             return True
         known = self.service.fresh(origin)
         if known is not None:
@@ -262,6 +259,13 @@ class GateScheduler:
         self._count += 1
         self._wake(key, slot)
         return False
+
+    def _checked_origin(self, request: Request) -> str | None:
+        """The origin whose robots.txt governs ``request``; None when it is not checked."""
+        if FETCH_META_KEY in request.meta or request.meta.get("dont_obey_robotstxt"):
+            return None
+        origin = origin_of_request(request)
+        return origin if origin is not None and self.settings.for_origin(origin).obey else None
 
     def _known(self, request: Request) -> Known | None:
         origin = origin_of_request(request)
@@ -442,10 +446,8 @@ class GateScheduler:
 
     def _prefetch(self, request: Request) -> None:
         """RFC9309_EARLY_FETCH: a new origin's fetch starts when its first request is scheduled."""
-        if FETCH_META_KEY in request.meta or request.meta.get("dont_obey_robotstxt"):
-            return
-        origin = origin_of_request(request)
-        if origin is None or self.service.pending(origin) or not self.settings.for_origin(origin).obey:
+        origin = self._checked_origin(request)
+        if origin is None or self.service.pending(origin):
             return
         if self._offsite is None or not self._offsite(request):
             self.service.prefetch(origin, request)
