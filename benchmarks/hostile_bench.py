@@ -278,11 +278,11 @@ def core_rows(rounds: int) -> list[tuple[str, list[float]]]:
             )
         )
     bomb = _bomb_body()
-    from scrapy_rfc9309.fetch import decode_content
+    from scrapy_rfc9309.robots.bodies import decode_content
 
     results.append(
         (
-            f"a gzip bomb's {len(bomb) // 1024} KiB kept past the limit, decoded (fetch.decode_content)",
+            f"a gzip bomb's {len(bomb) // 1024} KiB kept past the limit, decoded (robots.bodies.decode_content)",
             _samples(lambda: decode_content(bomb, [b"gzip"], 512_000), rounds),
         )
     )

@@ -36,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from scrapy_rfc9309.fetch import cut_body  # noqa: E402
+from scrapy_rfc9309.robots.bodies import cut_body  # noqa: E402
 from scrapy_rfc9309.storage import RobotsEntry  # noqa: E402
 from scrapy_rfc9309.storage.redis import RedisStorage  # noqa: E402
 from scrapy_rfc9309.storage.sqlite import SqliteStorage  # noqa: E402

@@ -1,41 +1,14 @@
 """The one place that knows which Scrapy runs, and on which loop.
 
-Everything that differs between the Scrapy releases this plugin supports, or
-between running on a Twisted reactor and on asyncio alone, is a small
+Everything that differs between the supported Scrapy releases (2.13 and later,
+tested up to 2.19), or between a Twisted reactor and asyncio alone, is a small
 function here, so the rest of the package is written once, for the newest
-Scrapy.  Supported: 2.13 and later, tested with 2.13 to 2.19 (CI runs the
-whole suite on 2.19, tests/crawl on 2.13, tests/crawl on 2.19 without a
-reactor, and Scrapy's middleware tests on 2.19 with epoll's reactor).  The private Scrapy names the plugin needs are in
-:mod:`.internals`, checked when the spider opens.  What differs:
-
-========================================  =====================================
-2.13 only                                 ``process_request(request, spider)``
-                                          (:func:`request_method`);
-                                          deferred signals and downloads
-                                          (:func:`.internals.lane_download`),
-                                          component dicts keyed by import path
-before 2.15                               Twisted's network errors unwrapped
-                                          (:func:`.internals.network_error_name`)
-before 2.18                               no ``robots_parsed`` signal;
-                                          ``CloseSpider`` from ``spider_opened``
-                                          ignored (:func:`close_at_open`)
-2.15+, ``TWISTED_REACTOR_ENABLED =        no reactor: importing
-False``                                   ``twisted.internet.reactor`` raises;
-                                          timers, sleeps and threads come from
-                                          asyncio (:func:`sleep`, :func:`every`,
-                                          :func:`call_later`,
-                                          :func:`run_in_thread`)
-another Twisted reactor (epoll's ...)     no asyncio loop: timers, sleeps and
-                                          threads from the reactor, coroutines
-                                          await Deferreds only; the SQLite
-                                          store runs inline; the Redis store
-                                          (``redis.asyncio``) is refused at
-                                          start-up (:data:`ASYNCIO_NEEDED`)
-========================================  =====================================
-
-(The jitter of a download slot, ``Slot.jitter`` in 2.19 and
-``Slot.randomize_delay`` before, is told apart in :mod:`.slots`, the adapter
-around the slots.)
+Scrapy: the ``spider`` argument of 2.13 (:func:`request_method`), the
+``robots_parsed`` signal and ``CloseSpider`` at open of 2.18+
+(:func:`close_at_open`), and, without a reactor (2.15+, ``TWISTED_REACTOR_ENABLED
+= False``) or without asyncio (another reactor), where timers, sleeps and
+threads come from (:func:`sleep`, :func:`every`, :func:`call_later`,
+:func:`run_in_thread`).  Private Scrapy names are in :mod:`.internals`.
 """
 
 from __future__ import annotations
@@ -91,10 +64,7 @@ _PASSES_SPIDER = SCRAPY_VERSION < (2, 14)
 ROBOTS_PARSED: object | None = getattr(signals, "robots_parsed", None)
 
 
-# -- the loop the crawl runs on ---------------------------------------------------------
-# Scrapy 2.15+ can run without a Twisted reactor (TWISTED_REACTOR_ENABLED = False, asyncio
-# alone); it then forbids importing twisted.internet.reactor.  Every timer, sleep and thread
-# hand-off of the plugin comes from here, which asks the reactor only when one is installed.
+# -- the loop the crawl runs on (without a reactor, importing twisted.internet.reactor raises)
 def reactor_installed() -> bool:
     """Whether the crawl runs on a Twisted reactor (else: on asyncio alone)."""
     return "twisted.internet.reactor" in sys.modules
@@ -259,12 +229,10 @@ def close_at_open(crawler: Crawler, reason: str) -> None:
         engine = crawler.engine
         if engine is None or crawler.spider is None or closed:
             return  # already closed
-        if not engine.running:
-            call_later(0, close_when_running)
-        elif hasattr(engine, "close_spider_async"):  # 2.14+
-            spawn(engine.close_spider_async(reason=reason))
+        if engine.running:
+            close_spider(crawler, reason)
         else:
-            engine.close_spider(crawler.spider, reason=reason)
+            call_later(0, close_when_running)
 
     call_later(0, close_when_running)  # pragma: no cover - 2.13 to 2.17
 
@@ -285,15 +253,11 @@ def fail_exit_status(crawler: Crawler) -> None:
     """Make ``scrapy crawl`` (and ``runspider``) exit with status 1 when this crawl ends.
 
     A finish reason never changes the exit status: Scrapy's commands exit
-    with 1 only when ``CrawlerProcess.bootstrap_failed`` is set, which it
-    sets when ``Crawler.crawl()`` raises or when the crawler has no
-    ``spider`` once it ended (``bootstrap_failed |= not crawler.spider``,
-    the same from 2.13 to 2.19, Twisted and asyncio runners alike).  So the
-    crawler's ``spider`` is cleared once the crawl has ended: at
-    ``engine_stopped`` (after the stats were kept and dumped); and when the
-    engine does not run (a crawl refused while opening, which never sends
-    ``engine_stopped``; or one already stopping), at ``spider_closed`` too.
-    A script's ``crawler.spider`` is then None after a failed crawl."""
+    with 1 only when the crawler has no ``spider`` once it ended
+    (``bootstrap_failed |= not crawler.spider``, 2.13 to 2.19).  So it is
+    cleared at ``engine_stopped`` (after the stats were dumped), and at
+    ``spider_closed`` when the engine does not run (a crawl refused while
+    opening never sends ``engine_stopped``)."""
     engine = crawler.engine
 
     def clear(*args: Any, **kwargs: Any) -> None:
@@ -306,30 +270,22 @@ def fail_exit_status(crawler: Crawler) -> None:
 
 # -- components ------------------------------------------------------------------------
 def request_method(method: Callable[..., Any]) -> Any:
-    """Decorate a downloader middleware's ``process_request(self, request)``
-    (plain or ``async``) so every supported Scrapy can call it: 2.13 always
-    adds ``spider=``; later releases must not see a ``spider`` parameter (they
-    warn that it is deprecated), so there the method is returned unchanged."""
+    """Decorate a downloader middleware's ``process_request(self, request)`` or
+    ``process_response(self, request, response)`` (plain or ``async``) so every
+    supported Scrapy can call it: 2.13 always adds ``spider=``; later releases
+    must not see a ``spider`` parameter (they warn that it is deprecated), so
+    there the method is returned unchanged."""
     if not _PASSES_SPIDER:
         return method
 
     @functools.wraps(method)
-    def process_request(self: Any, request: Request, spider: Any = None) -> Any:  # pragma: no cover - 2.13
-        return method(self, request)
+    def without_spider(self: Any, *args: Any, spider: Any = None, **kwargs: Any) -> Any:  # pragma: no cover - 2.13
+        return method(self, *args, **kwargs)
 
-    return process_request
+    return without_spider
 
 
-def response_method(method: Callable[..., Any]) -> Any:
-    """:func:`request_method` for ``process_response(self, request, response)``."""
-    if not _PASSES_SPIDER:
-        return method
-
-    @functools.wraps(method)
-    def process_response(self: Any, request: Request, response: Any, spider: Any = None) -> Any:  # pragma: no cover
-        return method(self, request, response)
-
-    return process_response
+response_method = request_method
 
 
 async def send_async(crawler: Crawler, signal: object, **kwargs: Any) -> None:

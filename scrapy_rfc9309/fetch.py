@@ -1,68 +1,33 @@
-"""Downloading one origin's robots.txt through the crawl's own engine.
+"""Downloading one origin's robots.txt through the crawl's downloader middlewares.
 
-The fetch goes through the engine's download (``download_async``), so it uses the
-crawl's proxy, headers, cookies and TLS settings, but it must not be changed
-by the settings meant for pages.  Each hop carries meta that switches those
-off:
+Each hop carries meta that switches off what is meant for pages (redirects,
+offsite, cache, retries, ``DOWNLOAD_MAXSIZE``; docs/middleware.md lists each):
+redirects are followed here, up to ``RFC9309_MAX_REDIRECTS``; the body is
+bounded by a ``bytes_received`` handler that stops the transfer just past the
+parse limit (``StopDownload(fail=False)`` keeps what came), because a positive
+``download_maxsize`` would fail a large file instead of truncating it; and the
+``Content-Encoding`` is moved aside before HttpCompressionMiddleware, which
+fails a body decoding past ``download_maxsize``, and undone here, bounded
+(:mod:`.robots.bodies`).
 
-* ``dont_redirect`` + ``handle_httpstatus_all``: redirects are followed here,
-  up to ``RFC9309_MAX_REDIRECTS``, across hosts, whatever ``REDIRECT_ENABLED``
-  or ``REDIRECT_MAX_TIMES`` say, and statuses reach us untouched;
-* ``allow_offsite``: ``allowed_domains`` limits pages, not robots.txt (a
-  redirected robots.txt usually lives on another host);
-* ``dont_cache``: HttpCache must not serve yesterday's rules for weeks;
-* ``dont_retry``: 5xx and network errors are an access result, not a reason to
-  try again (``RFC9309_UNREACHABLE = "wait"`` decides about trying again);
-* ``dont_obey_robotstxt``: the fetch passes through neither this plugin's
-  middleware nor Scrapy's own;
-* ``download_timeout`` = ``RFC9309_FETCH_TIMEOUT`` (per hop);
-* ``download_maxsize`` = 0 and ``download_warnsize`` = 0: a positive limit
-  would cancel a body whose Content-Length exceeds it before the first byte,
-  turning a large robots.txt into a failure.  The body is bounded here
-  instead: a ``bytes_received`` handler stops the transfer (``StopDownload``
-  with ``fail=False``, which keeps the bytes received) once it has more than
-  ``RFC9309_MAX_BYTES`` plus a little slack;
-* ``download_fail_on_dataloss``: a body cut by the network is unreachable, not
-  a shorter file (a lost tail could hold a Disallow).
+The redirect guard: a public origin's redirects are not followed to an
+internal address, neither one asked (:meth:`RobotsFetcher._leads_inward`) nor
+one that answered (``response.ip_address``); the origin's own ``/robots.txt``
+is read wherever the origin is, and an origin answered from inside is private
+(docs/middleware.md, "The redirect guard").
 
-The redirect guard: a public origin's robots.txt redirects stay on the
-public network.  A redirect to an internal address (an IP literal, or a name
-the crawl's resolver puts inside) is not asked, and a redirect target whose
-connection went to an internal address (``response.ip_address``) is not used;
-the fetch ends unavailable, as for any redirect that cannot be followed.  The
-first hop, the origin's own ``/robots.txt``, is read wherever the origin is:
-its pages are fetched from there too.  When that answer came from inside (an
-intranet name, split-horizon DNS), the origin is private in this crawl and its
-redirects are an inside server's, not guarded (:mod:`.addresses`,
-docs/middleware.md).
-
-Compression: Scrapy's HttpCompressionMiddleware decodes with
-``download_maxsize`` as the limit and *fails* the response when the decoded
-body is larger.  So the fetch's ``Content-Encoding`` is moved aside as the
-handler returns the response, before any middleware sees it, and the body is
-decoded here with ``zlib``, never producing more than the parse limit: a
-larger (or a deliberately huge, "bomb") body is truncated, not failed.  The
-fetch asks for ``gzip, deflate`` only, the codings the standard library can
-decode.
-
-The lane: a robots.txt download takes no place of ``CONCURRENT_REQUESTS``, of
-a download slot or of the pages' connection pools.  It passes the crawl's
-downloader middlewares (so proxy, headers, cookies, stats apply as to any
-request) and is downloaded by download handlers of the lane's own
-(:func:`.internals.lane_download`), at most ``RFC9309_FETCH_CONCURRENCY``
-fetches at once (a redirect chain is one).  The ``Crawled`` line and the
-``response_received`` signal are given as the engine gives them.  Why this
-design: docs/middleware.md, "robots.txt downloads".
+The lane: a download takes no ``CONCURRENT_REQUESTS`` place, download slot or
+page connection; at most ``RFC9309_FETCH_CONCURRENCY`` run at once
+(:func:`.internals.lane_download`; docs/middleware.md, "robots.txt downloads").
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
@@ -73,7 +38,8 @@ from twisted.internet.defer import CancelledError, DeferredSemaphore
 from . import compat, internals
 from .addresses import AddressPolicy, ip_literal
 from .origins import resource_url
-from .robots.access import Access, classify_error, classify_status, freshness
+from .robots.access import Access, classify_error, classify_status, freshness, redirect_target
+from .robots.bodies import ContentDecodingError, read_body
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -89,39 +55,25 @@ ACCEPT_ENCODING = b"gzip, deflate"
 #: bytes read past the parse limit before the transfer is stopped: enough for a
 #: compressed body to decode past the limit, so truncation is seen
 SLACK_BYTES = 65_536
-#: how far past the limit a compressed body is decoded just to count what was cut (the
-#: count is a lower bound: decoding runs on the crawl's loop, about 2 ms per MiB)
-COUNT_LIMIT = 256 * 1024
-#: compressed bytes handed to zlib at a time: a member that ends hands back the rest of
-#: its input as a copy, so a body of many small gzip members must not copy all of it each time
-INFLATE_WINDOW = 16_384
-#: gzip members decoded at most (``cat a.gz b.gz`` makes two; a body of tens of thousands
-#: of empty members costs tens of milliseconds to decode): more is a corrupt body
-MAX_MEMBERS = 256
 #: meta keys of the page request that choose the network path; copied to the fetch
 PATH_META_KEYS = ("proxy", "bindaddress")
 #: a downloader middleware may replace the robots.txt request this many times
 REPLACEMENTS = 5
 #: why a public origin's fetch ended as unavailable (scrapy_rfc9309.addresses)
 INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
+NO_LOCATION = "a redirect without a usable Location"
 
 
-class ContentDecodingError(Exception):
-    """A 2xx body that cannot be decoded (unknown or corrupt Content-Encoding)."""
-
-
+@dataclass(slots=True, eq=False)
 class _Transfer:
     """What the signal handlers learn about one hop while it downloads.  Only
     the fetcher that made it counts its bytes (``owner``)."""
 
-    __slots__ = ("owner", "limit", "received", "stopped", "encodings")
-
-    def __init__(self, owner: RobotsFetcher, limit: int) -> None:
-        self.owner = owner
-        self.limit = limit
-        self.received = 0
-        self.stopped = False
-        self.encodings: list[bytes] = []
+    owner: RobotsFetcher
+    limit: int
+    received: int = 0
+    stopped: bool = False
+    encodings: list[bytes] = field(default_factory=list)
 
 
 @dataclass
@@ -222,21 +174,22 @@ class RobotsFetcher:
         guard = (
             None if self.settings.allow_private_redirects or self.addresses.private_origin(origin) else self.addresses
         )
+
+        def unfollowable(note: str, outcome: str = "3xx_unfollowable") -> FetchResult:
+            """The last redirect is not followed: the fetch ends unavailable (all allowed)."""
+            classes[-1] = outcome
+            return FetchResult(Access.UNAVAILABLE, status, url, classes, note=note)
+
         for hop in range(limit + 1):
             chain.append(url)
             if hop and guard is not None and await self._leads_inward(guard, url):
-                classes[-1] = "3xx_unfollowable"
-                return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
+                return unfollowable(INWARD_NOTE)
             try:
                 request = self._request(url, trigger)
             except ValueError:
                 if not classes:
                     raise  # robots_url() of a canonical origin: a bug, not the server's doing
-                # a redirect target that passed _location() yet Scrapy cannot request
-                classes[-1] = "3xx_unfollowable"
-                return FetchResult(
-                    Access.UNAVAILABLE, status, url, classes, note="a redirect without a usable Location"
-                )
+                return unfollowable(NO_LOCATION)  # it passed redirect_target(), yet Scrapy cannot request it
             try:
                 self._listen(1)
                 try:
@@ -259,24 +212,16 @@ class RobotsFetcher:
                     # it sends is an inside server's choice, not an outsider's.
                     guard = None
                 else:
-                    # a redirect target that answered from inside: nothing of it is kept
-                    classes[-1] = "3xx_unfollowable"
-                    return FetchResult(Access.UNAVAILABLE, status, url, classes, note=INWARD_NOTE)
+                    return unfollowable(INWARD_NOTE)  # a redirect target that answered from inside: nothing kept
             access, name = classify_status(response.status)
             status = response.status
             if access is Access.REDIRECT:
-                target = _location(response)
-                if target is None:
-                    classes.append("3xx_unfollowable")
-                    return FetchResult(
-                        Access.UNAVAILABLE, response.status, url, classes, note="a redirect without a usable Location"
-                    )
-                if hop == limit:
-                    classes.append("too_many_redirects")
-                    return FetchResult(
-                        Access.UNAVAILABLE, response.status, url, classes, note=f"more than {limit} redirects"
-                    )
                 classes.append("3xx")
+                target = redirect_target(response.url, response.headers.get("Location"))
+                if target is None:
+                    return unfollowable(NO_LOCATION)
+                if hop == limit:
+                    return unfollowable(f"more than {limit} redirects", "too_many_redirects")
                 url = target
                 continue
             classes.append(name)
@@ -316,7 +261,7 @@ class RobotsFetcher:
             "download_timeout": self.settings.fetch_timeout,
             "download_maxsize": 0,
             "download_warnsize": 0,
-            "download_fail_on_dataloss": True,
+            "download_fail_on_dataloss": True,  # a lost tail could hold a Disallow: unreachable
         }
         if trigger is not None:
             for key in PATH_META_KEYS:
@@ -331,22 +276,11 @@ class RobotsFetcher:
         )
 
     def _read_body(self, response: Response, transfer: _Transfer, result: FetchResult) -> None:
-        max_bytes = self.settings.max_bytes
+        declared = response.headers.get("Content-Length")
+        size = int(declared) if transfer.stopped and declared and declared.isdigit() else None
         encodings = transfer.encodings + response.headers.getlist("Content-Encoding")
-        raw = response.body
-        if encodings:
-            body, total = decode_content(raw, encodings, max_bytes)
-        else:
-            body = raw
-            total = len(raw)
-            declared = response.headers.get("Content-Length")
-            if transfer.stopped and declared and declared.isdigit():
-                total = max(total, int(declared))
+        result.body, result.truncated_bytes = read_body(response.body, encodings, self.settings.max_bytes, size)
         result.content_type = _header(response, "Content-Type")
-        if len(body) > max_bytes or total > max_bytes:
-            result.truncated_bytes = max(total, len(body)) - max_bytes
-            body = cut_body(body, max_bytes)
-        result.body = body
 
     async def _download(self, request: Request) -> Response:
         """One hop in the lane; a downloader middleware may replace the request
@@ -428,109 +362,3 @@ def _answered_inward(guard: AddressPolicy, request: Request, response: Response)
     if address is None or request.meta.get("proxy"):
         return False
     return guard.internal(address)
-
-
-def _location(response: Response) -> str | None:
-    location = response.headers.get("Location")
-    if not location:
-        return None
-    try:
-        target = urljoin(response.url, location.decode("latin-1").strip())
-        parts = urlsplit(target)
-        parts.port  # noqa: B018 - raises ValueError past 65535
-    except ValueError:  # "http://[broken", "http://host:99999/": the server's mistake
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return None  # never follow robots.txt to file:, data:, ftp: ..., nor to no host
-    if "@" in parts.netloc:
-        return None  # credentials chosen by the server: Scrapy cannot send them, and they must not be logged
-    return target
-
-
-def decode_content(body: bytes, encodings: list[bytes], limit: int) -> tuple[bytes, int]:
-    """Undo ``Content-Encoding`` (gzip, x-gzip, deflate, identity), producing at
-    most ``limit + 1`` bytes.  Returns ``(decoded, total)`` where ``total`` is
-    how many bytes the whole body decodes to (counted, not kept, up to
-    ``COUNT_LIMIT`` past the limit: a lower bound past it).  Raises
-    ContentDecodingError."""
-    codings = [c.strip().lower() for value in encodings for c in value.split(b",")]
-    total = len(body)
-    # Codings are listed in the order they were applied: undo the last first.
-    for coding in reversed(codings):
-        if coding in (b"", b"identity"):
-            continue
-        if coding in (b"gzip", b"x-gzip"):
-            body, total = _inflate(body, limit, wbits=47)  # 32 + 15: gzip or zlib header
-        elif coding == b"deflate":
-            try:
-                body, total = _inflate(body, limit, wbits=15)
-            except ContentDecodingError:
-                body, total = _inflate(body, limit, wbits=-15)  # raw deflate, as some servers send
-        else:
-            raise ContentDecodingError(f"unsupported Content-Encoding {coding.decode('latin-1')!r}")
-    return body, total
-
-
-def _inflate(data: bytes, limit: int, wbits: int) -> tuple[bytes, int]:
-    out: list[bytes] = []
-    size = 0
-    total = 0
-    view = memoryview(data)
-    pos, end = 0, len(data)
-    members = 0
-    try:
-        while pos < end:  # more than one gzip member is allowed
-            members += 1
-            if members > MAX_MEMBERS:
-                raise ContentDecodingError(f"more than {MAX_MEMBERS} compressed members")
-            decoder = zlib.decompressobj(wbits)
-            while pos < end and not decoder.eof:
-                window = view[pos : pos + INFLATE_WINDOW]
-                pos += len(window)
-                chunk = decoder.decompress(window, max(1, limit + 1 - size))
-                out.append(chunk)
-                size += len(chunk)
-                total += len(chunk)
-                if size > limit:
-                    return b"".join(out), total + _count_rest(decoder, view[pos:], COUNT_LIMIT)
-            pos -= len(decoder.unused_data)  # (the next member's start, handed back)
-    except zlib.error as exc:
-        # Corrupt, not merely cut short (a stopped transfer decodes without error):
-        # what follows the damage is unknown, so the file is not read at all.
-        raise ContentDecodingError(f"corrupt compressed body after {size} bytes: {exc}") from None
-    return b"".join(out), total
-
-
-def _count_rest(decoder: Any, rest: memoryview, budget: int) -> int:
-    """Decode what is left of the member only to count it, at most ``budget``
-    bytes (a lower bound then), never holding more than 64 KiB."""
-    counted = 0
-    tail: bytes | memoryview = decoder.unconsumed_tail
-    pos = 0
-    while counted < budget and not decoder.eof:
-        if not tail:
-            if pos >= len(rest):
-                break
-            tail = rest[pos : pos + INFLATE_WINDOW]
-            pos += len(tail)
-        counted += len(decoder.decompress(tail, min(65_536, budget - counted)))
-        tail = decoder.unconsumed_tail
-    return counted
-
-
-def cut_body(body: bytes, limit: int) -> bytes:
-    """The first ``limit`` bytes, minus a UTF-8 character the cut split (so
-    the parser does not mistake a UTF-8 file for Latin-1)."""
-    if len(body) <= limit:
-        return body
-    cut = body[:limit]
-    i = len(cut) - 1
-    continuation = 0
-    while i >= 0 and continuation < 3 and (cut[i] & 0xC0) == 0x80:
-        i -= 1
-        continuation += 1
-    if i >= 0 and cut[i] >= 0xC0:
-        needed = 2 if cut[i] < 0xE0 else 3 if cut[i] < 0xF0 else 4
-        if continuation + 1 < needed:
-            cut = cut[:i]
-    return cut

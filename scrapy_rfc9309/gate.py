@@ -1,26 +1,16 @@
 """The gate: requests wait before the downloader, not inside it.
 
-A Scrapy scheduler that wraps the project's own (``RFC9309_SCHEDULER``: Scrapy's,
-scrapy-redis's, a custom one; the add-on puts the gate in place).  Requests are
-enqueued in the project's scheduler as usual (duplicate filter, priorities,
-``JOBDIR``, a shared scrapy-redis queue); each one the engine asks for is looked
-at as it comes out:
-
-* its origin's robots.txt is not known: **held** here while the origin's one
-  fetch runs, and the gate looks at the next request;
-* its download slot has a Crawl-delay floor and its turn has not come (with a
-  store shared by several workers: its cluster-wide turn is not taken yet):
-  held until then, one request of the slot per floor;
-* otherwise it goes on, and the middleware's check is a synchronous look-up.
-
-A held request takes no ``CONCURRENT_REQUESTS`` or per-domain place.  When it
-may go on it is scheduled again with ``engine.crawl()`` (which wakes the
-engine) and handed out first.  Requests released together leave at most their
-slot's concurrency at a time.  At most ``RFC9309_MAX_HELD`` are held; past that
-the gate takes nothing more from the project's scheduler until some go on.  At
-close, held requests go back to a scheduler that keeps its queue (``JOBDIR``,
-scrapy-redis), or are dropped, each with an ``IgnoreRequest`` to its errback,
-counted and logged.  docs/middleware.md, "The gate", says why each.
+A Scrapy scheduler that wraps the project's own (``RFC9309_SCHEDULER``; the
+add-on puts the gate in place).  Requests are enqueued there as usual; each one
+the engine asks for is held here while its origin's robots.txt is fetched, or
+while its download slot's Crawl-delay turn (cluster-wide with a shared store)
+has not come; otherwise it goes on.  A held request takes no
+``CONCURRENT_REQUESTS`` or per-domain place; when it may go on it is scheduled
+again with ``engine.crawl()`` and handed out first, released ones at most
+their slot's concurrency at a time.  Past ``RFC9309_MAX_HELD`` held, nothing
+more is taken from the project's scheduler.  At close, held requests go back
+to a scheduler that keeps its queue (``JOBDIR``, scrapy-redis) or are dropped
+with an ``IgnoreRequest`` to their errback.  docs/middleware.md, "The gate".
 """
 
 from __future__ import annotations
@@ -61,8 +51,7 @@ logger = logging.getLogger(__name__)
 #: on a loaded loop (too short) against a slot held idle that long per such request (too long)
 UNSEEN_SECONDS = 0.25
 DROPPED_MESSAGE = "Dropped: the spider closed before robots.txt allowed it"
-#: requests held in one call of next_request, at most: each new origin starts a fetch, and
-#: a thousand of them at once held the loop (and a known origin's pages) for 0.6 s; past
+#: requests held in one call of next_request, at most (each new origin starts a fetch): past
 #: this, the gate hands the engine back and looks at the rest on the loop's next turn
 HOLD_BATCH = 32
 
@@ -218,11 +207,8 @@ class GateScheduler:
     # -- holding ---------------------------------------------------------------------------
     def _admit(self, request: Request) -> bool:
         """Whether ``request`` goes on now; else the gate keeps it."""
-        meta = request.meta
-        if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt"):
-            return True
-        origin = origin_of_request(request)
-        if origin is None or not self.settings.for_origin(origin).obey:
+        origin = self._checked_origin(request)
+        if origin is None:
             return True
         known = self.service.fresh(origin)
         if known is not None:
@@ -274,11 +260,20 @@ class GateScheduler:
         self._wake(key, slot)
         return False
 
+    def _checked_origin(self, request: Request) -> str | None:
+        """The origin whose robots.txt governs ``request``; None when it is not checked."""
+        if FETCH_META_KEY in request.meta or request.meta.get("dont_obey_robotstxt"):
+            return None
+        origin = origin_of_request(request)
+        return origin if origin is not None and self.settings.for_origin(origin).obey else None
+
+    def _known(self, request: Request) -> Known | None:
+        origin = origin_of_request(request)
+        return self.service.known(origin) if origin is not None else None
+
     def _floor(self, request: Request, known: Known | None = None) -> float:
         """The floor of ``request``'s slot: its origin's, or a larger one of another origin there."""
-        if known is None:
-            origin = origin_of_request(request)
-            known = self.service.known(origin) if origin is not None else None
+        known = known or self._known(request)
         floor = known.floor if known is not None else 0.0
         if self._floors:  # (empty while no slot has a floor: no slot key to compute)
             floor = max(floor, self._floors.floor_of(self._key(request)) or 0.0)
@@ -287,9 +282,7 @@ class GateScheduler:
     def _allowed(self, request: Request, known: Known | None = None) -> bool:
         """Whether the origin's robots.txt allows ``request`` for the crawl's token
         (the middleware decides; a request it will deny is not held for a turn)."""
-        if known is None:
-            origin = origin_of_request(request)
-            known = self.service.known(origin) if origin is not None else None
+        known = known or self._known(request)
         return known is None or known.robots.check(request.url, known.token).allowed
 
     def _key(self, request: Request) -> str:
@@ -453,10 +446,8 @@ class GateScheduler:
 
     def _prefetch(self, request: Request) -> None:
         """RFC9309_EARLY_FETCH: a new origin's fetch starts when its first request is scheduled."""
-        if FETCH_META_KEY in request.meta or request.meta.get("dont_obey_robotstxt"):
-            return
-        origin = origin_of_request(request)
-        if origin is None or self.service.pending(origin) or not self.settings.for_origin(origin).obey:
+        origin = self._checked_origin(request)
+        if origin is None or self.service.pending(origin):
             return
         if self._offsite is None or not self._offsite(request):
             self.service.prefetch(origin, request)

@@ -1,24 +1,13 @@
 """The Scrapy internals the plugin still needs: named here only, checked at start-up.
 
-Requests wait in the gate (:mod:`.gate`, Scrapy's public scheduler interface)
-and the engine is reached through public calls only; two things have no
-public Scrapy API yet (docs/middleware.md, "Scrapy internals", names the API
-that would remove each):
-
-1. **The download slot's delay**, ``Downloader.slots[key].delay`` and its
-   jitter (``Slot.jitter``; ``Slot.randomize_delay`` before 2.19): the
-   Crawl-delay floor is written there so that AutoThrottle, which adjusts that
-   same delay, never goes below it (:mod:`.slots`).
-2. **The robots.txt lane**, ``Downloader.middleware`` (the crawl's downloader
-   middleware chain) with a ``DownloadHandlers`` of the lane's own: a robots.txt
-   download passes every downloader middleware (proxy, headers, cookies) but
-   neither ``Downloader.active`` (``CONCURRENT_REQUESTS``), nor a download slot,
-   nor the pages' connection pools (:mod:`.fetch`).
-
+Two things have no public Scrapy API yet (docs/middleware.md, "Scrapy
+internals", names the API that would remove each): the download slot's delay
+and jitter, where the Crawl-delay floor is written so that AutoThrottle never
+goes below it (:mod:`.slots`); and the robots.txt lane, the crawl's downloader
+middleware chain with download handlers of the lane's own (:mod:`.fetch`).
 :func:`check` proves each on the running crawl when the spider opens (a real
-call, no ``getattr`` default, no loop that may run zero times); a missing or
-changed one refuses the crawl with one ERROR line (finish reason
-:data:`REFUSED`, non-zero exit status).
+call, no ``getattr`` default); a missing or changed one refuses the crawl
+(finish reason :data:`REFUSED`, non-zero exit status).
 """
 
 from __future__ import annotations
@@ -138,7 +127,7 @@ async def lane_download(
     return result_213
 
 
-# -- 3. Twisted's cut-body error (Scrapy < 2.15) ---------------------------------------------
+# -- Twisted's network errors as Scrapy 2.15+ names them --------------------------------------
 def network_error_name(error: BaseException) -> str:
     """The class name of a network error as Scrapy 2.15+ raises it, so the
     ``fetch/error/<name>`` stats are the same on every supported Scrapy: before
@@ -147,10 +136,11 @@ def network_error_name(error: BaseException) -> str:
     if SCRAPY_VERSION >= (2, 15):
         return type(error).__name__
     from twisted.internet import error as net  # pragma: no cover - 2.13, 2.14
+    from twisted.web import http
     from twisted.web.client import ResponseFailed
 
-    if isinstance(error, ResponseFailed):
-        lost = any(is_data_loss(reason) for reason in error.reasons)
+    if isinstance(error, ResponseFailed):  # a cut body is twisted.web.http._DataLoss inside
+        lost = any(reason.check(http._DataLoss) for reason in error.reasons)
         return "ResponseDataLossError" if lost else "DownloadFailedError"
     for twisted_error, name in (
         (net.TimeoutError, "DownloadTimeoutError"),
@@ -160,14 +150,6 @@ def network_error_name(error: BaseException) -> str:
         if isinstance(error, twisted_error):
             return name
     return type(error).__name__
-
-
-def is_data_loss(reason: Any) -> bool:  # pragma: no cover - Scrapy < 2.15
-    """Whether a Twisted ``Failure`` inside ``ResponseFailed.reasons`` is a cut
-    body (``twisted.web.http._DataLoss``; Scrapy < 2.15 lets it through)."""
-    from twisted.web import http
-
-    return bool(reason.check(http._DataLoss))
 
 
 # -- the contract -----------------------------------------------------------------------------

@@ -1,27 +1,13 @@
 """The per-crawl registry: one robots service per crawl, and its lifecycle.
 
-(This module was ``wiring.py``.)
-
-``robots_service(crawler)`` is the one documented way to reach the service:
-the middleware, the Crawl-delay extension, ``scrapy robots`` and the sitemaps
-helper all call it and get the same object, built on first use with the
-crawl's only :class:`~scrapy_rfc9309.fetch.RobotsFetcher`.  This module also
-ties the service to the crawl:
-
-* ``spider_opened``: a crawl with a bad setting stops (finish reason
-  ``rfc9309_invalid_setting``; the ERROR line came when the settings were
-  read); the Scrapy internals the plugin needs are checked
-  (:func:`.internals.check`; one changed: the crawl stops before its first
-  request, finish reason ``rfc9309_scrapy_internals_changed``), then the store
-  is opened (unreachable: the crawl stops before its first request, finish
-  reason ``rfc9309_storage_unavailable``); each of these refusals is one ERROR
-  line and a non-zero exit status of ``scrapy crawl``;
-* ``spider_closed``: everything stops, stats are flushed, the store closed
-  (the gate, :mod:`.gate`, has already ended what it held when the engine
-  closed the scheduler).
-
-It also tells the crawl each time an origin's result takes effect: the
-plugin's ``robots_txt_ready`` signal and Scrapy's ``robots_parsed``.
+``robots_service(crawler)`` is the one way to reach the service; every part of
+the plugin gets the same object, built on first use with the crawl's only
+:class:`~scrapy_rfc9309.fetch.RobotsFetcher`.  When the spider opens, a bad
+setting, a changed Scrapy internal (:func:`.internals.check`) or an
+unreachable store refuses the crawl before its first request: one ERROR line,
+a finish reason and a non-zero exit status.  When it closes, the store is
+closed.  Each result that takes effect is announced: the plugin's
+``robots_txt_ready`` signal and Scrapy's ``robots_parsed``.
 """
 
 from __future__ import annotations
@@ -198,19 +184,21 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
     state.service = service
     service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
 
+    def refuse(reason: str) -> None:
+        """Stop the crawl before its first request, with a non-zero exit status (a cron job sees it)."""
+        service.shutdown()  # no robots.txt fetch starts meanwhile
+        compat.fail_exit_status(crawler)
+        compat.close_at_open(crawler, reason)  # raises CloseSpider where Scrapy honours it
+
     async def opened(spider: Any) -> None:
         if state.refused is not None:  # a bad setting, said when it was read
-            service.shutdown()
-            compat.fail_exit_status(crawler)
-            compat.close_at_open(crawler, state.refused)  # raises CloseSpider where Scrapy honours it
+            refuse(state.refused)
             return
         try:  # first: no store, timer or request of the plugin starts on a Scrapy it cannot drive
             internals.check(crawler, floors=state.floors is not None)
         except internals.InternalsChanged as exc:
             logger.error("%s", exc, extra={"spider": spider})
-            service.shutdown()
-            compat.fail_exit_status(crawler)  # a cron job sees the failure
-            compat.close_at_open(crawler, internals.REFUSED)  # raises CloseSpider where Scrapy honours it
+            refuse(internals.REFUSED)
             return
         try:
             await service.open()
@@ -228,9 +216,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
                     "The crawl stops before its first request.",
                     exc, extra={"spider": spider},
                 )  # fmt: skip
-            service.shutdown()  # no robots.txt fetch starts meanwhile
-            compat.fail_exit_status(crawler)  # a cron job sees the failure
-            compat.close_at_open(crawler, STORAGE_UNAVAILABLE)  # raises CloseSpider where Scrapy honours it
+            refuse(STORAGE_UNAVAILABLE)
 
     async def closed(spider: Any, reason: str) -> None:
         await service.close()

@@ -1,13 +1,11 @@
 """The downloader middleware: the decision, and its log lines.
 
-A request the gate (:mod:`.gate`) let through has a known origin and, with a
-shared store, its Crawl-delay turn: the check is a synchronous look-up and
+A request the gate (:mod:`.gate`) let through has a known origin (and, with a
+shared store, its Crawl-delay turn): the check is a synchronous look-up and
 match.  A request that reached the downloader without the gate (an
 extension's ``engine.download_async``, a project without the gate, a cache
-entry that expired on the way) waits here for its origin's robots.txt, as the
-design card says: the middleware defers it until the origin's one fetch
-resolves.  What governs an origin is the crawl's
-:class:`~scrapy_rfc9309.service.RobotsService`.  Stats: docs/middleware.md.
+entry that expired on the way) waits here for its origin's robots.txt.
+Stats: docs/middleware.md.
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from . import compat
 from .audit import META_KEY, Recorder, decide_all, denial_reason, provenance
+from .counts import STATS
 from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, refused, rfc9309_settings, robots_service
 from .masking import mask_url
@@ -31,7 +30,7 @@ from .robots.access import Access
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED
-from .service import STATS, Known, NotResolved
+from .service import Known, NotResolved
 from .settings import usage_purposes
 from .tdmrep_files import TdmRepFiles
 from .useragent import derive_tokens
@@ -119,10 +118,10 @@ class RobotsTxtMiddleware:
 
         known = self.service.fresh(origin)
         held = self._gate.released.pop(request, None) if self._gate is not None else None
-        if known is not None and (held is not None and held.paced or not self._needs_turn(known, tokens)):
+        if known is not None and (held is not None and held.paced or not self._cluster_floor(known, tokens)):
             # the hot path: known, and no cluster-wide turn to take here
             counts.inc("cache/misses" if held is not None and held.for_robots else "cache/hits")
-            self._decide(request, origin, known, tokens)
+            self._allow(request, origin, known, tokens, *self._check(request, origin, known, tokens))
             return None
         if known is not None:
             counts.inc("cache/hits")
@@ -143,24 +142,19 @@ class RobotsTxtMiddleware:
                     self._counts.inc("requests/errors")
                     raise
             decision, token, usage = self._check(request, origin, known, tokens)
-            floor = self._pace_floor(known, tokens, decision.verdict)
-            if floor:
+            floor = self._cluster_floor(known, tokens) if decision.verdict is not Verdict.ALLOWED_ROBOTS_TXT else 0
+            if floor:  # (robots.txt itself takes no turn)
                 await self.service.wait_turn(origin, floor)
                 compat.spawn(self.service.note_start(origin, floor))  # on its way to the downloader now
         except NotResolved:
             self._drop_closing(request)
         self._allow(request, origin, known, tokens, decision, token, usage)
 
-    def _needs_turn(self, known: Known, tokens: tuple[str, ...]) -> bool:
-        return self.service.paces and bool(
-            known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
-        )
-
-    def _decide(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Verdict:
-        """Count an allowed request and give it its provenance
-        (``meta["rfc9309"]``); raise ``IgnoreRequest`` for a denied one."""
-        decision, token, usage = self._check(request, origin, known, tokens)
-        return self._allow(request, origin, known, tokens, decision, token, usage)
+    def _cluster_floor(self, known: Known, tokens: tuple[str, ...]) -> float:
+        """The cluster-wide floor a request of ``tokens`` keeps (shared store only)."""
+        if not self.service.paces:
+            return 0.0
+        return known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
 
     def _check(
         self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]
@@ -368,13 +362,6 @@ class RobotsTxtMiddleware:
             if self.recorder.active:
                 self.recorder.invalid_token(request.url, origin, message)
             self._drop(request, message)
-
-    # -- cluster-wide Crawl-delay (shared store only) ----------------------------------
-    def _pace_floor(self, known: Known, tokens: tuple[str, ...], verdict: Verdict) -> float:
-        """The cluster-wide floor this allowed request keeps (robots.txt itself is free)."""
-        if not self.service.paces or verdict is Verdict.ALLOWED_ROBOTS_TXT:
-            return 0.0
-        return known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
 
     def _drop_closing(self, request: Request) -> NoReturn:
         self._counts.inc(DROPPED_CLOSING)

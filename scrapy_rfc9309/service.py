@@ -1,25 +1,13 @@
 """One robots service per crawl: everything that is per origin.
 
-The service answers one question, "what governs this origin now?", for every
-part of the plugin: the middleware (the decision), the Crawl-delay extension
-(the floors), ``scrapy robots`` and the sitemaps helper.  It owns
-
-* the in-process cache (an LRU of :class:`Known` results, the only per-origin
-  structure of the plugin; listeners are told when it forgets an origin),
-* the store behind it (memory, SQLite, Redis) and, for a shared store, the
-  cluster lease (one worker fetches) and the cluster-wide Crawl-delay turns,
-* one fetch in flight per origin, shared by every request waiting for it,
-* the access-result rules applied to a fetch (``unreachable`` policy, the
-  retries of ``"wait"``, a stale copy standing in for an unreachable file),
-* the floor of an origin (Crawl-delay / Request-rate, capped),
-* the shutdown (:meth:`RobotsService.shutdown`, when the engine closes the
-  gate): no fetch starts any more, sleeps end and every waiter gets
-  :class:`NotResolved`.
-
-It imports no Scrapy module: the fetcher is handed in (:mod:`.fetch` is the
-Scrapy download), and so is the stats collector; timers and sleeps come from
-:mod:`.compat` (the reactor's, or asyncio's when the crawl runs without a
-reactor).
+It answers "what governs this origin now?" for the middleware, the gate, the
+Crawl-delay extension, ``scrapy robots`` and the sitemaps helper, and owns the
+LRU cache of :class:`Known` results (the plugin's only per-origin structure),
+the store behind it (with a shared store: the fetch lease and the
+cluster-wide Crawl-delay turns), one fetch in flight per origin, the
+access-result rules (``unreachable`` policy, "wait" retries, a stale copy for
+an unreachable file), the floor of an origin, and the shutdown.  It imports no
+Scrapy module: the fetcher and the stats collector are handed in.
 """
 
 from __future__ import annotations
@@ -28,14 +16,14 @@ import hashlib
 import inspect
 import logging
 import time
-from collections import defaultdict
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet.defer import Deferred, DeferredLock
 
 from . import compat
+from .counts import STATS, Counts
 from .masking import mask_text, mask_url
 from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
@@ -48,23 +36,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-STATS = "rfc9309/"
 #: "wait" mode: first retry after this many seconds, doubling up to the cap
 WAIT_FIRST_DELAY = 1.0
 WAIT_MAX_DELAY = 60.0
-#: counts are kept here and added to Scrapy's stats at most this often (and at
-#: close): one StatsCollector.inc_value costs about as much as a whole check
-STATS_FLUSH_SECONDS = 1.0
 #: a shared store's fetch lease: poll for the holder's result this often (doubling)
 CLAIM_POLL_FIRST = 0.05
 CLAIM_POLL_MAX = 0.5
 #: seconds waited for a live lease holder beyond its longest possible fetch
 CLAIM_MARGIN = 10.0
-#: a robots.txt body larger than this is parsed, and compiled for the origin's
-#: token, in steps of at most PARSE_STEP_SECONDS, the loop getting a turn
-#: between them: at once, a 500 KiB file of 20,000 rules would hold every
-#: download for 50 to 140 ms (docs/reliability.md, "Hostile files"); up to
-#: this size the costliest file takes a few milliseconds
+#: a larger robots.txt body is parsed, and compiled for the origin's tokens, in steps of at
+#: most PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
 STEPPED_PARSE_BYTES = 8_192
 PARSE_STEP_SECONDS = 0.002
 
@@ -105,41 +86,6 @@ class Known:
 ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
 #: listeners: (origin, the fetch just made); called for every robots.txt fetch of the crawl
 FetchListener = Callable[[str, "FetchResult"], None]
-
-
-class Counts:
-    """Stat increments batched in a dict, added to Scrapy's stats every second.
-
-    Keys are under ``rfc9309/``; :meth:`inc_scrapy` counts the ``robotstxt/*``
-    keys of Scrapy's own middleware, with their meaning (docs/middleware.md)."""
-
-    def __init__(self, stats: Any) -> None:
-        self._stats = stats
-        self._counts: defaultdict[str, int] = defaultdict(int)
-        self._scrapy: defaultdict[str, int] = defaultdict(int)
-        self._flushed_at = time.monotonic()
-
-    def inc(self, key: str, count: int = 1) -> None:
-        self._counts[key] += count
-
-    def inc_scrapy(self, key: str, count: int = 1) -> None:
-        """Count ``key`` as written (``robotstxt/forbidden``), without the prefix."""
-        self._scrapy[key] += count
-
-    def tick(self) -> None:
-        """Flush when the last flush is more than a second old (cheap to call often)."""
-        if time.monotonic() - self._flushed_at > STATS_FLUSH_SECONDS:
-            self.flush()
-
-    def flush(self) -> None:
-        counts, self._counts = self._counts, defaultdict(int)
-        self._flushed_at = time.monotonic()
-        for key, count in counts.items():
-            self._stats.inc_value(STATS + key, count)
-        if self._scrapy:
-            scrapy, self._scrapy = self._scrapy, defaultdict(int)
-            for key, count in scrapy.items():
-                self._stats.inc_value(key, count)
 
 
 class _Pending:
@@ -265,7 +211,7 @@ class RobotsService:
             unreachable = self.settings.for_origin(origin).unreachable
         result = await self.fetcher.fetch(origin)
         self._count_fetch(origin, result)
-        return result, self.policy_of(self._entry(result), unreachable)
+        return result, self.policy_of(self.entry_of(result), unreachable)
 
     # -- floors ---------------------------------------------------------------------------
     def floor_for(self, robots: RobotsTxt, token: str | tuple[str, ...]) -> tuple[float, float | None]:
@@ -386,7 +332,7 @@ class RobotsService:
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
         stale = previous.entry if previous is not None else None
-        stored, lease, fresh = await self._claim(origin, policy)
+        stored, lease, fresh = await self.claim(origin, policy)
         if fresh:
             assert stored is not None
             self.counts.inc("cache/storage_hits")
@@ -429,7 +375,7 @@ class RobotsService:
                 await self._sleep(min(delay, left), origin)
                 delay = min(delay * 2, WAIT_MAX_DELAY)
                 result = await self._fetch_once(origin, trigger, pending)
-        entry = self._entry(result)
+        entry = self.entry_of(result)
         if result.access is Access.UNREACHABLE and usable:
             # RFC 9309 sections 2.3.1.4 and 2.4: an unreachable file may be replaced by a
             # stored copy (younger than 30 days), kept until the next retry of the
@@ -457,12 +403,7 @@ class RobotsService:
         if self.closed:
             raise NotResolved(origin)
 
-    async def claim(self, key: str, policy: OriginPolicy, what: str) -> tuple[RobotsEntry | None, Lease | None, bool]:
-        """:meth:`_claim` for another file of an origin kept in the store under
-        ``key`` (its tdmrep.json: :mod:`.tdmrep_files`); ``what`` names it in the log."""
-        return await self._claim(key, policy, what)
-
-    async def _claim(
+    async def claim(
         self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
     ) -> tuple[RobotsEntry | None, Lease | None, bool]:
         """``(entry, lease, fresh)``: the store's fresh entry (``fresh``); or the
@@ -470,7 +411,9 @@ class RobotsService:
         store, with the stored entry if any (stale); or, after waiting longer
         than any fetch can take for another process that holds it, no lease
         (fetch anyway).  One :meth:`~.storage.base.RobotsStorage.lookup` per
-        look; a store of one process grants at once."""
+        look; a store of one process grants at once.  Another file of an
+        origin is kept under another key (its tdmrep.json: :mod:`.tdmrep_files`),
+        ``what`` naming it in the log."""
         storage = self.storage
         settings = self.settings
         deadline = bound = 0.0
@@ -530,7 +473,7 @@ class RobotsService:
         steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, tokens[0])
         parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
         for token in tokens[1:]:  # several product tokens: each one's buckets too
-            await compat.in_steps(_preparing(parsed, token), PARSE_STEP_SECONDS)
+            await compat.in_steps(parsed.preparing(token), PARSE_STEP_SECONDS)
         logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
         return policy_for(Access.SUCCESS, policy.unreachable, parsed)
 
@@ -552,14 +495,17 @@ class RobotsService:
                 await outcome
         return known
 
-    def _entry(self, result: FetchResult) -> RobotsEntry:
+    def entry_of(self, result: FetchResult) -> RobotsEntry:
+        """The entry a fetch keeps (its body only for a success), fresh for the
+        cache lifetime the settings allow for its response."""
         now = time.time()
+        settings = self.settings
         lifetime = cache_seconds(
             result.access,
             result.fresh_for,
-            cap=self.settings.cache_seconds,
-            floor=self.settings.cache_min_seconds,
-            unreachable_retry=self.settings.retry_unreachable_seconds,
+            cap=settings.cache_seconds,
+            floor=settings.cache_min_seconds,
+            unreachable_retry=settings.retry_unreachable_seconds,
         )
         return RobotsEntry(
             access=result.access.value,
@@ -613,7 +559,3 @@ class RobotsService:
                 "robots.txt of %s: %s, status %s, %d bytes, %d redirect(s)",
                 origin, result.access.value, result.status, len(result.body), result.redirects,
             )  # fmt: skip
-
-
-def _preparing(robots: RobotsTxt, token: str) -> Generator[None, None, None]:
-    yield from robots.preparing(token)

@@ -4,27 +4,16 @@ Scrapy has no public way to say "never start requests on this slot closer
 than X seconds".  The floor is written into the slot's delay, the one
 AutoThrottle adjusts, so that AutoThrottle (and ``DOWNLOAD_DELAY``,
 ``DOWNLOAD_SLOTS``) may raise it but never take it below the floor; the
-slot's jitter is narrowed so that its low end stays at or above it.  What it
-relies on (the names in :mod:`.internals`, checked when the spider opens):
-
-* ``Downloader.slots`` maps a slot key to a ``Slot``; ``Slot.delay`` and the
-  random variation around it, ``Slot.jitter`` (2.19+) or
-  ``Slot.randomize_delay`` (a bool meaning +-50%) before;
-* ``Downloader._process_queue`` starts a request only when the slot's last
-  start is at least ``download_delay()`` ago, and, when that delay is above
-  zero, starts at most one request per call.
+slot's jitter is narrowed so that its low end stays at or above it
+(``Downloader.slots``, ``Slot.delay``, ``Slot.jitter`` or ``randomize_delay``
+before 2.19: :mod:`.internals`).
 
 The floor is put back on ``request_reached_downloader`` (before the slot's
-queue is processed for a new request) and on ``request_left_downloader``
-(sent after every ``response_downloaded`` receiver, AutoThrottle's included,
-has run): so it does not depend on the order in which receivers run.  Between
-the two, the only start the downloader may make with a delay AutoThrottle has
-just lowered is the one it had already cleared against the floor (a queued
-request waits on a timer that reads the delay again when it fires).  The gate
-(:mod:`.gate`) keeps a floored slot's requests out of the downloader until
-their turn, so its queue stays short.  What is kept here for a slot key is
-dropped once Scrapy has discarded the slot (:meth:`SlotFloors.sweep`, every
-minute), so memory follows the live slots, not every host ever seen.
+queue is processed) and on ``request_left_downloader`` (after every
+``response_downloaded`` receiver, AutoThrottle's included): so it does not
+depend on the order in which receivers run.  A slot's floor is dropped once
+Scrapy has discarded the slot (:meth:`SlotFloors.sweep`, every minute), so
+memory follows the live slots.
 """
 
 from __future__ import annotations

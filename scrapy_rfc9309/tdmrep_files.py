@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import CancelledError, Deferred
@@ -44,7 +44,7 @@ from twisted.internet.defer import CancelledError, Deferred
 from . import compat
 from .masking import mask_url
 from .origins import resource_url
-from .robots.access import Access, cache_seconds
+from .robots.access import Access
 from .robots.tdmrep import EMPTY, PATH, TdmRep
 from .service import NotResolved
 from .storage import LruDict, RobotsEntry
@@ -227,25 +227,8 @@ class TdmRepFiles:
                 await service.storage.release(lease)
 
     def _entry(self, result: FetchResult) -> RobotsEntry:
-        now = time.time()
-        settings = self.settings
-        lifetime = cache_seconds(
-            result.access,
-            result.fresh_for,
-            cap=settings.cache_seconds,
-            floor=settings.cache_min_seconds,
-            unreachable_retry=settings.retry_unreachable_seconds,
-        )
-        success = result.access is Access.SUCCESS and not result.truncated_bytes
-        return RobotsEntry(
-            access=result.access.value,
-            status=result.status,
-            body=result.body if success else b"",
-            content_type=result.content_type,
-            fetched_at=now,
-            expires_at=now + lifetime,
-            url=result.url,
-        )
+        entry = self.service.entry_of(result)
+        return replace(entry, body=b"") if result.truncated_bytes else entry  # a cut file is not read
 
     def _publish(self, origin: str, entry: RobotsEntry, result: FetchResult | None) -> None:
         """Keep the file (parsed once) and tell the audit trail."""

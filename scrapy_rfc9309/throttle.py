@@ -1,43 +1,17 @@
 """Crawl-delay and Request-rate as a floor under each download slot's delay.
 
-Site owners write ``Crawl-delay`` because they mean it, but Scrapy only
-parses it: a delay set on a slot by hand does not hold either, because
-AutoThrottle pulls it down towards the server's latency and the default
-jitter can halve it. This extension turns the larger of ``Crawl-delay`` and
-``Request-rate`` (seconds / requests) of the group that applies to the crawler
-into a floor for the download slot serving that origin: the time between the
-starts of two requests on the slot never drops below it, while AutoThrottle,
-``DOWNLOAD_DELAY`` or ``DOWNLOAD_SLOTS`` may still raise the delay above it.
-
-The floors are mapped to slot keys as requests reach the downloader, so a
-user's ``DOWNLOAD_SLOTS`` and ``download_slot`` meta are respected; when
-several origins share a slot (the default key is the host name, so two ports
-of one host do) the largest floor wins. Every touch of the downloader's
-internals is in :mod:`scrapy_rfc9309.slots`.
-
-Stats (prefix ``rfc9309/crawl_delay/``):
-
-* ``origins`` - origins whose robots.txt gave a floor (counted when the floor
-  takes effect, again only if the cache forgot the origin meanwhile);
-* ``max_floor`` - the largest floor applied, in seconds (after the cap);
-* ``capped`` - origins whose value was cut to ``RFC9309_MAX_CRAWL_DELAY``;
-* ``requests_delayed`` - requests that reached the downloader on a slot where
-  the floor was binding: the slot's own delay (``DOWNLOAD_DELAY``,
-  ``DOWNLOAD_SLOTS``, AutoThrottle) or its jitter range would have allowed a
-  shorter gap;
-* ``cluster/requests_held``, ``cluster/max_wait`` - with a shared store
-  (Redis), requests held for a cluster-wide time slot, and the longest hold.
-
-A floored slot's requests wait for their turn in the gate (:mod:`.gate`),
-not in the downloader; with a shared store (Redis) the gate also takes each
-one's cluster-wide turn in the store
-(:meth:`~scrapy_rfc9309.service.RobotsService.wait_turn`).
-
-The floor of an origin is computed once, by the service
-(:meth:`~scrapy_rfc9309.service.RobotsService.floor_for`), and lives in its
-cache; this extension keeps only which download slots serve which origins
-with a floor, and forgets them with the cache (evicted origins) and with
-Scrapy (discarded slots), so its memory follows the live crawl.
+Scrapy only parses ``Crawl-delay``: a delay set on a slot by hand does not
+hold, because AutoThrottle pulls it towards the server's latency and jitter
+can halve it.  This extension turns the larger of ``Crawl-delay`` and
+``Request-rate`` of the group that applies into a floor under the delay of the
+download slot serving the origin (the largest when origins share a slot),
+mapped as requests reach the downloader so that ``DOWNLOAD_SLOTS`` and
+``download_slot`` meta are respected.  The floor itself is the service's
+(:meth:`~scrapy_rfc9309.service.RobotsService.floor_for`, cached per origin);
+this extension keeps only which slots serve which floored origins, forgotten
+with the cache and with Scrapy's discarded slots.  A floored slot's requests
+wait for their turn in the gate (:mod:`.gate`); the slots' internals are in
+:mod:`.slots`.  Stats: docs/crawl_delay.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The pure RFC 9309 core: no Scrapy, no Twisted, no I/O.
 
+* :mod:`.bodies` - a body as received: ``Content-Encoding`` undone, the cut at the limit
 * :mod:`.decode` - bytes to text (limit, BOM, charset)
 * :mod:`.parser` - text to groups of rules, with diagnostics
 * :mod:`.patterns` - percent-encoding, URL paths, ``*``/``$`` matching

@@ -22,6 +22,7 @@ TLS and decoding errors                 operator opted in
 from __future__ import annotations
 
 from email.utils import parsedate_to_datetime
+from urllib.parse import urljoin, urlsplit
 
 from .robotstxt import RobotsTxt
 from .verdicts import ValueEnum, Verdict
@@ -167,3 +168,21 @@ def _http_date(text: str | None) -> float | None:
     if moment is None or moment.tzinfo is None:
         return None
     return moment.timestamp()
+
+
+def redirect_target(url: str, location: bytes | None) -> str | None:
+    """The URL a robots.txt redirect from ``url`` may be followed to, or None
+    when its ``Location`` header gives none that is usable."""
+    if not location:
+        return None
+    try:
+        target = urljoin(url, location.decode("latin-1").strip())
+        parts = urlsplit(target)
+        parts.port  # noqa: B018 - raises ValueError past 65535
+    except ValueError:  # "http://[broken", "http://host:99999/": the server's mistake
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None  # never follow robots.txt to file:, data:, ftp: ..., nor to no host
+    if "@" in parts.netloc:
+        return None  # credentials chosen by the server: Scrapy cannot send them, and they must not be logged
+    return target

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309.fetch import COUNT_LIMIT, MAX_MEMBERS, ContentDecodingError, cut_body, decode_content
+from scrapy_rfc9309.robots.bodies import COUNT_LIMIT, MAX_MEMBERS, ContentDecodingError, cut_body, decode_content
 from scrapy_rfc9309.storage import LruDict, MemoryStorage, RobotsEntry
 
 

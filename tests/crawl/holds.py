@@ -27,12 +27,11 @@ class RobotsWork:
       turn; a lazily built bucket runs to its end);
     * ``checks``, ``usages``: each ``RobotsTxt.check`` and ``RobotsTxt.usage``
       (the middleware asks both of every request; ``usage`` asks ``check``);
-    * ``decodes``: each ``fetch.decode_content`` (a compressed robots.txt body).
+    * ``decodes``: each ``robots.bodies.decode_content`` (a compressed robots.txt body).
     """
 
     def __init__(self, monkeypatch) -> None:
-        from scrapy_rfc9309 import fetch
-        from scrapy_rfc9309.robots import steps
+        from scrapy_rfc9309.robots import bodies, steps
         from scrapy_rfc9309.robots.robotstxt import RobotsTxt
 
         self.runs: list[float] = []
@@ -45,7 +44,7 @@ class RobotsWork:
         monkeypatch.setattr(steps, "run", self._timed(steps.run, self.runs))
         monkeypatch.setattr(RobotsTxt, "check", self._timed(RobotsTxt.check, self.checks))
         monkeypatch.setattr(RobotsTxt, "usage", self._timed(RobotsTxt.usage, self.usages))
-        monkeypatch.setattr(fetch, "decode_content", self._timed(fetch.decode_content, self.decodes))
+        monkeypatch.setattr(bodies, "decode_content", self._timed(bodies.decode_content, self.decodes))
 
     def __enter__(self) -> RobotsWork:
         gc.callbacks.append(self._gc)

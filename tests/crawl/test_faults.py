@@ -17,7 +17,7 @@ import resource
 import pytest
 import pytest_twisted
 
-from scrapy_rfc9309.fetch import COUNT_LIMIT
+from scrapy_rfc9309.robots.bodies import COUNT_LIMIT
 
 from .faults import (
     EXPECTED,
