@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -396,8 +397,12 @@ def test_with_audit_sync_no_page_is_fetched_without_its_record_on_a_failing_disk
     assert found["size"] <= FILE_LIMIT
     assert 0 < found["served"] < 2000
     assert found["unrecorded"] == 0, found  # every page served has its record in the trail
-    # the request whose record failed (and those after it) were dropped, counted and logged
-    assert "'rfc9309/requests/dropped/audit_failed': " in log
+    # every request counted allowed has its record: the one whose record failed (and those after
+    # it) were dropped instead, counted and logged. (On a loaded machine the write that fails may be
+    # the per-second counts record, and the crawl stops before another request is decided: the
+    # in-process test below drops one for sure.)
+    allowed = sum(int(n) for n in re.findall(r"'rfc9309/requests/allowed/\w+': (\d+)", log))
+    assert allowed == found["recorded"], (allowed, found)
     # the replay names the cut: the crawl never closed its trail
     process = replay(found["trail"], "--summary")
     assert process.returncode == 4, process.stdout + process.stderr
