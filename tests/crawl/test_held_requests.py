@@ -69,7 +69,8 @@ async def test_a_site_waiting_for_robots_txt_does_not_stall_a_healthy_one(server
     waiting = [Req(stalled.url(f"/held{i}")) for i in range(10)]
     together, result = await time_of_healthy(waiting + pages, healthy, settings)
 
-    assert together <= BOUND * alone + 0.1, (alone, together)
+    # a stall is the 4 s wait; 0.5 s of slack (issue 31's bound) keeps a loaded machine's noise out
+    assert together <= BOUND * alone + 0.5, (alone, together)
     # the stalled site was still waiting long after the healthy one was done
     assert max(stalled.times("/robots.txt")) - min(stalled.times("/robots.txt")) > 2.5
     assert all(
