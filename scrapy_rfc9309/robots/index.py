@@ -59,6 +59,9 @@ LITERAL_WORK = 12
 #: wildcard rules with one literal start: more of them than this are filed under their rarest
 #: literal instead, so that a check tries at most this many of them per start
 LEAD_RULES = 8
+#: an index of at most this many keys is searched key by key (``key in path``), not by
+#: looking up every substring of the path: cheaper for the few keys real files have
+SEARCH_KEYS = 256
 #: the longest key of a literal (see LiteralIndex): fewer literals per key against more
 #: substrings of the path to look up
 KEY_CHARS = 4
@@ -411,6 +414,13 @@ class LiteralIndex:
     def present(self, path: str) -> set[str]:
         """The literals that ``path`` holds."""
         found: set[str] = set()
+        if len(self.keys) <= SEARCH_KEYS:  # few keys: each searched for at C speed
+            for key, filed in self.keys.items():
+                if key in path:
+                    for literal in filed.split("\n") if "\n" in filed else (filed,):
+                        if literal in path:
+                            found.add(literal)
+            return found
         look_up = self.keys.get
         size = len(path)
         for length in self.lengths:

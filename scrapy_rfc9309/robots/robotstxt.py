@@ -10,6 +10,7 @@ literal prefix, so a check walks only the rules that could match.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
@@ -94,7 +95,7 @@ class _Matcher:
     """
 
     __slots__ = (
-        "_texts", "_marks", "groups", "_own", "_moved", "_generic", "_everywhere", "_decisions", "_outside",
+        "_texts", "_marks", "groups", "_own", "_sorted", "_moved", "_generic", "_everywhere", "_decisions", "_outside",
         "_plain", "_literals",
         "buckets", "crawl_delay", "request_rate", "specific",
     )  # fmt: skip
@@ -123,7 +124,10 @@ class _Matcher:
         #: a path's second character -> its bucket: a folded tuple (see _bucketing) or an index.Index
         self.buckets: dict[str, Any] = {}
         #: second character -> the numbers of the rules written "/" + that character..., in file order
+        #: bucket character -> its own rule numbers, in file order (made when first asked, see _own_of)
         self._own: dict[str, list[int]] = {}
+        #: per step of _filing, its rule numbers sorted by pattern as written, and those patterns
+        self._sorted: list[tuple[list[int], list[str]]] = []
         #: the generic rules, in priority order, added to every walked bucket (when they are few)
         self._generic: list[tuple[Any, ...]] = []
         #: the generic rules, when they are many: one index, consulted beside every bucket
@@ -168,41 +172,67 @@ class _Matcher:
         return the others, which only compiling can place ("/%61" is in
         bucket "a", "/$" matches only "/", "/*x" is generic), and the numbers
         of the rules "Allow: /index.htm...": Google's rule also allows exactly
-        "/", a generic rule."""
-        own, texts, marks = self._own, self._texts, self._marks
-        unsure: list[int] = []
-        index_htm: list[int] = []
-        count = 0
-        for group in self.groups:
+        "/", a generic rule.  In steps of :data:`_STEP_NUMBERS` groups, then
+        of as many rules."""
+        numbers: list[int] = []
+        for count, group in enumerate(self.groups, 1):
             delay, rate = group.crawl_delay, group.request_rate
             if delay is not None and (self.crawl_delay is None or delay > self.crawl_delay):
                 self.crawl_delay = delay
             if rate is not None and (self.request_rate is None or _slower(rate, self.request_rate)):
                 self.request_rate = rate
-            count += 1
-            for first in range(group.start, group.end, _STEP_NUMBERS):
-                last = min(first + _STEP_NUMBERS, group.end)
-                for i in range(first, last):
-                    raw = texts[i]
-                    char = raw[1:2]
-                    if raw[:1] == "/" and char and char < "\x80" and char not in "$%*":
-                        numbers = own.get(char)
-                        if numbers is None:
-                            own[char] = [i]
-                        else:
-                            numbers.append(i)
-                        if char == "i" and marks[i] & 1 and raw.startswith("/index.htm"):
-                            index_htm.append(i)
-                    else:
-                        unsure.append(i)
-                count += last - first
-                if count >= _STEP_NUMBERS:
-                    count = 0
-                    yield
-            if count >= _STEP_NUMBERS:  # (groups without rules)
-                count = 0
+            numbers += range(group.start, group.end)
+            if count % _STEP_NUMBERS == 0:
                 yield
+        unsure: list[int] = []
+        index_htm: list[int] = []
+        for start in range(0, len(numbers), _STEP_NUMBERS):
+            if start:
+                yield
+            self._file(numbers[start : start + _STEP_NUMBERS], unsure, index_htm)
         return unsure, index_htm
+
+    def _file(self, numbers: list[int], unsure: list[int], index_htm: list[int]) -> None:
+        """One step of :meth:`_filing`: ``numbers`` sorted by pattern as written,
+        at C speed, so that the rules of bucket "a" are one slice, found by
+        bisection when a path first needs that bucket (:meth:`_own_of`)."""
+        texts, marks = self._texts, self._marks
+        order = sorted(numbers, key=texts.__getitem__)
+        keys = list(map(texts.__getitem__, order))
+        self._sorted.append((order, keys))
+        other: list[int] = []
+        for lo, hi in (("", "/\x00"), ("/$", "/&"), ("/*", "/+"), ("/\x80", None)):
+            other += order[bisect_left(keys, lo) : bisect_left(keys, hi) if hi else None]
+        if other:
+            unsure += sorted(other)
+        htm = order[bisect_left(keys, "/index.htm") : bisect_left(keys, "/index.htn")]
+        index_htm += sorted(i for i in htm if marks[i] & 1)
+
+    def _own_of(self, char: str) -> list[int]:
+        """The numbers of the rules written "/" + ``char`` + ..., in file order
+        (none for the characters :meth:`_filing` leaves to compiling)."""
+        own = self._own.get(char)
+        if own is None:
+            own = []
+            if char and char < "\x80" and char not in "$%*":
+                lo, hi = "/" + char, "/" + chr(ord(char) + 1)
+                for order, keys in self._sorted:
+                    own += sorted(order[bisect_left(keys, lo) : bisect_left(keys, hi)])
+            self._own[char] = own
+        return own
+
+    def _own_sizes(self) -> dict[str, int]:
+        """Bucket character -> the number of its own rules."""
+        sizes: dict[str, int] = {}
+        for _, keys in self._sorted:
+            start, end = bisect_left(keys, "/\x00"), bisect_left(keys, "/\x80")
+            while start < end:
+                char = keys[start][1]
+                stop = bisect_left(keys, "/" + chr(ord(char) + 1), start, end)
+                if char not in "$%*":
+                    sizes[char] = sizes.get(char, 0) + stop - start
+                start = stop
+        return sizes
 
     def _place(self, items: list[tuple[Any, ...]], generic: list[tuple[Any, ...]]) -> None:
         """Sort compiled ``items`` into the generic ones and those moved to a bucket."""
@@ -264,8 +294,8 @@ class _Matcher:
         the first check of such a bucket only looks it up; in steps.  The
         buckets are those a check builds (:meth:`_building`)."""
         sizes = {char: len(items) for char, items in self._moved.items()}
-        for char, numbers in self._own.items():
-            sizes[char] = sizes.get(char, 0) + len(numbers)
+        for char, size in self._own_sizes().items():
+            sizes[char] = sizes.get(char, 0) + size
         generic = len(self._generic)
         for char in sorted(sizes):
             if char in self.buckets or len(self.buckets) >= _MAX_BUCKETS:
@@ -278,7 +308,7 @@ class _Matcher:
         """The bucket of the rules a path whose second character is ``char``
         may match, kept (up to ``_MAX_BUCKETS``); in steps."""
         items: list[tuple[Any, ...]] = []
-        own = self._own.get(char)
+        own = self._own_of(char)
         if own:
             yield from self._compiling(own, items)
         items += self._moved.get(char, ())
@@ -341,7 +371,8 @@ class _Matcher:
                 break
         else:
             return ALLOW_IMPLICIT
-        return self._decided(i)
+        decision = self._decisions.get(i)  # (inline: most checks end here)
+        return decision if decision is not None else self._decided(i)
 
     def _look_up(self, bucket: index.Index, path: str) -> int | None:
         """The number of the rule that decides ``path``, from ``bucket`` and
