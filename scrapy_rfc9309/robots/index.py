@@ -415,9 +415,9 @@ class LiteralIndex:
         """The literals that ``path`` holds."""
         found: set[str] = set()
         if len(self.keys) <= SEARCH_KEYS:  # few keys: each searched for at C speed
-            for key, filed in self.keys.items():
+            for key, some in self.keys.items():
                 if key in path:
-                    for literal in filed.split("\n") if "\n" in filed else (filed,):
+                    for literal in some.split("\n") if "\n" in some else (some,):
                         if literal in path:
                             found.add(literal)
             return found
