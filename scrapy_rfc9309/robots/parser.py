@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any
@@ -209,7 +209,9 @@ def reading(
     while True:
         end, stopped = _read_chunks(islice(chunks, STEP_LINES), diags, state)
         if not stopped and end - last < STEP_LINES:  # fewer chunks than a step's (numbers only grow): the end
-            return (yield from _parsed(state, diags))
+            if len(state[0]) > STEP_PATTERNS:
+                return (yield from _parsing(state, diags))
+            return _parsed(state, diags)
         last = end
         yield
 
@@ -227,6 +229,8 @@ def _chunks(
         return _record_lines(text, diags)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if len(text) <= STEP_CHARS:  # most files: their chunks at once
+        return enumerate(_split(text, 1, diags), 1)
     return _text_chunks(text, diags)
 
 
@@ -239,18 +243,26 @@ def _text_chunks(text: str, diags: DiagnosticLog) -> Iterator[tuple[int, str]]:
     number, start = 1, 0
     while True:
         cut = text.find("\n", start + STEP_CHARS) if len(text) - start > STEP_CHARS else -1
-        piece = text[start:cut] if cut >= 0 else text[start:]
-        if len(piece) > _SAFE_LINE_CHARS and _has_long_line(piece):
-            lines = piece.split("\n")
-            piece = "\n".join([_cut_line(line, n, diags) for n, line in enumerate(lines, number)])
-        chunks = piece.replace("\nDisallow: /", "\r/").split("\n")
         if cut < 0:
-            chunks.append("")  # a last line, so that every run has a line after it
-            yield from enumerate(chunks, number)
+            yield from enumerate(_split(text[start:], number, diags), number)
             return
+        chunks = _split(text[start:cut], number, diags, last=False)
         yield from enumerate(chunks, number)
         number += len(chunks)
         start = cut + 1
+
+
+def _split(piece: str, number: int, diags: DiagnosticLog, last: bool = True) -> list[str]:
+    """The chunks of whole lines, the first numbered ``number``: overlong lines
+    cut, a plain Disallow line's "\n" and key made "\r"; after the ``last``
+    lines of the file an empty one, so that every run has a line after it."""
+    if len(piece) > _SAFE_LINE_CHARS and _has_long_line(piece):
+        lines = piece.split("\n")
+        piece = "\n".join([_cut_line(line, n, diags) for n, line in enumerate(lines, number)])
+    chunks = piece.replace("\nDisallow: /", "\r/").split("\n")
+    if last:
+        chunks.append("")
+    return chunks
 
 
 def _start() -> list[Any]:
@@ -392,22 +404,29 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
     return base, stopped
 
 
-def _parsed(state: list[Any], diags: DiagnosticLog) -> Generator[None, None, Parsed]:
-    """The :class:`Parsed` file, once every chunk is read; the patterns of a
-    large file are joined (and the values freed) :data:`STEP_PATTERNS` at a
-    time, from the end."""
-    patterns, rules, marks, groups, sitemaps, group = state[:6]
-    preamble = state[10]
-    state.clear()
-    if group is not None:
-        group.end = rules
+def _parsing(state: list[Any], diags: DiagnosticLog) -> Generator[None, None, Parsed]:
+    """:func:`_parsed` of many patterns: they are joined (and the values
+    freed) :data:`STEP_PATTERNS` at a time, from the end, a step each."""
+    patterns = state[0]
     parts = []
     while len(patterns) > STEP_PATTERNS:
         parts.append(_joined(patterns[-STEP_PATTERNS:]))
         del patterns[-STEP_PATTERNS:]
         yield
-    parts.append(_joined(patterns))
-    joined = parts[0] if len(parts) == 1 else "\n".join(reversed(parts))
+    return _parsed(state, diags, parts)
+
+
+def _parsed(state: list[Any], diags: DiagnosticLog, parts: Sequence[str] = ()) -> Parsed:
+    """The :class:`Parsed` file, once every chunk is read; ``parts``: the
+    patterns after those left in ``state``, joined, last first."""
+    patterns, rules, marks, groups, sitemaps, group = state[:6]
+    preamble = state[10]
+    state.clear()
+    if group is not None:
+        group.end = rules
+    joined = _joined(patterns)
+    if parts:
+        joined = "\n".join([joined, *reversed(parts)])
     usage = preamble.usage if preamble is not None else None
     return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None, usage)
 
