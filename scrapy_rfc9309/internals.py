@@ -67,15 +67,27 @@ def slots(crawler: Crawler) -> dict[str, Any]:
 
 # -- 2. the robots.txt lane ---------------------------------------------------------------
 def lane_handlers(crawler: Crawler, concurrency: int) -> Any:
-    """Download handlers of the lane's own, closed by Scrapy with the engine as
-    the crawl's are.  Their connection pools are the lane's: the handlers that
-    bound theirs by ``CONCURRENT_REQUESTS`` (aiohttp's, httpx's) see the lane's
-    bound there instead, so hanging robots.txt servers hold none of the pages'
-    connections and the lane is not cut to the pages' size."""
+    """The lane's download handlers.  The crawl's own when http and https are
+    Scrapy's HTTP/1.1 handler, whose pool bounds no connection count: a page
+    then reuses its origin's robots.txt connection, as with Scrapy's built-in
+    middleware.  Else handlers of the lane's own, closed by Scrapy with the
+    engine as the crawl's are: the handlers that bound their pools by
+    ``CONCURRENT_REQUESTS`` (aiohttp's, httpx's) see the lane's bound there
+    instead, so hanging robots.txt servers hold none of the pages' connections
+    and the lane is not cut to the pages' size."""
     from scrapy.core.downloader.handlers import DownloadHandlers
+    from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+    from scrapy.utils.misc import load_object
 
+    configured = crawler.settings.getwithbase("DOWNLOAD_HANDLERS")
+    if all(configured.get(scheme) and load_object(configured[scheme]) is HTTP11DownloadHandler for scheme in _SCHEMES):
+        assert crawler.engine is not None, "the crawl is not running"
+        return crawler.engine.downloader.handlers
     lane: Any = _LaneCrawler(crawler, concurrency)  # a Crawler to the handlers, all but one setting the crawl's
     return DownloadHandlers(lane)
+
+
+_SCHEMES = ("http", "https")
 
 
 class _LaneCrawler:
@@ -198,6 +210,8 @@ def _check_lane(crawler: Crawler, downloader: Any) -> None:
         raise InternalsChanged("scrapy.core.downloader.handlers.DownloadHandlers", f"failed: {exc}") from exc
     method = "download_request_async" if SCRAPY_VERSION >= (2, 14) else "download_request"
     _need(callable(getattr(DownloadHandlers, method, None)), f"DownloadHandlers.{method}", "is missing")
+    handlers = _attr(downloader, "handlers", "Downloader.handlers")
+    _need(isinstance(handlers, DownloadHandlers), "Downloader.handlers", "is not a DownloadHandlers")
 
 
 def _check_slots(crawler: Crawler, downloader: Any) -> None:

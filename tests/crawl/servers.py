@@ -43,6 +43,8 @@ class Hit:
     path: str
     method: str
     headers: dict[str, str]
+    #: the client's port: one per connection
+    port: int = 0
 
 
 Route = Reply | list | Callable[[Hit], Reply]
@@ -152,7 +154,13 @@ class Server:
             protocol_version = "HTTP/1.1"
 
             def _serve(self) -> None:
-                hit = Hit(time.monotonic(), self.path, self.command, {k.lower(): v for k, v in self.headers.items()})
+                hit = Hit(
+                    time.monotonic(),
+                    self.path,
+                    self.command,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.client_address[1],
+                )
                 with server._lock:
                     server.hits.append(hit)
                     server.in_flight += 1

@@ -77,6 +77,7 @@ RENAMES = {
     "Slot.delay": "renamed_slot('delay')",
     "Slot.jitter": "renamed_slot('jitter')",
     "Downloader.middleware": "hide(Downloader, 'middleware')",
+    "Downloader.handlers": "hide(Downloader, 'handlers')",
     "DownloaderMiddlewareManager.download_async": "hide(DownloaderMiddlewareManager, 'download_async')",
     "DownloadHandlers": "del handlers.DownloadHandlers",
     "DownloadHandlers.download_request_async": "hide(handlers.DownloadHandlers, 'download_request_async')",

@@ -17,7 +17,7 @@ import pytest_twisted
 from scrapy_rfc9309 import compat
 
 from .faults import FaultServer, crawl_within
-from .harness import Req, check_accounting
+from .harness import REACTORLESS, Req, check_accounting, crawl
 from .servers import Reply, robots
 
 PAGE = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.02)
@@ -171,3 +171,20 @@ async def test_a_robots_txt_download_that_ends_frees_no_extra_page_place(servers
     assert all(o.status == 200 for o in result.outcomes), result.outcomes
     assert _most_pages_at_once([site, *others]) <= 4
     check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_with_scrapys_http11_handler_a_page_reuses_its_origins_robots_txt_connection(servers):
+    """The lane downloads with the crawl's own handlers when they are Scrapy's
+    HTTP/1.1 handler (its pool bounds no connection count): the page after
+    robots.txt goes on the same connection, as with Scrapy's middleware (a
+    pool of the lane's own opened one more connection per origin)."""
+    if REACTORLESS:
+        pytest.skip("without a reactor the handler is aiohttp's, which bounds its pool: the lane keeps its own")
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    site.routes["/a"] = Reply(200, "<html>a</html>", {"Content-Type": "text/html"})
+    await crawl([Req(site.url("/a"))], {})
+    ports = {hit.path: hit.port for hit in site.hits}
+    assert set(ports) == {"/robots.txt", "/a"}, ports
+    assert ports["/a"] == ports["/robots.txt"], ports
