@@ -17,7 +17,7 @@ import pytest_twisted
 from scrapy_rfc9309 import compat
 
 from .faults import FaultServer, crawl_within
-from .harness import REACTORLESS, Req, check_accounting, crawl
+from .harness import DEFAULT_REACTOR, REACTORLESS, Req, check_accounting, crawl
 from .servers import Reply, robots
 
 PAGE = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.02)
@@ -83,9 +83,10 @@ async def test_hanging_robots_txt_servers_do_not_stall_a_healthy_site(servers, h
 
 #: the download handlers the lane is tested with: the run's default (HTTP/1.1 on a
 #: reactor, aiohttp without one on Scrapy 2.19) and httpx's (a pool bounded by
-#: CONCURRENT_REQUESTS, as aiohttp's), where this Scrapy has it
+#: CONCURRENT_REQUESTS, as aiohttp's), where this Scrapy has it and asyncio runs (httpx's
+#: handler refuses a Twisted reactor that is not asyncio's)
 HANDLERS = {"default": {}}
-if compat.SCRAPY_VERSION >= (2, 15):
+if compat.SCRAPY_VERSION >= (2, 15) and not DEFAULT_REACTOR:
     _httpx = "scrapy.core.downloader.handlers._httpx.HttpxDownloadHandler"
     HANDLERS["httpx"] = {"DOWNLOAD_HANDLERS": {"http": _httpx, "https": _httpx}}
 
