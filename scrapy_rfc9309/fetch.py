@@ -205,7 +205,18 @@ class RobotsFetcher:
             except Exception as exc:  # not the network: a middleware's bug, a URL filter ...
                 classes.append(f"error/internal/{type(exc).__name__}")
                 return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
-            if guard is not None and _answered_inward(guard, request, response):
+            if guard is not None and (
+                _answered_inward(guard, request, response)
+                # (Scrapy 2.13 gives an empty body, such as a redirect's, no ip_address: then the
+                # origin's own name, as the crawl's resolver answers it)
+                or (
+                    not hop
+                    and response.ip_address is None
+                    and 300 <= response.status < 400
+                    and not request.meta.get("proxy")
+                    and await self._leads_inward(guard, url)
+                )
+            ):
                 if not hop:
                     # The origin's own server is inside (an intranet name, split-horizon DNS):
                     # its rules are read from where its pages will be fetched, and a redirect

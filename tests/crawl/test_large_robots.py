@@ -55,7 +55,9 @@ async def test_other_origins_download_while_a_large_file_is_parsed(servers):
     big, small = servers("127.0.0.2"), servers("127.0.0.3")
     body = hostile_body()
     assert len(body) > STEPPED_PARSE_BYTES
-    big.routes["/robots.txt"] = robots(body)
+    # answered 0.3 s late, so that the parse starts while the small origin's pages flow (they run
+    # from about 0.05 s to 0.8 s; answered at once, the parse (about 0.1 s) once came before them)
+    big.routes["/robots.txt"] = Reply(200, body, {"Content-Type": "text/plain"}, delay=0.3)
     small.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
     # 60 pages, 4 at a time, 50 ms each: about 0.75 s of pages, so that some still come while the
     # large file is parsed even when a loaded machine is slow to download it (20 ms each, 0.3 s
