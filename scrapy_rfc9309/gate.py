@@ -233,9 +233,26 @@ class GateScheduler:
         waiting = self._held.pop(origin, [])
         self._count -= len(waiting)
         known = self.service.fresh(origin)
+        if known is not None and self._fit(waiting, known):
+            for request in waiting:
+                self._release(request, Held(for_robots=True))
+            return
         for request in waiting:
             if known is None or self._route(request, known, for_robots=True):
                 self._release(request, Held(for_robots=True))
+
+    def _fit(self, waiting: list[Request], known: Known) -> bool:
+        """Whether an origin's held requests all go at once within their slot's
+        concurrency (the most common case, a few pages a site): nothing to
+        follow through the downloader for them, so no receiver is connected."""
+        if known.floor or self._floors or not waiting:
+            return False
+        key = self._key(waiting[0])
+        return (
+            key not in self._slots
+            and len(waiting) <= self._concurrency(key)
+            and all(self._key(request) == key for request in waiting[1:])
+        )
 
     def _route(self, request: Request, known: Known, for_robots: bool) -> bool:
         """A request of a known origin: on now (True), or queued for its slot's turn.
