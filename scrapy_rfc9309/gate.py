@@ -248,11 +248,13 @@ class GateScheduler:
         if known.floor or self._floors or not waiting:
             return False
         key = self._key(waiting[0])
-        return (
-            key not in self._slots
-            and len(waiting) <= self._concurrency(key)
-            and all(self._key(request) == key for request in waiting[1:])
-        )
+        if key in self._slots or any(self._key(request) != key for request in waiting[1:]):
+            return False
+        room = self._concurrency(key)
+        if len(waiting) <= room:
+            return True
+        # (a denied request never reaches the downloader: only the allowed ones take places)
+        return sum(1 for request in waiting if self._allowed(request, known)) <= room
 
     def _route(self, request: Request, known: Known, for_robots: bool) -> bool:
         """A request of a known origin: on now (True), or queued for its slot's turn.
