@@ -90,7 +90,13 @@ if compat.SCRAPY_VERSION < (2, 14):  # pragma: no cover - the Deferred forms of 
     RENAMES["DownloadHandlers.download_request"] = "hide(handlers.DownloadHandlers, 'download_request')"
     del RENAMES["DownloadHandlers.download_request_async"]
 if compat.SCRAPY_VERSION < (2, 15):  # pragma: no cover
-    RENAMES["twisted.web.http._DataLoss"] = "del twisted_http._DataLoss"
+    # (twisted.web.http is wrapped by Twisted's deprecation proxy: the name goes from the module inside)
+    # (Twisted's client and Scrapy's HTTP/1.1 handler import the name first: gone from the module
+    # after that, the plugin's use of it is what the check guards)
+    RENAMES["twisted.web.http._DataLoss"] = (
+        "import twisted.web.client, scrapy.core.downloader.handlers.http11; "
+        "delattr(unproxied(twisted_http), '_DataLoss')"
+    )
 
 #: run in the spider module of a ``scrapy crawl`` subprocess, before the crawl starts
 RENAMING = """
@@ -116,6 +122,13 @@ class Hidden:
 
     def __set__(self, obj, value):
         vars(obj)[self.key] = value
+
+
+def unproxied(module):
+    # the module inside Twisted's deprecation proxy (twisted.web.http is one), or the module
+    from twisted.python.deprecate import _InternalState
+
+    return _InternalState(module)._module if type(module).__name__ == "_ModuleProxy" else module
 
 
 def hide(cls, name):
