@@ -400,8 +400,11 @@ class FaultServer:
         elif fault == "gzip_bomb":
             head, block = bomb_parts()
             writer.write(_head(200, {"Content-Type": "text/plain", "Content-Encoding": "gzip"}))
-            blocks = BOMB_DECODED >> 20
-            await self._stream(log, writer, gone, _chain(head, (block for _ in range(blocks))))
+            # 64 blocks (about 64 KiB on the wire) a write: one block a write made the server
+            # thread take ~500 turns of the GIL for the client's first 512 KB, past the 4 s
+            # fetch timeout once on a loaded machine
+            batches = (BOMB_DECODED >> 20) // 64
+            await self._stream(log, writer, gone, _chain(head, (block * 64 for _ in range(batches))))
         elif fault == "redirect_loop":
             await _send(writer, 302, b"", {"Location": "/robots.txt" if path == LOOP_PATH else LOOP_PATH})
         elif fault == "redirect_ftp":
