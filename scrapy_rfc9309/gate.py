@@ -267,8 +267,8 @@ class GateScheduler:
         slot = self._slots.get(key) or self._slots.setdefault(key, _Slot())
         now = time.monotonic()
         if not slot.queue:
-            if floor and now >= slot.due and not self.service.paces:
-                slot.due = now + floor
+            if floor and now >= slot.due and not slot.out and not self.service.paces:
+                self._pace(request, key, slot, floor, now)
                 return True
             if not floor and slot.out < self._concurrency(key):
                 self._track(_Tracked(request, key, None, 0.0, now))
@@ -323,7 +323,7 @@ class GateScheduler:
         if floor and self.service.paces:
             slot.waking = True
             compat.spawn(self._take_turns(key, slot))
-        elif floor:
+        elif floor and not slot.out:  # (with one out, its leaving wakes the slot: _done)
             slot.waking = True
             compat.call_later(max(0.0, slot.due - time.monotonic()), lambda: self._turn(key, slot))
 
@@ -334,12 +334,12 @@ class GateScheduler:
         now = time.monotonic()
         while slot.queue:
             floor = self._floor(slot.queue[0])
-            if (now < slot.due) if floor else (slot.out >= self._concurrency(key)):
+            if (now < slot.due or slot.out) if floor else (slot.out >= self._concurrency(key)):
                 break
             request = slot.queue.popleft()
             self._count -= 1
             if floor:
-                slot.due = now + floor
+                self._pace(request, key, slot, floor, now)
                 self._release(request, Held(paced=True))
                 break
             if self._allowed(request):
@@ -350,6 +350,14 @@ class GateScheduler:
             self._wake(key, slot)
         elif not slot.out and now >= slot.due:
             del self._slots[key]
+
+    def _pace(self, request: Request, key: str, slot: _Slot, floor: float, now: float) -> None:
+        """A paced request goes on: the slot's next one waits until this one has
+        left the downloader and a floor more (so the server sees them at least a
+        floor apart however late a busy loop sends this one), as the cluster's turns do."""
+        slot.due = now + floor
+        self._track(_Tracked(request, key, None, floor, now))
+        slot.out += 1
 
     async def _take_turns(self, key: str, slot: _Slot) -> None:
         """With a shared store: each request of the slot in turn takes its
@@ -426,6 +434,8 @@ class GateScheduler:
         slot = self._slots.get(tracked.key) if tracked.key is not None else None
         if slot is not None:
             slot.out -= 1
+            if tracked.floor and noted:  # a paced request is in: the next one a floor from now
+                slot.due = max(slot.due, time.monotonic() + tracked.floor)
             self._turn(tracked.key, slot)  # type: ignore[arg-type]
         self._listen()
 
