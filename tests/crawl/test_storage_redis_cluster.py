@@ -29,7 +29,7 @@ import pytest
 import pytest_twisted
 
 from scrapy_rfc9309.storage import RobotsEntry, build_storage
-from scrapy_rfc9309.storage.redis import RedisStorage, key_of
+from scrapy_rfc9309.storage.redis import LOCK_SECONDS, RedisStorage, key_of
 
 from .harness import Req, check_accounting, crawl
 from .redisd import RedisCluster, RedisServer, require_redis_cluster
@@ -233,16 +233,23 @@ async def test_a_resolution_is_one_script_call_per_step_on_the_cluster(cluster, 
     urls = [site.url(path) for site in sites for path in ("/a", "/private/b")]
     settings = {"RFC9309_STORAGE": cluster.url, "RFC9309_REDIS_PREFIX": "cost:"}
     costs = []
+    took = []
     for _ in range(2):
         before = command_counts(cluster)
+        started = time.monotonic()
         result = await crawl(urls, settings)
+        took.append(time.monotonic() - started)
         after = command_counts(cluster)
         check_accounting(result)
         assert not result.stat("storage/errors")
         costs.append({k: (v[0] - before.get(k, (0, 0))[0], v[1] - before.get(k, (0, 0))[1]) for k, v in after.items()})
     print("new origins:", costs[0].get("evalsha"), "fresh entries:", costs[1].get("evalsha"), "(calls, rejected)")
-    # a store also writes the body on the node of its digest: one call more, sent with the entry's
-    assert costs[0]["evalsha"] == (3 * len(sites), 0), costs[0]
+    # a store also writes the body on the node of its digest: one call more, sent with the entry's;
+    # a crawl slower than a third of a lease's life (a loaded machine) also renews the leases held
+    # then, one call each
+    renewals = int(took[0] / (LOCK_SECONDS / 3)) * len(sites)
+    calls, rejected = costs[0]["evalsha"]
+    assert 3 * len(sites) <= calls <= 3 * len(sites) + renewals and rejected == 0, (costs[0], took[0])
     # a fresh entry: the lookup script, then a GET of the body on its node (the scripts' own
     # GET of the entry counted too)
     assert costs[1]["evalsha"] == (len(sites), 0), costs[1]
