@@ -246,8 +246,9 @@ async def test_a_resolution_is_one_script_call_per_step_on_the_cluster(cluster, 
     print("new origins:", costs[0].get("evalsha"), "fresh entries:", costs[1].get("evalsha"), "(calls, rejected)")
     # a store also writes the body on the node of its digest: one call more, sent with the entry's;
     # a crawl slower than a third of a lease's life (a loaded machine) also renews the leases held
-    # then, one call each
-    renewals = int(took[0] / (LOCK_SECONDS / 3)) * len(sites)
+    # then, one call each, and a store of an earlier test of this module still renewing its lease on
+    # the shared cluster may land in the window (seen once in CI: one call in a 0.2 s crawl)
+    renewals = int(took[0] / (LOCK_SECONDS / 3)) * len(sites) + 1
     calls, rejected = costs[0]["evalsha"]
     assert 3 * len(sites) <= calls <= 3 * len(sites) + renewals and rejected == 0, (costs[0], took[0])
     # a fresh entry: the lookup script, then a GET of the body on its node (the scripts' own
