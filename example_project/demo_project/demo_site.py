@@ -548,8 +548,12 @@ def _handler(site: DemoSite, name: str) -> type[BaseHTTPRequestHandler]:
 
 def main() -> None:
     """``python -m demo_project.demo_site``: serve the site alone (Ctrl-C
-    stops it), e.g. to try ``scrapy robots`` against it."""
-    site = DemoSite.start()
+    stops it), e.g. to try ``scrapy robots`` against it.  A port in use is
+    one line on stderr and exit status 1."""
+    try:
+        site = DemoSite.start()
+    except RuntimeError as exc:
+        raise SystemExit(f"python -m demo_project.demo_site: {exc}") from None
     for origin in site.origins:
         print(f"{origin.origin}/robots.txt  {origin.case}")
     print(f"what the servers saw: {ORIGINS[NAMES[0]]}{HITS_PATH}")

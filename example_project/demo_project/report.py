@@ -19,6 +19,9 @@ from scrapy_rfc9309.settings import Rfc9309Settings
 from .demo_site import TDMREP_PATH, DemoOrigin, DemoSite
 from .table import OriginBlock, PageRow, render
 
+#: how a SKIPPED reason ends when the page was downloaded, then dropped (spiders/base.py)
+DOWNLOADED = " (downloaded, dropped)"
+
 #: how the plugin's reading of a robots.txt that is not a file is shown in the table
 READING = {
     Verdict.ALLOWED_UNAVAILABLE: "allow all",
@@ -89,26 +92,44 @@ def title(config: Rfc9309Settings, blocks: list[OriginBlock]) -> str:
 
 
 def footer_lines(site: DemoSite, rows: Mapping[str, Sequence[PageRow]], blocks: list[OriginBlock]) -> list[str]:
+    """The counts of the rows, what the columns and words mean, and, when some
+    pages were skipped, how the crawl's own counts (its stats and its log)
+    come to other numbers for the same requests."""
     every = [row for block in blocks for row in block.pages]
     words = ("allowed", "DENIED", "SKIPPED", "NOFOLLOW", "ERROR")
     count = {word: sum(row.outcome == word for row in every) for word in words}
-    skipped = f"{count['SKIPPED']} skipped by usage preferences, " if count["SKIPPED"] else ""
+    #: skipped once downloaded (what the page states itself), or before (robots.txt's statements)
+    after = sum(row.outcome == "SKIPPED" and row.reason.endswith(DOWNLOADED) for row in every)
+    before = count["SKIPPED"] - after
+    skipped = (
+        f"{count['SKIPPED']} skipped by usage preferences ({before} before the download, {after} after it), "
+        if count["SKIPPED"]
+        else ""
+    )
     skipped += f"{count['NOFOLLOW']} links not followed, " if count["NOFOLLOW"] else ""
     leaked = sum(
         row.path in site.pages_seen(origin.name)
         for origin in site.origins
         for row in rows.get(origin.name, [])
-        if row.outcome in ("DENIED", "NOFOLLOW") or (row.outcome == "SKIPPED" and "(downloaded" not in row.reason)
+        if row.outcome in ("DENIED", "NOFOLLOW") or (row.outcome == "SKIPPED" and not row.reason.endswith(DOWNLOADED))
     )
     fetches = [
         sum(hit.path == "/robots.txt" for hit in site.hits(origin.name))
         for origin in site.origins
         if origin.pages and site.robots_chain(origin.name)
     ]
+    checked = count["allowed"] + count["DENIED"] + count["SKIPPED"] + count["ERROR"]
     return [
         f"{count['allowed']} pages allowed, {count['DENIED']} denied, {skipped}{count['ERROR']} errors; "
         f"denied pages that reached a server: {leaked}; "
         f"robots.txt requests per origin: {', '.join(map(str, sorted(set(fetches))))}",
+        *(
+            [f"The crawl's log and stats (rfc9309/requests/*) count the same requests by what robots.txt "
+             f"decided: {checked} checked, {count['allowed'] + after} allowed (a page skipped after its download "
+             f"included), {count['DENIED'] + before} denied (a page skipped before it included)."
+             + (" A link not followed was never a request." if count["NOFOLLOW"] else "")]
+            if count["SKIPPED"] else []
+        ),
         "MIN GAP: the shortest time between two page requests to the origin, measured by its server.",
         *(
             ["SKIPPED: robots.txt allows the page, but its usage preferences disallow a purpose the spider "

@@ -10,7 +10,9 @@ the block from a run, from the repository root::
 Compared: the title, every cell of every row and the footer, with the port
 read as the default one.  Not compared: the MIN GAP numbers (server-side
 timings, different on every run; whether there is a gap, ``-`` or a number,
-is compared) and the column widths (cells are read by the header's rule).
+is compared), the column widths and where a long cell wraps (cells are read
+by the header's rule and their wrapped lines joined, :func:`read`: a port of
+another length moves both).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "first_hour.md"
@@ -49,29 +52,82 @@ def _span(text: str) -> tuple[int, int]:
     return start, end
 
 
-def stable(table: str, port: int = PORT) -> list[str]:
-    """What of a table printed by a run on ``port`` does not change from run
-    to run, one string per line: the title, each line of the table as its
-    cells (`` | ``-joined; a MIN GAP number masked as ``<gap>``), the footer;
-    the port read as the default one (after the cells are cut: a port's
-    length may shift the columns)."""
+COLUMNS = ("ORIGIN", "ROBOTS.TXT", "DELAY", "MIN GAP", "PAGE", "VERDICT")
+#: how a wrapped line of a ROBOTS.TXT cell or of a footer paragraph starts
+#: (example_project/demo_project/table.py)
+INDENT = "  "
+
+
+def read(table: str) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    """A printed table read back: its title lines, its blocks and its footer
+    paragraphs, each wrapped line joined to the line it continues.
+
+    A block is ``{"ORIGIN": [address, case], "ROBOTS.TXT": [line, ...],
+    "DELAY": text, "MIN GAP": text, "PAGES": [(path, verdict), ...]}``, its
+    cells cut at the header's rule.  In ORIGIN the lines after the address
+    are the case; a VERDICT line without a PAGE continues the verdict above; a
+    ROBOTS.TXT line or a footer line starting with :data:`INDENT` continues
+    the one above."""
     lines = table.rstrip("\n").splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("ORIGIN "))
     rule = lines[header + 1]
     last_rule = max(i for i, line in enumerate(lines) if line == rule)
     starts = [match.start() for match in re.finditer(r"-+", rule)]
     bounds = list(zip(starts, [*starts[1:], None]))
-    gap = next(i for i, (start, _) in enumerate(bounds) if lines[header].startswith("MIN GAP", start))
-    out = lines[:header]
-    for line in lines[header : last_rule + 1]:
-        if line == rule:
-            out.append("-----")
+    blocks: list[dict[str, Any]] = []
+    rows: list[dict[str, str]] = []
+    for line in lines[header + 2 : last_rule + 1]:
+        if line != rule:
+            rows.append({name: line[start:end].rstrip() for name, (start, end) in zip(COLUMNS, bounds)})
             continue
-        cells = [line[start:end].strip() for start, end in bounds]
-        cells[gap] = GAP.sub("<gap>", cells[gap])
-        out.append(" | ".join(cells))
+        origin = [row["ORIGIN"].strip() for row in rows if row["ORIGIN"].strip()]
+        robots: list[str] = []
+        for row in rows:
+            cell = row["ROBOTS.TXT"]
+            if cell.startswith(INDENT) and cell.strip() and robots:
+                robots[-1] += " " + cell.strip()
+            elif cell.strip():
+                robots.append(cell.strip())
+        pages: list[list[str]] = []
+        for row in rows:
+            if row["PAGE"].strip():
+                pages.append([row["PAGE"].strip(), row["VERDICT"].strip()])
+            elif row["VERDICT"].strip():
+                pages[-1][1] += " " + row["VERDICT"].strip()
+        blocks.append(
+            {
+                "ORIGIN": [origin[0], " ".join(origin[1:])],
+                "ROBOTS.TXT": robots,
+                "DELAY": rows[0]["DELAY"].strip(),
+                "MIN GAP": rows[0]["MIN GAP"].strip(),
+                "PAGES": [tuple(page) for page in pages],
+            }
+        )
+        rows = []
+    footer: list[str] = []
+    for line in lines[last_rule + 1 :]:
+        if line.startswith(INDENT) and footer:
+            footer[-1] += " " + line.strip()
+        else:
+            footer.append(line)
+    return lines[: header - 1], blocks, footer
+
+
+def stable(table: str, port: int = PORT) -> list[str]:
+    """What of a table printed by a run on ``port`` does not change from run
+    to run, one string per title line, cell (by column; a MIN GAP number
+    masked as ``<gap>``), page and footer paragraph (see :func:`read`), the
+    port read as the default one."""
+    title, blocks, footer = read(table)
+    out = [*title]
+    for block in blocks:
+        out.append("ORIGIN: " + " | ".join(block["ORIGIN"]))
+        out.extend(f"ROBOTS.TXT: {line}" for line in block["ROBOTS.TXT"])
+        out.append(f"DELAY: {block['DELAY']} | MIN GAP: {GAP.sub('<gap>', block['MIN GAP'])}")
+        out.extend(f"PAGE: {path} | {verdict}" for path, verdict in block["PAGES"])
+        out.append("-----")
     same_port = re.compile(rf"(\b127\.0\.0\.\d+):{port}\b")
-    return [same_port.sub(rf"\g<1>:{PORT}", line) for line in out + lines[last_rule + 1 :]]
+    return [same_port.sub(rf"\g<1>:{PORT}", line) for line in out + footer]
 
 
 def replace_in_doc(table: str) -> bool:

@@ -81,40 +81,21 @@ def _multi_host() -> bool:
 
 
 class Block:
-    """One origin of the table: its cells, by column."""
+    """One origin of the table: its cells, by column, wrapped lines joined (demo_doc.read)."""
 
-    def __init__(self, rows: list[dict[str, str]]) -> None:
-        self.rows = rows
-        self.address = rows[0]["ORIGIN"]
-        self.case = rows[1]["ORIGIN"]
-        self.robots = [row["ROBOTS.TXT"] for row in rows if row["ROBOTS.TXT"]]
-        self.delay = rows[0]["DELAY"]
-        self.gap = rows[0]["MIN GAP"]
-        self.pages = {row["PAGE"]: row["VERDICT"] for row in rows if row["PAGE"]}
+    def __init__(self, cells: dict) -> None:
+        self.address, self.case = cells["ORIGIN"]
+        self.robots = cells["ROBOTS.TXT"]
+        self.delay = cells["DELAY"]
+        self.gap = cells["MIN GAP"]
+        self.pages = dict(cells["PAGES"])
 
 
 def parse_table(stdout: str) -> tuple[str, dict[str, Block], list[str]]:
-    """Title, blocks by case, footer lines: read by the header's column positions."""
-    lines = stdout.splitlines()
-    title = lines[0]
-    header_at = next(i for i, line in enumerate(lines) if line.startswith("ORIGIN "))
-    header = lines[header_at]
-    names = ["ORIGIN", "ROBOTS.TXT", "DELAY", "MIN GAP", "PAGE", "VERDICT"]
-    starts = [header.index(name) for name in names]
-    blocks: dict[str, Block] = {}
-    current: list[dict[str, str]] = []
-    footer: list[str] = []
-    for line in lines[header_at + 2 :]:
-        if line.startswith("-----"):
-            block = Block(current)
-            blocks[block.case.strip("()")] = block
-            current = []
-        elif current or line.startswith("127.0.0."):
-            bounds = [*starts[1:], None]
-            current.append({n: line[s:e].strip() for n, s, e in zip(names, starts, bounds)})
-        else:
-            footer.append(line)
-    return title, blocks, footer
+    """Title, blocks by case, footer paragraphs: read by the header's column positions."""
+    title, cells, footer = demo_doc.read(stdout)
+    blocks = [Block(block) for block in cells]
+    return " ".join(title), {block.case.strip("()"): block for block in blocks}, footer
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +118,8 @@ def test_demo_ends_with_one_table_on_stdout(demo, table):
     assert "product token 'DemoBot' (from ROBOTSTXT_USER_AGENT)" in title
     assert len(blocks) == 21
     assert footer[0].startswith(
-        "22 pages allowed, 10 denied, 11 skipped by usage preferences, 2 links not followed, 0 errors"
+        "22 pages allowed, 10 denied, 11 skipped by usage preferences (3 before the download, 8 after it), "
+        "2 links not followed, 0 errors"
     )
     # nothing but the table on stdout; Scrapy's log went to stderr, before the table was printed
     assert process.stdout.startswith("scrapy-rfc9309 demo:")
@@ -145,6 +127,39 @@ def test_demo_ends_with_one_table_on_stdout(demo, table):
     # the add-on replaced the built-in middleware
     assert "scrapy_rfc9309.middleware.RobotsTxtMiddleware" in process.stderr
     assert "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware" not in process.stderr
+
+
+def test_the_table_fits_a_terminal_of_120_columns(demo, table):
+    """Issue 38: the table was 261 columns wide and wrapped on a terminal.  At
+    most 120, the demo's and the doc's, long verdicts wrapped in their cell
+    (read back whole by demo_doc.read)."""
+    process, _ = demo
+    for name, text in (("scrapy crawl demo", process.stdout), ("docs/first_hour.md", demo_doc.documented())):
+        wide = [line for line in text.splitlines() if len(line) > 120]
+        assert not wide, f"{name}: {len(wide)} lines over 120 columns, e.g. {wide[0]!r}"
+    # a verdict that did not fit is wrapped in its cell, and read back whole
+    tdmrep = table[1]["tdmrep.json file"].pages["/reports/2026.html"]
+    assert tdmrep.startswith("SKIPPED  train-ai disallowed by tdmrep.json: rule 1:")
+    assert tdmrep.endswith("/licensing.json (downloaded, dropped)")
+    assert not [line for line in process.stdout.splitlines() if "tdm-policy" in line and "(downloaded" in line]
+
+
+def test_the_footer_says_how_the_crawls_own_counts_differ(demo, table):
+    """Issue 38: the footer counted 22 allowed, 10 denied, 11 skipped while the
+    log said checked 43, allowed 30, denied 13.  The footer now gives the log's
+    and stats' numbers for the same requests, and they are the crawl's."""
+    process, _ = demo
+    stats = {key: int(value) for key, value in re.findall(r"'rfc9309/(requests/[^']+)': (\d+)", process.stderr)}
+    allowed = sum(v for k, v in stats.items() if k.startswith("requests/allowed/"))
+    denied = sum(v for k, v in stats.items() if k.startswith("requests/denied/"))
+    assert (stats["requests/checked"], allowed, denied) == (43, 30, 13)  # what the issue saw
+    said = [line for line in table[2] if line.startswith("The crawl's log and stats")]
+    assert said, table[2]
+    said = said[0]
+    assert f"{stats['requests/checked']} checked, {allowed} allowed (a page skipped after its download" in said, said
+    assert f"{denied} denied (a page skipped before it included)" in said, said
+    # the log's own line (the middleware's summary) gives the same numbers
+    assert f"requests checked: {stats['requests/checked']}, allowed: {allowed}, denied: {denied}" in process.stderr
 
 
 def test_docs_show_the_table_the_demo_prints(demo):
@@ -352,15 +367,27 @@ def test_sitemap_spider_reads_sitemaps_without_a_second_robots_download():
         )
 
 
-def test_busy_port_fails_the_crawl_with_advice():
+def test_busy_port_fails_the_crawl_with_one_line_of_advice():
+    """docs/first_hour.md: "the crawl stops at once with a message naming the
+    address".  One ERROR line (issue 38: it ended a 40-line asyncio "Task
+    exception was never retrieved" traceback), nothing requested, exit status 1."""
     port = _free_port()
+    host = "127.0.0.1" if not _multi_host() else "127.0.0.2"
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1" if not _multi_host() else "127.0.0.2", port))
+        sock.bind((host, port))
         sock.listen()
         process = _scrapy("crawl", "demo", port=port)
-    assert process.returncode != 0
-    assert "RFC9309_DEMO_PORT" in process.stderr
+    assert process.returncode == 1, process.stderr[-3000:]
     assert process.stdout == ""
+    log = process.stderr
+    assert "Traceback" not in log and "Task exception was never retrieved" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors or log[-3000:]
+    assert errors[0].endswith(
+        f"the demo site cannot listen on {host}:{port} (Address already in use); "
+        "choose another port, e.g. RFC9309_DEMO_PORT=19309 scrapy crawl demo"
+    ), errors
+    assert "(demo_site_unavailable)" in log  # the finish reason
 
 
 def test_one_host_layout_keeps_each_origin_on_its_own_slot():
@@ -381,5 +408,6 @@ def test_one_host_layout_keeps_each_origin_on_its_own_slot():
     assert float(blocks["wildcards * and $"].gap.split()[0]) < float(delay.gap.split()[0]) / 2
     assert blocks["redirect to other port"].robots[1] == f"(file at 127.0.0.1:{port + 6})"
     assert footer[0].startswith(
-        "22 pages allowed, 10 denied, 11 skipped by usage preferences, 2 links not followed, 0 errors"
+        "22 pages allowed, 10 denied, 11 skipped by usage preferences (3 before the download, 8 after it), "
+        "2 links not followed, 0 errors"
     )

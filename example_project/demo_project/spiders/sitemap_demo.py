@@ -52,6 +52,8 @@ class SitemapDemoSpider(DemoSiteSpider, SitemapSpider):
         self.items.append(dict(item))
 
     async def start(self):
+        if not self.site_up:  # the crawl is being refused (a port in use)
+            return
         self.sitemaps = self.sitemap_urls = await robots_sitemaps(self.crawler, ORIGINS["rules"])
         async for request in super().start():
             yield request
