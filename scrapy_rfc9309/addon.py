@@ -13,7 +13,10 @@ keeps its Scrapy meaning: set to False (project, spider ``custom_settings``,
 ``-s ROBOTSTXT_OBEY=False``) it turns robots.txt handling off, ours included.
 ``RFC9309_ENABLED = False`` turns the plugin off and gives Scrapy's own
 RobotsTxtMiddleware back (it obeys robots.txt when ``ROBOTSTXT_OBEY`` is true,
-as without the add-on); one INFO line at start-up says which one runs.
+as without the add-on); one INFO line at start-up says which one runs.  A
+Scrapy setting the plugin reads that Scrapy cannot read
+(``CONCURRENT_REQUESTS=abc``) is one ERROR line here, not a traceback
+(:func:`.lifecycle.refuse_unreadable_scrapy_setting`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 MIDDLEWARE_PRIORITY = 100
@@ -29,6 +33,13 @@ EXTENSION_PRIORITY = 0
 
 class Addon:
     """Scrapy add-on that enables scrapy-rfc9309."""
+
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self._crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Addon:
+        return cls(crawler)
 
     def update_settings(self, settings: BaseSettings) -> None:
         from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinMiddleware
@@ -50,6 +61,10 @@ class Addon:
             priority = max(settings.getpriority("SCHEDULER") or 0, SETTINGS_PRIORITIES["addon"])
             settings.set("RFC9309_SCHEDULER", settings.get("SCHEDULER"), priority)
             settings.set("SCHEDULER", GATE, priority)
+        if self._crawler is not None:
+            from .lifecycle import refuse_unreadable_scrapy_setting
+
+            refuse_unreadable_scrapy_setting(self._crawler, settings)
 
 
 def _enabled(settings: BaseSettings) -> bool:

@@ -28,7 +28,7 @@ from .masking import mask_url
 from .origins import origin_of, robots_url
 from .robots.text import shorten
 from .service import Known, RobotsService
-from .settings import InvalidSetting, Rfc9309Settings
+from .settings import InvalidSetting, Rfc9309Settings, unreadable_scrapy_setting
 from .signals import robots_txt_ready
 from .storage import FallbackStorage, StorageNeedsAsyncio, StorageUnavailable, build_storage, display_url
 
@@ -101,6 +101,21 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
             )
         state = _CRAWLS[crawler] = _Crawl(settings)
     return state.settings
+
+
+def refuse_unreadable_scrapy_setting(crawler: Crawler, settings: Any) -> None:
+    """Called by the add-on, before Scrapy builds what reads its settings.
+
+    A Scrapy setting the plugin reads that Scrapy itself cannot read
+    (``-s CONCURRENT_REQUESTS=abc``) would end the crawl in a traceback inside
+    Scrapy, before any part of the plugin runs.  It is said here in one ERROR
+    line instead, as a bad ``RFC9309_*`` setting is, and Scrapy's default
+    stands in for it until the spider opens, where the crawl is refused
+    before its first request (finish reason ``rfc9309_invalid_setting``)."""
+    problem = unreadable_scrapy_setting(settings, fix=True)
+    if problem is not None and crawler not in _CRAWLS:
+        logger.error("%s. The crawl stops before its first request.", problem, extra={"spider": crawler.spider})
+        _CRAWLS[crawler] = _Crawl(Rfc9309Settings(), refused=INVALID_SETTING)
 
 
 def refused(crawler: Crawler) -> bool:
@@ -180,7 +195,11 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
             "RFC 9309 robots.txt store: %s; stored copies used when robots.txt is unreachable: %s",
             display_url(settings.storage), "up to 30 days" if settings.stale_if_unreachable else "no",
         )  # fmt: skip
-    service.prefetch_cap = max(PREFETCH_MIN, 4 * crawler.settings.getint("CONCURRENT_REQUESTS", 16))
+    try:
+        concurrent = crawler.settings.getint("CONCURRENT_REQUESTS", 16)
+    except ValueError:  # the crawl is refused at open (rfc9309_settings said why in one line)
+        concurrent = 16
+    service.prefetch_cap = max(PREFETCH_MIN, 4 * concurrent)
     state.service = service
     service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
 

@@ -212,6 +212,9 @@ class Rfc9309Settings:
 
     @classmethod
     def _read(cls, settings: Any) -> Rfc9309Settings:
+        problem = unreadable_scrapy_setting(settings)
+        if problem is not None:
+            raise ValueError(problem)
         get = _getter(settings)
         enabled = _bool(get("RFC9309_ENABLED"), "RFC9309_ENABLED")
         max_bytes = _number(get("RFC9309_MAX_BYTES"), "RFC9309_MAX_BYTES", int)
@@ -332,6 +335,38 @@ def _max_held(value: Any, settings: Any) -> int:
     if hasattr(settings, "getint") and uses_scrapy_redis(project_scheduler(settings)):
         return max(1, settings.getint("CONCURRENT_REQUESTS"))
     return 100_000
+
+
+#: Scrapy settings the plugin reads, with how Scrapy reads them: a value Scrapy cannot read
+#: (``-s CONCURRENT_REQUESTS=abc``) is refused as a bad RFC9309_* one is, in one line naming it
+SCRAPY_SETTINGS = {
+    "ROBOTSTXT_OBEY": "getbool",
+    "CONCURRENT_REQUESTS": "getint",
+    "CONCURRENT_REQUESTS_PER_DOMAIN": "getint",
+    "CONCURRENT_REQUESTS_PER_IP": "getint",
+}
+
+
+def unreadable_scrapy_setting(settings: Any, fix: bool = False) -> str | None:
+    """The first of :data:`SCRAPY_SETTINGS` that Scrapy cannot read, said in one
+    line (None when all can be read, or for a plain mapping).  ``fix``: put
+    Scrapy's default in place of every such value, at its priority (the
+    add-on does, so that Scrapy starts and the crawl is refused in order)."""
+    if not hasattr(settings, "getint"):
+        return None
+    problem = None
+    for name, getter in SCRAPY_SETTINGS.items():
+        try:
+            getattr(settings, getter)(name)
+        except (TypeError, ValueError):
+            from scrapy.settings import Settings
+
+            default = Settings().get(name) or (0 if getter == "getint" else False)  # (PER_IP: deprecated, unset)
+            wanted = "a boolean: use True or False" if getter == "getbool" else "a whole number: give one"
+            problem = problem or f"{name}={_shown(settings.get(name))} is not {wanted} (Scrapy's default is {default})"
+            if fix:
+                settings.set(name, default, settings.getpriority(name))
+    return problem
 
 
 #: the gate's import path: the add-on sets SCHEDULER to it

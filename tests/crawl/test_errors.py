@@ -178,10 +178,13 @@ BAD_SETTINGS = [
     ("RFC9309_ORIGINS={bad", "RFC9309_ORIGINS is not valid JSON"),
     ("RFC9309_ENABLED=maybe", "RFC9309_ENABLED='maybe' is not a boolean: use True or False"),
     ("ROBOTSTXT_USER_AGENT=my bot/1.0", "ROBOTSTXT_USER_AGENT: 'my bot/1.0' is ambiguous"),
+    # Scrapy's own settings that the plugin reads (issue 38: a traceback ending in lifecycle.py)
+    ("CONCURRENT_REQUESTS=abc", "CONCURRENT_REQUESTS='abc' is not a whole number: give one (Scrapy's default is 16)"),
+    ("ROBOTSTXT_OBEY=maybe", "ROBOTSTXT_OBEY='maybe' is not a boolean: use True or False"),
 ]
 BAD_SETTING_IDS = [
     "storage-scheme", "storage-redis-password", "storage-sqlite-no-file", "unreachable", "cache-seconds", "usage",
-    "origins-json", "enabled", "user-agent",
+    "origins-json", "enabled", "user-agent", "concurrent-requests", "robotstxt-obey",
 ]  # fmt: skip
 
 
@@ -226,8 +229,8 @@ def _crawl_error(process, says: str) -> str:
 
 @pytest.mark.parametrize(
     ("setting", "says"),
-    [BAD_SETTINGS[i] for i in (0, 1, 3, 4, 5, 6, 8)],
-    ids=[BAD_SETTING_IDS[i] for i in (0, 1, 3, 4, 5, 6, 8)],
+    [BAD_SETTINGS[i] for i in (0, 1, 3, 4, 5, 6, 8, 9, 10)],
+    ids=[BAD_SETTING_IDS[i] for i in (0, 1, 3, 4, 5, 6, 8, 9, 10)],
 )
 def test_scrapy_crawl_with_a_bad_setting_stops_with_one_error_line_and_a_failing_status(
     setting, says, servers, tmp_path
