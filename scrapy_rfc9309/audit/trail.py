@@ -56,7 +56,9 @@ class Trail:
         self.fetches: dict[str, list[dict[str, Any]]] = {}
         self.allowed: dict[str, int] = {}
         self.denied: dict[str, int] = {}
-        self.decision_records = 0
+        #: records of single requests, by kind: "allowed", "denied" (robots.txt), and
+        #: "usage denied" / "usage dropped" (a declared purpose, before / after the download)
+        self.request_records: dict[str, int] = {}
         #: sha256 -> the first line naming that body
         self._named: dict[str, int] = {}
         verifier = Verifier(key)
@@ -132,9 +134,11 @@ class Trail:
             self.states.setdefault(origin, []).append(record)  # type: ignore[arg-type]
         elif kind in ("allowed", "denied"):
             self.decisions[record["url"]] = record
-            self.decision_records += 1
+            self.request_records[kind] = self.request_records.get(kind, 0) + 1
         elif kind == "usage":
             self.usage_decisions[record["url"]] = record
+            action = f"usage {record.get('action')}"
+            self.request_records[action] = self.request_records.get(action, 0) + 1
         elif kind == "counts":
             for name, (allowed, denied) in record["origins"].items():
                 self.allowed[name] = self.allowed.get(name, 0) + allowed

@@ -607,14 +607,26 @@ def _unfinished(trail: Any, path: str, status: int) -> int:
 
 
 def _summary_lines(trail: Any) -> list[str]:
-    """``--summary``: one row per origin."""
+    """``--summary``: what was verified, how many requests were decided (the
+    sums of the table's columns) and how many have a record of their own (a
+    different number: an allowed request has one only with
+    RFC9309_AUDIT_ALLOWED, a request a declared purpose stopped has a usage
+    record), then one row per origin."""
     rows = trail.summary()
     header = ("origin", "fetches", "result", "changes", "allowed", "denied")
     table = [header] + [tuple(str(r[key]) for key in header) for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    allowed, denied = sum(r["allowed"] for r in rows), sum(r["denied"] for r in rows)
+    records = trail.request_records
+    usage = records.get("usage denied", 0) + records.get("usage dropped", 0)
     out = [
         f"audit trail {trail.path}: {len(trail.crawls)} crawl(s), {len(rows)} origin(s), "
-        f"{trail.decision_records} decision record(s); {_chain_text(trail)}"
+        f"{allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below); "
+        f"{_chain_text(trail)}",
+        f"records of single requests: {records.get('allowed', 0)} allowed (written only with "
+        f"RFC9309_AUDIT_ALLOWED), {records.get('denied', 0)} denied by robots.txt, {usage} stopped by usage "
+        f"preferences ({records.get('usage denied', 0)} before the download, counted denied above; "
+        f"{records.get('usage dropped', 0)} after it, counted allowed)",
     ]
     for line in table:
         out.append(

@@ -169,7 +169,16 @@ async def test_audit_trail_of_eleven_origins_records_every_fetch_and_denial_and_
 
     summary = scrapy_robots("--audit", str(audit), "--summary", cwd=tmp_path)
     assert summary.returncode == 0, summary.stderr
-    rows = {line.split()[0]: line.split() for line in summary.stdout.splitlines()[2:]}
+    head, singles, *table = summary.stdout.splitlines()
+    rows = {line.split()[0]: line.split() for line in table[1:]}
+    # issue 38: the head said "N decision record(s)" above a table whose counts were others; it
+    # now gives the table's sums, and the records of single requests apart, by kind
+    allowed, denied = (sum(int(row[i]) for row in rows.values()) for i in (-2, -1))
+    assert (
+        f" {allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below)" in head
+    )
+    assert singles.startswith(f"records of single requests: 0 allowed (written only with RFC9309_AUDIT_ALLOWED), "
+                              f"{len(denials)} denied by robots.txt, 0 stopped by usage preferences"), singles  # fmt: skip
     # origin, fetches, result (access, status), changes, allowed, denied
     assert rows[changing.origin] == [changing.origin, "2", "success", "(200)", "1", "1", "2"]
     assert rows[ordinary.origin] == [ordinary.origin, "1", "success", "(200)", "0", "2", "1"]

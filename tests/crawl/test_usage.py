@@ -160,6 +160,21 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     assert "train-ai disallowed by header: Content-Usage: train-ai=n" in out  # /h-no, dropped
     assert f"{header.url('/h-no')}: the crawl dropped it at " in out
 
+    # -- the summary: the requests decided, and the records of single requests by kind (issue 38)
+    process = scrapy_robots("--audit", str(audit), "--summary", cwd=tmp_path)
+    assert process.returncode == 0, process.stderr
+    head, singles, _, *rows = process.stdout.splitlines()
+    allowed, denied = (sum(int(row.split()[i]) for row in rows) for i in (-2, -1))
+    assert allowed + denied == result.stat("requests/checked")
+    assert denied == len(result.ignored()) - 2  # the 2 pages dropped after their download count as allowed
+    assert f"{allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below)" in head
+    kinds = [r["type"] for r in recs]
+    assert singles == (
+        f"records of single requests: {kinds.count('allowed')} allowed (written only with RFC9309_AUDIT_ALLOWED), "
+        f"{kinds.count('denied')} denied by robots.txt, 5 stopped by usage preferences (3 before the download, "
+        "counted denied above; 2 after it, counted allowed)"
+    )
+
 
 @pytest_twisted.ensureDeferred
 async def test_command_usage_online_and_file(servers, tmp_path):
