@@ -117,14 +117,35 @@ def test_manifest_puts_the_docs_in_the_sdist():
     assert any(line[0] == "include" and "README.md" in line and "LICENSE" in line for line in lines)
 
 
-def test_sdist_carries_the_docs_and_project_urls(tmp_path):
-    """A real sdist, built by setuptools (the build backend) from a copy of
-    the checkout: it lists every docs/*.md and its PKG-INFO every Project-URL."""
-    build_meta = pytest.importorskip("setuptools.build_meta", reason="setuptools (the build backend) not installed")
-    del build_meta  # imported in the subprocess, which runs on the copy
+def _repository_files() -> set[str]:
+    """The repository's files: git's list in a checkout; else (an unpacked sdist,
+    which is the repository) every file but caches and what the recipes write."""
+    if (ROOT / ".git").exists() and shutil.which("git"):
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+        return {name for name in listed.decode().split("\0") if name and (ROOT / name).is_file()}
+    skip = {"__pycache__", ".venv", ".tox", ".pytest_cache", ".hypothesis", "build", "dist", "results"}
+    return {
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("*")
+        if path.is_file()
+        and not skip.intersection(path.relative_to(ROOT).parts)
+        and not any(part.endswith(".egg-info") for part in path.relative_to(ROOT).parts)
+        and path.suffix not in (".pyc", ".sqlite", ".log")
+        and path.name != "PKG-INFO"
+        and not path.name.startswith("worker")
+    }
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory) -> dict[str, object]:
+    """A real sdist, built by setuptools (the build backend) from a copy of the
+    repository's files, unpacked: its directory, its file names, its PKG-INFO."""
+    pytest.importorskip("setuptools.build_meta", reason="setuptools (the build backend) not installed")
+    tmp_path = tmp_path_factory.mktemp("sdist")
     copy = tmp_path / "src"
-    skip = shutil.ignore_patterns(".*", "*.egg-info", "__pycache__", "build", "dist", "results", "*.sqlite")
-    shutil.copytree(ROOT, copy, ignore=skip)
+    for name in _repository_files():
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, copy / name)
     dist = tmp_path / "dist"
     dist.mkdir()
     code = f"from setuptools import build_meta; print(build_meta.build_sdist({str(dist)!r}))"
@@ -133,12 +154,44 @@ def test_sdist_carries_the_docs_and_project_urls(tmp_path):
     )
     assert built.returncode == 0, built.stderr[-3000:]
     name = built.stdout.strip().splitlines()[-1]
-    with tarfile.open(dist / name) as sdist:
-        names = {member.name.split("/", 1)[1] for member in sdist.getmembers() if "/" in member.name}
-        top = next(member.name.split("/", 1)[0] for member in sdist.getmembers())
-        pkg_info = sdist.extractfile(f"{top}/PKG-INFO").read().decode()  # type: ignore[union-attr]
+    with tarfile.open(dist / name) as archive:
+        names = {member.name.split("/", 1)[1] for member in archive.getmembers() if "/" in member.name}
+        top = next(member.name.split("/", 1)[0] for member in archive.getmembers())
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # (3.10.12+)
+        archive.extractall(tmp_path / "unpacked", **safe)  # type: ignore[arg-type]
+    pkg_info = (tmp_path / "unpacked" / top / "PKG-INFO").read_text(encoding="utf-8")
+    return {"root": tmp_path / "unpacked" / top, "names": names, "pkg_info": pkg_info}
+
+
+def test_sdist_carries_the_docs_and_project_urls(sdist):
+    """A real sdist lists every docs/*.md and its PKG-INFO every Project-URL."""
+    names = sdist["names"]
     docs = {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")}
     assert docs and docs <= names, sorted(docs - names)
     assert {"README.md", "LICENSE"} <= names
     for label, url in _project_urls().items():
-        assert f"Project-URL: {label}, {url}" in pkg_info
+        assert f"Project-URL: {label}, {url}" in sdist["pkg_info"]
+
+
+def test_the_readme_quick_start_works_in_an_unpacked_sdist(sdist):
+    """Issue 38: the package page's text is the README, whose Quick start runs
+    from the source root: the demo in example_project/, the whole suite in
+    tests/.  The sdist lacked both; it now holds every file of the repository,
+    and the demo's project loads from it (``scrapy list`` there names its spiders)."""
+    missing = _repository_files() - set(sdist["names"])  # type: ignore[arg-type]
+    assert not missing, f"the sdist lacks {sorted(missing)[:20]} (MANIFEST.in)"
+    for needed in ("example_project/scrapy.cfg", "tests/conftest.py", ".ci/run", "setup.cfg"):
+        assert needed in sdist["names"], needed  # type: ignore[operator]
+    project = sdist["root"] / "example_project"  # type: ignore[operator]
+    listed = subprocess.run(
+        [sys.executable, "-m", "scrapy", "list"], cwd=project, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert {"demo", "sitemap_demo"} <= set(listed.stdout.split()), listed.stdout
+
+
+def test_the_package_summary_names_what_it_does():
+    """The summary line on the package page names both halves of the plugin
+    (issue 38: usage preferences were missing)."""
+    summary = _metadata()["description"].lower()
+    assert "rfc 9309" in summary and "usage preferences" in summary, summary
