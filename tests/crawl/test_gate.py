@@ -21,6 +21,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 
 from scrapy_rfc9309 import compat, middleware
 
+from .command_runner import scrapy_crawl
 from .faults import FaultServer, crawl_within
 from .harness import MIDDLEWARES, Req, check_accounting, crawl
 from .servers import Reply, gaps, robots
@@ -289,3 +290,20 @@ class DropSome:
     def process_request(self, request):
         if "/drop" in request.url:
             raise IgnoreRequest("dropped by the project")
+
+
+def test_the_add_on_wraps_a_scheduler_chosen_with_s_or_in_custom_settings(servers, tmp_path):
+    """docs/middleware.md: the add-on puts the gate in front of the project's
+    scheduler wherever it is chosen; a project that sets ``SCHEDULER`` with
+    ``-s`` or in a spider's ``custom_settings`` is not bypassed (issue 38: the
+    doc said it was).  Both schedulers ran: the project's was given the
+    requests, the gate held them until robots.txt was known."""
+    site = servers("127.0.0.2")
+    own = "own_scheduler.OwnScheduler"
+    for where, args, custom in (("-s", ("-s", f"SCHEDULER={own}"), None), ("custom_settings", (), {"SCHEDULER": own})):
+        (tmp_path / where).mkdir()
+        process = scrapy_crawl(tmp_path / where, [site.url("/a"), site.url("/b")], *args, custom=custom)
+        assert process.returncode == 0, process.stderr[-3000:]
+        log = process.stderr
+        assert "'own_scheduler/enqueued': 2" in log, (where, log[-3000:])
+        assert "'rfc9309/gate/held': 2" in log, (where, log[-3000:])

@@ -47,9 +47,11 @@ CUSTOM_SETTINGS: dict[str, Any] = {
     "RFC9309_REDIS_PREFIX": PREFIX,
     # a worker stops after 10 s without work, and prints the table
     "MAX_IDLE_TIME_BEFORE_CLOSE": 10,
-    # small workers, so that the demo's 26 pages are shared by three of them: a
-    # worker takes at most 2 x CONCURRENT_REQUESTS requests off the shared queue
+    # small workers, so that the demo's 26 pages are shared by three of them: a worker
+    # takes at most CONCURRENT_REQUESTS + RFC9309_MAX_HELD requests off the shared queue
+    # (the gate's default bound, 100,000, would let the first worker take them all)
     "CONCURRENT_REQUESTS": 4,
+    "RFC9309_MAX_HELD": 4,
     # as the one-process demo
     "ROBOTSTXT_USER_AGENT": "DemoBot",
     "RFC9309_FETCH_TIMEOUT": 5,
