@@ -3,8 +3,8 @@
 The add-on swaps Scrapy's RobotsTxtMiddleware for ours at the same place in
 the chain (priority 100, after OffsiteMiddleware, before everything that
 touches the request) by their ``DOWNLOADER_MIDDLEWARES`` entries, enables
-the Crawl-delay extension and the nofollow spider middleware
-(:mod:`.nofollow`), and puts the gate (:mod:`.gate`) in front of the
+the nofollow spider middleware (:mod:`.nofollow`), and puts the gate
+(:mod:`.gate`, where requests wait for robots.txt and Crawl-delay) in front of the
 project's scheduler: ``SCHEDULER`` becomes the gate, and the project's own
 (Scrapy's, scrapy-redis's, a custom one) moves to ``RFC9309_SCHEDULER``, at
 the priority it had, so the gate wraps whatever the project, the spider or the
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 MIDDLEWARE_PRIORITY = 100
-EXTENSION_PRIORITY = 0
 
 
 class Addon:
@@ -38,13 +37,11 @@ class Addon:
         from .middleware import RobotsTxtMiddleware
         from .nofollow import PRIORITY, NofollowMiddleware
         from .settings import GATE, project_scheduler
-        from .throttle import CrawlDelayExtension
 
         if _enabled(settings):
             compat.disable_component(settings, "DOWNLOADER_MIDDLEWARES", BuiltinMiddleware)
         # else Scrapy's own stays; ours is NotConfigured and says so (lifecycle.rfc9309_settings)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, MIDDLEWARE_PRIORITY)
-        settings.set_in_component_priority_dict("EXTENSIONS", CrawlDelayExtension, EXTENSION_PRIORITY)
         settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", NofollowMiddleware, PRIORITY)
         if project_scheduler(settings) is settings.get("SCHEDULER"):  # not wrapped yet
             priority = max(settings.getpriority("SCHEDULER") or 0, SETTINGS_PRIORITIES["addon"])

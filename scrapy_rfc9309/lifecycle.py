@@ -45,9 +45,6 @@ logger = logging.getLogger(__name__)
 STORAGE_UNAVAILABLE = "rfc9309_storage_unavailable"
 #: finish reason of a crawl refused for a bad setting (said in one ERROR line when it is read)
 INVALID_SETTING = "rfc9309_invalid_setting"
-#: at most max(this, 4 x CONCURRENT_REQUESTS) resolutions are started early (when a
-#: request is scheduled); beyond that one starts when its request reaches the middleware
-PREFETCH_MIN = 64
 
 
 @dataclass
@@ -56,8 +53,6 @@ class _Crawl:
     service: RobotsService | None = None
     #: the crawl's gate (scrapy_rfc9309.gate), when the scheduler is one
     gate: Any = field(default=None, repr=False)
-    #: the Crawl-delay floors of the download slots (scrapy_rfc9309.slots), when the extension runs
-    floors: Any = field(default=None, repr=False)
     #: the finish reason the crawl is refused with when the spider opens (a bad setting)
     refused: str | None = None
 
@@ -139,7 +134,7 @@ def robots_service(crawler: Crawler) -> RobotsService:
 
 
 def crawl_state(crawler: Crawler) -> _Crawl:
-    """The crawl's registry entry (its gate and floors are set by their owners)."""
+    """The crawl's registry entry (its gate is set by the gate)."""
     rfc9309_settings(crawler)
     return _CRAWLS[crawler]
 
@@ -180,7 +175,6 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
             "RFC 9309 robots.txt store: %s; stored copies used when robots.txt is unreachable: %s",
             display_url(settings.storage), "up to 30 days" if settings.stale_if_unreachable else "no",
         )  # fmt: skip
-    service.prefetch_cap = max(PREFETCH_MIN, 4 * crawler.settings.getint("CONCURRENT_REQUESTS", 16))
     state.service = service
     service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
 
@@ -195,7 +189,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
             refuse(state.refused)
             return
         try:  # first: no store, timer or request of the plugin starts on a Scrapy it cannot drive
-            internals.check(crawler, floors=state.floors is not None)
+            internals.check(crawler)
         except internals.InternalsChanged as exc:
             logger.error("%s", exc, extra={"spider": spider})
             refuse(internals.REFUSED)
