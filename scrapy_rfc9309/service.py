@@ -134,6 +134,12 @@ def _nothing() -> None:
     return None
 
 
+def store_key(origin: str) -> str:
+    """The store key of an origin's tdmrep.json: ``http://example.com:80/.well-known/tdmrep.json``
+    (no origin key has a path: it cannot be taken for one)."""
+    return origin + PATH
+
+
 class _Pending:
     """The one resolution in flight for an origin, and the requests awaiting it."""
 
@@ -470,7 +476,7 @@ class RobotsService:
             self.counts.inc("tdmrep/disallowed")
             logger.debug("tdmrep.json of %s: robots.txt disallows it; not fetched", origin)
             return TdmRepFile(EMPTY, entry.expires_at, "disallowed")
-        key = origin + PATH  # (no origin key has a path: it cannot be taken for one)
+        key = store_key(origin)
         lease = None
         if self._stores_files:
             stored, lease, fresh = await self.claim(key, policy, "tdmrep.json")

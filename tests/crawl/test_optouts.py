@@ -421,8 +421,9 @@ async def test_a_second_crawl_reads_tdmrep_json_from_its_sqlite_store(servers, t
 
 
 def test_the_store_key_of_a_file_is_no_origin():
-    from scrapy_rfc9309.origins import origin_of
     from scrapy_rfc9309.tdmrep_files import store_key
+
+    from scrapy_rfc9309.origins import origin_of
 
     key = store_key("http://example.com:80")
     assert key == "http://example.com:80/.well-known/tdmrep.json"
@@ -434,10 +435,11 @@ async def test_with_redis_one_worker_fetches_the_file_and_the_others_read_it(red
     """Another worker holds the file's lease and stores its result 0.8 s after
     this crawl first needs it: the crawl fetches no tdmrep.json, its pages wait
     for that worker's file and are decided by it.  A second crawl reads it back."""
+    from scrapy_rfc9309.tdmrep_files import store_key
+
     from scrapy_rfc9309.origins import resource_url
     from scrapy_rfc9309.storage import RobotsEntry
     from scrapy_rfc9309.storage.redis import RedisStorage
-    from scrapy_rfc9309.tdmrep_files import store_key
 
     from .test_storage_redis import in_task, redis_settings, starter
 
