@@ -137,7 +137,8 @@ class GateScheduler:
         self._held: defaultdict[str, list[Request]] = defaultdict(list)  # origin -> waiting for its resolution
         self._slots: dict[str, _Slot] = {}
         self._count = 0  # held: in _held, _releases and the slots' queues
-        self._releases: deque[Request] = deque()  # resolved, to be routed a batch per turn of the loop
+        #: resolved, to be routed a batch per turn of the loop (with: whether each counts against its slot)
+        self._releases: deque[tuple[Request, bool]] = deque()
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
         self._later: deque[Request] = deque()  # taken out, not looked at yet (HOLD_BATCH)
@@ -232,7 +233,7 @@ class GateScheduler:
         kinds["queued"] += [entry[2] for entry in self._ready] + list(self._later)
         if self._peek is not None:
             kinds["queued"].append(self._peek)
-        kinds["origin"] += [r for rs in self._held.values() for r in rs] + list(self._releases)
+        kinds["origin"] += [r for rs in self._held.values() for r in rs] + [r for r, _ in self._releases]
         for slot in self._slots.values():
             for item in slot.queue:
                 if isinstance(item, _Ticket):
@@ -322,8 +323,20 @@ class GateScheduler:
             self._fail(waiting, error)
             return
         self._count += len(waiting)
-        self._releases.extend(waiting)
+        tracked = not self._fits(waiting)
+        self._releases.extend((request, tracked) for request in waiting)
         self._release_batch()
+
+    def _fits(self, waiting: list[Request]) -> bool:
+        """Whether an origin's released requests all fit in their slot's concurrency at
+        once (the common case of a broad crawl, a few pages a site): then they need
+        not be followed through the downloader, and no receiver is connected for them."""
+        if not waiting or self._floored:
+            return False
+        key = self._key(waiting[0])
+        if key in self._slots or len(waiting) > self._concurrency(key):
+            return False
+        return all(self._key(request) == key for request in waiting[1:])
 
     def _release_batch(self) -> None:
         """Route the resolved requests, :data:`RELEASE_BATCH` a turn of the loop."""
@@ -331,14 +344,14 @@ class GateScheduler:
         if self._closed:
             return
         for _ in range(min(RELEASE_BATCH, len(self._releases))):
-            request = self._releases.popleft()
+            request, tracked = self._releases.popleft()
             self._count -= 1
             try:
                 origin, obeyed, files = self._checked(request)
                 known = self.service.fresh(origin, files) if origin is not None else None
                 if known is None:  # expired meanwhile, or no longer checked: looked at again
                     self._release(request, None)
-                elif self._route(request, origin, known, obeyed, for_robots=True):  # type: ignore[arg-type]
+                elif self._route(request, origin, known, obeyed, for_robots=tracked):  # type: ignore[arg-type]
                     self._release(request, Held(for_robots=True))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
