@@ -141,8 +141,9 @@ class GateScheduler:
         self._releases: deque[tuple[Request, bool]] = deque()
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
-        self._later: deque[Request] = deque()  # taken out, not looked at yet (HOLD_BATCH)
-        self._peek: Request | None = None  # the project scheduler's next one, taken out to compare
+        #: the project scheduler's next request, taken out and not looked at yet (to compare its
+        #: priority with the released ones', or scheduled again to wake the engine after HOLD_BATCH)
+        self._peek: Request | None = None
         self._releasing: set[int] = set()  # being scheduled again right now
         #: released requests -> why they were held (read and removed by the middleware)
         self.released: WeakKeyDictionary[Request, Held] = WeakKeyDictionary()
@@ -169,7 +170,7 @@ class GateScheduler:
     @property
     def held(self) -> int:
         """Requests held here now."""
-        return self._count + len(self._ready) + len(self._later) + (self._peek is not None)
+        return self._count + len(self._ready) + (self._peek is not None)
 
     def __len__(self) -> int:
         inner = len(self.inner) if hasattr(type(self.inner), "__len__") else 0
@@ -191,7 +192,7 @@ class GateScheduler:
             if request in self.released:
                 heapq.heappush(self._ready, (-request.priority, next(self._order), request))
             else:
-                self._later.append(request)
+                self._peek = request  # (_look_later took it out of _peek)
             return True
         if self.settings.early_fetch:
             self._prefetch(request)
@@ -230,7 +231,7 @@ class GateScheduler:
         self._tracked.clear()
         self._listen()
         kinds: dict[str, list[Request]] = {"origin": [], "turn": [], "queued": []}
-        kinds["queued"] += [entry[2] for entry in self._ready] + list(self._later)
+        kinds["queued"] += [entry[2] for entry in self._ready]
         if self._peek is not None:
             kinds["queued"].append(self._peek)
         kinds["origin"] += [r for rs in self._held.values() for r in rs] + [r for r, _ in self._releases]
@@ -241,7 +242,6 @@ class GateScheduler:
                 else:
                     kinds["turn"].append(item)
         self._ready.clear()
-        self._later.clear()
         self._peek = None
         self._held.clear()
         self._releases.clear()
@@ -258,13 +258,13 @@ class GateScheduler:
     def _upcoming(self) -> Request | None:
         """The project scheduler's next request, taken out (and kept) to compare its priority."""
         if self._peek is None:
-            self._peek = self._later.popleft() if self._later else self.inner.next_request()
+            self._peek = self.inner.next_request()
         return self._peek
 
     def _take(self) -> Request | None:
         request, self._peek = self._peek, None
         if request is None:
-            request = self._later.popleft() if self._later else self.inner.next_request()
+            request = self.inner.next_request()
         return request
 
     def _admit(self, request: Request) -> bool:
@@ -350,7 +350,8 @@ class GateScheduler:
                 origin, obeyed, files = self._checked(request)
                 known = self.service.fresh(origin, files) if origin is not None else None
                 if known is None:  # expired meanwhile, or no longer checked: looked at again
-                    self._release(request, None)
+                    if self._admit(request):
+                        self._release(request, Held(for_robots=True))
                 elif self._route(request, origin, known, obeyed, for_robots=tracked):  # type: ignore[arg-type]
                     self._release(request, Held(for_robots=True))
             except Exception as exc:
@@ -609,14 +610,16 @@ class GateScheduler:
         """After a batch of holds: schedule the next request again (``engine.crawl``
         wakes the engine), to be looked at, with what follows, in the next call."""
         self._waking = False
+        if self._closed:
+            return
         request = self._take()
-        if request is not None:
-            self._release(request, None)  # back in _later, through enqueue_request
+        if request is not None and not self._release(request, None):  # back in _peek, through enqueue_request
+            self._peek = request
 
     # -- releasing -------------------------------------------------------------------------
     def _release(self, request: Request, held: Held | None) -> bool:
         """Schedule ``request`` again: the engine wakes and takes it from :attr:`_ready`
-        (``held`` None: from :attr:`_later`, to be looked at).  False once closing."""
+        (``held`` None: it is the next to be looked at, :attr:`_peek`).  False once closing."""
         engine = self.crawler.engine
         if self._closed or engine is None or self.crawler.spider is None:
             return False
