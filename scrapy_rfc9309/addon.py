@@ -18,7 +18,7 @@ as without the add-on); one INFO line at start-up says which one runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -28,6 +28,13 @@ MIDDLEWARE_PRIORITY = 100
 
 class Addon:
     """Scrapy add-on that enables scrapy-rfc9309."""
+
+    def __init__(self, crawler: Any = None) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> Addon:
+        return cls(crawler)
 
     def update_settings(self, settings: BaseSettings) -> None:
         from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinMiddleware
@@ -47,6 +54,10 @@ class Addon:
             priority = max(settings.getpriority("SCHEDULER") or 0, SETTINGS_PRIORITIES["addon"])
             settings.set("RFC9309_SCHEDULER", settings.get("SCHEDULER"), priority)
             settings.set("SCHEDULER", GATE, priority)
+        if self.crawler is not None:  # a bad setting is said now, before Scrapy lists its components
+            from .lifecycle import check_early
+
+            check_early(self.crawler, settings)
 
 
 def _enabled(settings: BaseSettings) -> bool:

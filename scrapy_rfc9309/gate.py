@@ -269,12 +269,12 @@ class GateScheduler:
 
     def _admit(self, request: Request) -> bool:
         """Whether ``request`` goes on now; else the gate keeps it."""
-        origin, obeyed, files = self._checked(request)
+        origin, files = self._checked(request)
         if origin is None:
             return self._unchecked(request)
         known = self.service.fresh(origin, files)
         if known is not None:
-            return self._route(request, origin, known, obeyed, for_robots=False)
+            return self._route(request, origin, known, for_robots=False)
         if self._offsite is not None and self._offsite(request):
             return True  # OffsiteMiddleware drops it: no robots.txt for it
         held = self._held[origin]
@@ -285,21 +285,18 @@ class GateScheduler:
             compat.spawn(self._resolve(origin, request, files))
         return False
 
-    def _checked(self, request: Request) -> tuple[str | None, bool, bool]:
-        """``(origin, obeyed, files)``: the origin to resolve before ``request`` goes on
-        (None: nothing to resolve), whether its robots.txt rules apply, and
-        whether its other files are needed (its usage statements are read)."""
+    def _checked(self, request: Request) -> tuple[str | None, bool]:
+        """``(origin, files)``: the origin to resolve before ``request`` goes on (None:
+        robots.txt does not govern it: ``dont_obey_robotstxt``, ``{"obey": False}``;
+        nothing of the origin is fetched for it then), and whether the origin's other
+        files are needed too (its usage statements are read)."""
         meta = request.meta
-        if FETCH_META_KEY in meta:
-            return None, False, False
+        if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt"):
+            return None, False
         origin = origin_of_request(request)
-        if origin is None:
-            return None, False, False
-        obeyed = not meta.get("dont_obey_robotstxt") and self.settings.for_origin(origin).obey
-        files = (self._reads_pages and self.service.reads(origin)) or META_USAGE in meta
-        if not (obeyed or files):
-            return None, False, False
-        return origin, obeyed, files
+        if origin is None or not self.settings.for_origin(origin).obey:
+            return None, False
+        return origin, (self._reads_pages and self.service.reads(origin)) or META_USAGE in meta
 
     def _unchecked(self, request: Request) -> bool:
         """A request robots.txt does not govern: on now, or its floored slot's turn."""
@@ -347,12 +344,12 @@ class GateScheduler:
             request, tracked = self._releases.popleft()
             self._count -= 1
             try:
-                origin, obeyed, files = self._checked(request)
+                origin, files = self._checked(request)
                 known = self.service.fresh(origin, files) if origin is not None else None
                 if known is None:  # expired meanwhile, or no longer checked: looked at again
                     if self._admit(request):
                         self._release(request, Held(for_robots=True))
-                elif self._route(request, origin, known, obeyed, for_robots=tracked):  # type: ignore[arg-type]
+                elif self._route(request, origin, known, for_robots=tracked):  # type: ignore[arg-type]
                     self._release(request, Held(for_robots=True))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
@@ -360,7 +357,7 @@ class GateScheduler:
             self._releasing_batch = True
             compat.call_later(0, self._release_batch)
 
-    def _route(self, request: Request, origin: str, known: Known, obeyed: bool, for_robots: bool) -> bool:
+    def _route(self, request: Request, origin: str, known: Known, for_robots: bool) -> bool:
         """A request of a known origin: on now (True), or queued for its slot's turn.
         Requests an origin's resolution released go at most the slot's
         concurrency at a time; a slot with a floor, one per floor."""
@@ -373,7 +370,7 @@ class GateScheduler:
             floor = max(floor, self._slot_floor(key))
         if not (floor or for_robots):
             return True  # the hot path: a known origin, no floor on its slot
-        if obeyed and not self._allowed(request, known):
+        if not self._allowed(request, known):
             return True  # denied: it never reaches the downloader, so it takes no turn and no place
         if key is None:
             key = self._key(request)
@@ -711,7 +708,7 @@ class GateScheduler:
 
     def _prefetch(self, request: Request) -> None:
         """RFC9309_EARLY_FETCH: a new origin's fetch starts when its first request is scheduled."""
-        origin, _, files = self._checked(request)
+        origin, files = self._checked(request)
         if origin is None or self.service.pending(origin):
             return
         if self._offsite is None or not self._offsite(request):

@@ -98,6 +98,19 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
     return state.settings
 
 
+def check_early(crawler: Crawler, settings: Any) -> None:
+    """Read the settings as they stand once the add-ons applied (the add-on calls
+    it): a bad one is the ERROR line of :func:`rfc9309_settings`, said before
+    Scrapy lists its components; good ones are read again when first used."""
+    if crawler in _CRAWLS:
+        return
+    try:
+        Rfc9309Settings.from_settings(settings)
+    except InvalidSetting as exc:
+        logger.error("%s. The crawl stops before its first request.", exc, extra={"spider": crawler.spider})
+        _CRAWLS[crawler] = _Crawl(Rfc9309Settings(), refused=INVALID_SETTING)
+
+
 def refused(crawler: Crawler) -> bool:
     """Whether this crawl is refused for a bad setting (see :func:`rfc9309_settings`)."""
     state = _CRAWLS.get(crawler)
