@@ -33,14 +33,15 @@ from urllib.parse import urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
-from scrapy.utils.log import logformatter_adapter
 from twisted.internet.defer import CancelledError, DeferredSemaphore
 
 from . import compat, internals
 from .addresses import AddressPolicy, ip_literal
+from .masking import mask_url
 from .origins import resource_url
 from .robots.access import Access, classify_error, classify_status, freshness, redirect_target
 from .robots.bodies import ContentDecodingError, read_body
+from .robots.text import shorten
 from .service import DISALLOWED_HOP
 
 if TYPE_CHECKING:
@@ -329,9 +330,8 @@ class RobotsFetcher:
             raise IgnoreRequest(f"downloader middlewares replaced the robots.txt request {REPLACEMENTS} times")
         # what the engine does for every download it makes
         spider = crawler.spider
-        logged = crawler.logformatter.crawled(request, result, spider)  # type: ignore[arg-type]
-        if logged is not None:
-            logger.log(*logformatter_adapter(logged), extra={"spider": spider})
+        # (the plugin's own line, secrets masked and bounded, not Scrapy's engine's)
+        logger.debug("Crawled (%d) %s (robots.txt lane)", result.status, _show(request), extra={"spider": spider})
         crawler.signals.send_catch_log(signals.response_received, response=result, request=request, spider=spider)
         return result
 
@@ -367,6 +367,10 @@ def _encoding_aside(response: Response, request: Request) -> None:
 
 
 # -- helpers -------------------------------------------------------------------
+def _show(request: Request) -> str:
+    return f"<{request.method} {shorten(mask_url(request.url))}>"
+
+
 def _header(response: Response, name: str) -> str | None:
     values = response.headers.getlist(name)
     if not values:

@@ -45,7 +45,6 @@ from .robots.text import shorten
 from .robots.usage import usage_for
 from .service import NotResolved
 from .settings import project_scheduler
-from .storage import LruDict
 from .storage.factory import uses_scrapy_redis
 
 if TYPE_CHECKING:
@@ -148,8 +147,10 @@ class GateScheduler:
         #: released requests -> why they were held (read and removed by the middleware)
         self.released: WeakKeyDictionary[Request, Held] = WeakKeyDictionary()
         self._tracked: dict[int, _Tracked] = {}
-        #: slot key -> the floored origins seen on it (a slot keeps the largest floor)
-        self._floored: LruDict[str, set[str]] = LruDict(self.settings.cache_max_origins)
+        #: slot key -> the floored origins seen on it (a slot keeps the largest floor), and back;
+        #: an origin the service's cache forgets is forgotten here too
+        self._floored: dict[str, set[str]] = {}
+        self._keys_of: dict[str, set[str]] = {}
         self._sweeper: Any = None
         self._full = self._closed = self._waking = self._releasing_batch = False
         self._reads_pages = self.settings.reads_pages
@@ -181,6 +182,7 @@ class GateScheduler:
         self._offsite = compat.offsite_filter(self.crawler)
         self.service.pacer = self
         self.service.on_ready(self._floor_changed)
+        self.service.on_forget(self._forget)
         return self.inner.open(spider) if hasattr(self.inner, "open") else None
 
     def has_pending_requests(self) -> bool:
@@ -402,11 +404,16 @@ class GateScheduler:
 
     def _link(self, key: str, origin: str) -> None:
         """Note that floored ``origin`` is served by slot ``key`` (its every request keeps the floor)."""
-        origins = self._floored.get(key)
-        if origins is None:
-            self._floored.put(key, {origin})
-        else:
-            origins.add(origin)
+        self._floored.setdefault(key, set()).add(origin)
+        self._keys_of.setdefault(origin, set()).add(key)
+
+    def _forget(self, origin: str) -> None:
+        for key in self._keys_of.pop(origin, ()):
+            origins = self._floored.get(key)
+            if origins is not None:
+                origins.discard(origin)
+                if not origins:
+                    del self._floored[key]
 
     def _slot_floor(self, key: str) -> float:
         """The largest floor of the origins seen on slot ``key`` (0 for none)."""
