@@ -82,8 +82,9 @@ HOOKS = (
     ("scrapy_rfc9309.middleware", "RobotsTxtMiddleware._request_scheduled"),
     ("scrapy_rfc9309.fetch", "RobotsFetcher._bytes_received"),
     ("scrapy_rfc9309.fetch", "RobotsFetcher._response_downloaded"),
-    ("scrapy_rfc9309.throttle", "CrawlDelayExtension._request_reached_downloader"),
-    ("scrapy_rfc9309.slots", "SlotFloors._after_response"),
+    ("scrapy_rfc9309.gate", "GateScheduler.next_request"),
+    ("scrapy_rfc9309.gate", "GateScheduler._reached"),
+    ("scrapy_rfc9309.gate", "GateScheduler._left"),
 )
 #: calls inside those hooks, timed too (their timers add about 1 us to the hook)
 INNER = (

@@ -1,7 +1,7 @@
 """scrapy-rfc9309: robots.txt exactly as RFC 9309 says, for Scrapy.
 
 The core (``parse``, ``RobotsTxt`` ...) is pure Python and imports no Scrapy;
-the Scrapy layer (``RobotsTxtMiddleware``, ``NofollowMiddleware``, ``CrawlDelayExtension``, ``Addon``,
+the Scrapy layer (``RobotsTxtMiddleware``, ``NofollowMiddleware``, ``Addon``,
 ``robots_service``, ``governing_robots``)
 is imported lazily, on first use of its names.
 """
@@ -14,7 +14,6 @@ __version__ = "0.1.0"
 
 _SCRAPY_LAYER = {
     "RobotsTxtMiddleware": "scrapy_rfc9309.middleware",
-    "CrawlDelayExtension": "scrapy_rfc9309.throttle",
     "NofollowMiddleware": "scrapy_rfc9309.nofollow",
     "Addon": "scrapy_rfc9309.addon",
     "robots_service": "scrapy_rfc9309.lifecycle",
@@ -23,7 +22,6 @@ _SCRAPY_LAYER = {
 
 __all__ = [
     "Addon",
-    "CrawlDelayExtension",
     "Decision",
     "Diagnostic",
     "NofollowMiddleware",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -32,14 +33,16 @@ from urllib.parse import urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
-from scrapy.utils.log import logformatter_adapter
 from twisted.internet.defer import CancelledError, DeferredSemaphore
 
 from . import compat, internals
 from .addresses import AddressPolicy, ip_literal
+from .masking import mask_url
 from .origins import resource_url
 from .robots.access import Access, classify_error, classify_status, freshness, redirect_target
 from .robots.bodies import ContentDecodingError, read_body
+from .robots.text import shorten
+from .service import DISALLOWED_HOP
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -62,6 +65,7 @@ REPLACEMENTS = 5
 #: why a public origin's fetch ended as unavailable (scrapy_rfc9309.addresses)
 INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
 NO_LOCATION = "a redirect without a usable Location"
+DISALLOWED_NOTE = "a redirect to a URL robots.txt disallows, not followed"
 
 
 @dataclass(slots=True, eq=False)
@@ -147,10 +151,18 @@ class RobotsFetcher:
         #: the lane's own download handlers (and connection pools), made at the first fetch
         self._handlers: Any = None
 
-    async def fetch(self, origin: str, trigger: Request | None = None, path: str = "/robots.txt") -> FetchResult:
+    async def fetch(
+        self,
+        origin: str,
+        trigger: Request | None = None,
+        path: str = "/robots.txt",
+        allow: Callable[[str], Awaitable[bool]] | None = None,
+    ) -> FetchResult:
         """Fetch ``origin``'s robots.txt (or another file of it, ``path``:
-        ``/.well-known/tdmrep.json``), following redirects.  Never raises for
-        network trouble: that is an access result."""
+        ``/.well-known/tdmrep.json``), following redirects; ``allow(url)``
+        tells whether a redirect target may be asked (robots.txt of its origin:
+        the service's :meth:`~.service.RobotsService.allows`), else the fetch
+        ends there.  Never raises for network trouble: that is an access result."""
         chain: list[str] = []
         lane = self._lane
         if not lane.tokens:
@@ -158,14 +170,21 @@ class RobotsFetcher:
         await compat.wait_for(lane.acquire())
         try:
             started = time.time()
-            result = await self._follow(origin, trigger, chain, path)
+            result = await self._follow(origin, trigger, chain, path, allow)
         finally:
             lane.release()
         result.chain = chain
         result.started_at = started
         return result
 
-    async def _follow(self, origin: str, trigger: Request | None, chain: list[str], path: str) -> FetchResult:
+    async def _follow(
+        self,
+        origin: str,
+        trigger: Request | None,
+        chain: list[str],
+        path: str,
+        allow: Callable[[str], Awaitable[bool]] | None,
+    ) -> FetchResult:
         url = resource_url(origin, path)
         classes: list[str] = []
         limit = self.settings.max_redirects
@@ -181,6 +200,8 @@ class RobotsFetcher:
             return FetchResult(Access.UNAVAILABLE, status, url, classes, note=note)
 
         for hop in range(limit + 1):
+            if hop and allow is not None and not await allow(url):
+                return unfollowable(DISALLOWED_NOTE, DISALLOWED_HOP)
             chain.append(url)
             if hop and guard is not None and await self._leads_inward(guard, url):
                 return unfollowable(INWARD_NOTE)
@@ -309,9 +330,8 @@ class RobotsFetcher:
             raise IgnoreRequest(f"downloader middlewares replaced the robots.txt request {REPLACEMENTS} times")
         # what the engine does for every download it makes
         spider = crawler.spider
-        logged = crawler.logformatter.crawled(request, result, spider)  # type: ignore[arg-type]
-        if logged is not None:
-            logging.getLogger("scrapy.core.engine").log(*logformatter_adapter(logged), extra={"spider": spider})
+        # (the plugin's own line, secrets masked and bounded, not Scrapy's engine's)
+        logger.debug("Crawled (%d) %s (robots.txt lane)", result.status, _show(request), extra={"spider": spider})
         crawler.signals.send_catch_log(signals.response_received, response=result, request=request, spider=spider)
         return result
 
@@ -347,6 +367,10 @@ def _encoding_aside(response: Response, request: Request) -> None:
 
 
 # -- helpers -------------------------------------------------------------------
+def _show(request: Request) -> str:
+    return f"<{request.method} {shorten(mask_url(request.url))}>"
+
+
 def _header(response: Response, name: str) -> str | None:
     values = response.headers.getlist(name)
     if not values:

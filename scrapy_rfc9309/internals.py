@@ -1,10 +1,9 @@
 """The Scrapy internals the plugin still needs: named here only, checked at start-up.
 
-Two things have no public Scrapy API yet (docs/middleware.md, "Scrapy
-internals", names the API that would remove each): the download slot's delay
-and jitter, where the Crawl-delay floor is written so that AutoThrottle never
-goes below it (:mod:`.slots`); and the robots.txt lane, the crawl's downloader
-middleware chain with download handlers of the lane's own (:mod:`.fetch`).
+One thing has no public Scrapy API yet (docs/middleware.md, "Scrapy
+internals", names the API that would remove it): the robots.txt lane, the
+crawl's downloader middleware chain with download handlers of its own or the
+crawl's (:mod:`.fetch`); and before Scrapy 2.15, Twisted's ``_DataLoss``.
 :func:`check` proves each on the running crawl when the spider opens (a real
 call, no ``getattr`` default); a missing or changed one refuses the crawl
 (finish reason :data:`REFUSED`, non-zero exit status).
@@ -13,7 +12,6 @@ call, no ``getattr`` default); a missing or changed one refuses the crawl
 from __future__ import annotations
 
 import logging
-from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 import scrapy
@@ -27,7 +25,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["REFUSED", "InternalsChanged", "check", "lane_download", "lane_handlers", "network_error_name", "slots"]
+__all__ = ["REFUSED", "InternalsChanged", "check", "lane_download", "lane_handlers", "network_error_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,16 +54,7 @@ def tested_range() -> str:
     return f"{OLDEST_TESTED[0]}.{OLDEST_TESTED[1]} to {NEWEST_TESTED[0]}.{NEWEST_TESTED[1]}"
 
 
-# -- 1. the download slots ----------------------------------------------------------------
-def slots(crawler: Crawler) -> dict[str, Any]:
-    """``Downloader.slots``: slot key -> the live ``Slot``."""
-    engine = crawler.engine
-    assert engine is not None, "the crawl is not running"
-    found: dict[str, Any] = engine.downloader.slots
-    return found
-
-
-# -- 2. the robots.txt lane ---------------------------------------------------------------
+# -- the robots.txt lane ---------------------------------------------------------------------
 def lane_handlers(crawler: Crawler, concurrency: int) -> Any:
     """The lane's download handlers.  The crawl's own when http and https are
     Scrapy's HTTP/1.1 handler, whose pool bounds no connection count: a page
@@ -165,18 +154,17 @@ def network_error_name(error: BaseException) -> str:
 
 
 # -- the contract -----------------------------------------------------------------------------
-def check(crawler: Crawler, floors: bool) -> None:
+def check(crawler: Crawler) -> None:
     """Prove every internal the plugin will use on the running crawl (from
-    ``spider_opened``: the engine holds the spider, no request has started).
-    ``floors``: the Crawl-delay extension runs.  Raises :class:`InternalsChanged`
+    ``spider_opened``: the engine holds the spider, no request has started),
+    and the slot key the gate paces by.  Raises :class:`InternalsChanged`
     naming the first one missing or changed; warns once per process on a
     Scrapy newer than :data:`NEWEST_TESTED`."""
     try:
         engine: Any = crawler.engine
         downloader = engine.downloader
         _check_lane(crawler, downloader)
-        if floors:
-            _check_slots(crawler, downloader)
+        _check_slot_key(downloader)
         if SCRAPY_VERSION < (2, 15):  # pragma: no cover - Twisted's errors unwrapped
             from twisted.web import http
 
@@ -214,22 +202,13 @@ def _check_lane(crawler: Crawler, downloader: Any) -> None:
     _need(isinstance(handlers, DownloadHandlers), "Downloader.handlers", "is not a DownloadHandlers")
 
 
-def _check_slots(crawler: Crawler, downloader: Any) -> None:
+def _check_slot_key(downloader: Any) -> None:
+    """``Downloader.get_slot_key`` (public) honours the ``download_slot`` meta key: the gate paces by it."""
     from scrapy import Request
-    from scrapy.core.downloader import Slot
 
-    _need(isinstance(_attr(downloader, "slots", "Downloader.slots"), dict), "Downloader.slots", "is not a dict")
     key_of = _attr(downloader, "get_slot_key", "Downloader.get_slot_key")
     probe = Request("http://contract-probe.invalid/", meta={"download_slot": "probe"})
     _need(key_of(probe) == "probe", "Downloader.get_slot_key", "ignores the download_slot meta key")
-    # a slot as the downloader builds them (its third argument: jitter since 2.19, randomize_delay before)
-    slot = Slot(1, 0.0, 0.5) if SCRAPY_VERSION >= (2, 19) else Slot(1, 0.0, True)
-    _need(isinstance(_attr(slot, "delay", "Slot.delay"), Real), "Slot.delay", "is not a number")
-    if SCRAPY_VERSION >= (2, 19):
-        _need(isinstance(_attr(slot, "jitter", "Slot.jitter"), Real), "Slot.jitter", "is not a number")
-    else:  # pragma: no cover - before 2.19
-        jitter = _attr(slot, "randomize_delay", "Slot.randomize_delay")
-        _need(isinstance(jitter, bool), "Slot.randomize_delay", "is not a bool")
 
 
 def _warn_if_newer() -> None:

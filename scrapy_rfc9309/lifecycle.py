@@ -45,9 +45,6 @@ logger = logging.getLogger(__name__)
 STORAGE_UNAVAILABLE = "rfc9309_storage_unavailable"
 #: finish reason of a crawl refused for a bad setting (said in one ERROR line when it is read)
 INVALID_SETTING = "rfc9309_invalid_setting"
-#: at most max(this, 4 x CONCURRENT_REQUESTS) resolutions are started early (when a
-#: request is scheduled); beyond that one starts when its request reaches the middleware
-PREFETCH_MIN = 64
 
 
 @dataclass
@@ -56,8 +53,6 @@ class _Crawl:
     service: RobotsService | None = None
     #: the crawl's gate (scrapy_rfc9309.gate), when the scheduler is one
     gate: Any = field(default=None, repr=False)
-    #: the Crawl-delay floors of the download slots (scrapy_rfc9309.slots), when the extension runs
-    floors: Any = field(default=None, repr=False)
     #: the finish reason the crawl is refused with when the spider opens (a bad setting)
     refused: str | None = None
 
@@ -103,17 +98,26 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
     return state.settings
 
 
-def refuse_unreadable_scrapy_setting(crawler: Crawler, settings: Any) -> None:
-    """Called by the add-on, before Scrapy builds what reads its settings.
+def check_early(crawler: Crawler, settings: Any) -> None:
+    """Called by the add-on, once it applied, before Scrapy builds what reads its
+    settings: a bad setting is one ERROR line now, before Scrapy lists its
+    components, and the crawl is refused when the spider opens, before its
+    first request (finish reason ``rfc9309_invalid_setting``); good ones are
+    read again when first used.
 
     A Scrapy setting the plugin reads that Scrapy itself cannot read
     (``-s CONCURRENT_REQUESTS=abc``) would end the crawl in a traceback inside
-    Scrapy, before any part of the plugin runs.  It is said here in one ERROR
-    line instead, as a bad ``RFC9309_*`` setting is, and Scrapy's default
-    stands in for it until the spider opens, where the crawl is refused
-    before its first request (finish reason ``rfc9309_invalid_setting``)."""
-    problem = unreadable_scrapy_setting(settings, fix=True)
-    if problem is not None and crawler not in _CRAWLS:
+    Scrapy, before any part of the plugin runs: Scrapy's default stands in for
+    it until then."""
+    if crawler in _CRAWLS:
+        return
+    problem: Any = unreadable_scrapy_setting(settings, fix=True)
+    if problem is None:
+        try:
+            Rfc9309Settings.from_settings(settings)
+        except InvalidSetting as exc:
+            problem = exc
+    if problem is not None:
         logger.error("%s. The crawl stops before its first request.", problem, extra={"spider": crawler.spider})
         _CRAWLS[crawler] = _Crawl(Rfc9309Settings(), refused=INVALID_SETTING)
 
@@ -154,7 +158,7 @@ def robots_service(crawler: Crawler) -> RobotsService:
 
 
 def crawl_state(crawler: Crawler) -> _Crawl:
-    """The crawl's registry entry (its gate and floors are set by their owners)."""
+    """The crawl's registry entry (its gate is set by the gate)."""
     rfc9309_settings(crawler)
     return _CRAWLS[crawler]
 
@@ -195,11 +199,6 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
             "RFC 9309 robots.txt store: %s; stored copies used when robots.txt is unreachable: %s",
             display_url(settings.storage), "up to 30 days" if settings.stale_if_unreachable else "no",
         )  # fmt: skip
-    try:
-        concurrent = crawler.settings.getint("CONCURRENT_REQUESTS", 16)
-    except ValueError:  # the crawl is refused at open (rfc9309_settings said why in one line)
-        concurrent = 16
-    service.prefetch_cap = max(PREFETCH_MIN, 4 * concurrent)
     state.service = service
     service.on_ready(lambda origin, known, previous, trigger: _announce(crawler, origin, known, trigger))
 
@@ -214,7 +213,7 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
             refuse(state.refused)
             return
         try:  # first: no store, timer or request of the plugin starts on a Scrapy it cannot drive
-            internals.check(crawler, floors=state.floors is not None)
+            internals.check(crawler)
         except internals.InternalsChanged as exc:
             logger.error("%s", exc, extra={"spider": spider})
             refuse(internals.REFUSED)

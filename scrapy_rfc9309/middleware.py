@@ -1,11 +1,13 @@
 """The downloader middleware: the decision, and its log lines.
 
-A request the gate (:mod:`.gate`) let through has a known origin (and, with a
-shared store, its Crawl-delay turn): the check is a synchronous look-up and
-match.  A request that reached the downloader without the gate (an
-extension's ``engine.download_async``, a project without the gate, a cache
-entry that expired on the way) waits here for its origin's robots.txt.
-Stats: docs/middleware.md.
+A request the gate (:mod:`.gate`) let through has a resolved origin and has
+taken its Crawl-delay turn: the check is a synchronous look-up and match.  A
+request that reached the downloader without the gate (an extension's
+``engine.download_async``, a project without the gate, a cache entry that
+expired on the way) waits here for its origin's resolution and its turn.
+What a response states about its use is read in ``process_response`` with
+what the resolution already holds (the origin's tdmrep.json): nothing waits
+there.  Stats: docs/middleware.md.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from .origins import origin_of_request
 from .page_usage import read_response
 from .robots import Decision, Verdict
 from .robots.access import Access
+from .robots.tdmrep import EMPTY
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED
 from .service import Known, NotResolved
 from .settings import usage_purposes
-from .tdmrep_files import TdmRepFiles
 from .useragent import derive_tokens
 
 if TYPE_CHECKING:
@@ -45,7 +47,6 @@ if TYPE_CHECKING:
     # typing.Self requires Python 3.11
     from typing_extensions import Self
 
-    from .robots.tdmrep import TdmRep
     from .settings import Rfc9309Settings
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ META_USAGE = "rfc9309_usage"
 _ALLOWED = {v: f"requests/allowed/{v.value}" for v in Verdict}
 _DENIED = {v: f"requests/denied/{v.value}" for v in Verdict}
 DROPPED_CLOSING = "requests/dropped/spider_closing"
+#: the gate's or the service's own work failed for the request
+DROPPED_ERROR = "requests/dropped/error"
 #: allowed by robots.txt, not downloaded: its usage preferences disallow a declared purpose
 DENIED_USAGE = "requests/denied/usage_preferences"
 #: Scrapy's own stat for every request robots.txt drops, counted beside ours
@@ -81,9 +84,9 @@ class RobotsTxtMiddleware:
         self._gate: Any = None
         self._counts = service.counts
         #: provenance, changes and the audit trail (scrapy_rfc9309.audit)
-        self.recorder = Recorder(crawler, service, settings)
-        #: the origins' tdmrep.json files, and whether any response may be read for usage sources
-        self.tdmrep = TdmRepFiles(service, self.recorder)
+        self.recorder = recorder = Recorder(crawler, service, settings)
+        service.on_file(lambda *args: recorder.tdmrep(*args) if recorder.active else None)
+        #: whether any response may be read for usage sources
         self._reads_pages = settings.reads_pages
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -104,6 +107,11 @@ class RobotsTxtMiddleware:
         counts = self._counts
         counts.inc("requests/checked")
         counts.tick()
+        held = self._gate.released.pop(request, None) if self._gate is not None else None
+        if held is not None and held.error:
+            counts.inc("cache/misses")
+            counts.inc(DROPPED_ERROR)
+            self._drop(request, f"Dropped: {held.error}")
         policy = self.settings.for_origin(origin)
         if meta.get("dont_obey_robotstxt") or not policy.obey:
             counts.inc(_ALLOWED[Verdict.ALLOWED_NOT_OBEYED])
@@ -116,10 +124,10 @@ class RobotsTxtMiddleware:
             # (most requests have no header yet here: UserAgentMiddleware comes later)
             tokens = self._request_tokens(request, origin, header, "User-Agent header")
 
-        known = self.service.fresh(origin)
-        held = self._gate.released.pop(request, None) if self._gate is not None else None
-        if known is not None and (held is not None and held.paced or not self._cluster_floor(known, tokens)):
-            # the hot path: known, and no cluster-wide turn to take here
+        files = self._reads_pages or META_USAGE in meta
+        known = self.service.fresh(origin, files)
+        if known is not None and (held is not None and held.paced or not self._floor(known, tokens)):
+            # the hot path: known, and no Crawl-delay turn to take here
             counts.inc("cache/misses" if held is not None and held.for_robots else "cache/hits")
             self._allow(request, origin, known, tokens, *self._check(request, origin, known, tokens))
             return None
@@ -127,32 +135,44 @@ class RobotsTxtMiddleware:
             counts.inc("cache/hits")
         else:
             counts.inc("cache/misses")
-        return self._wait(request, origin, tokens, known)
+        return self._wait(request, origin, tokens, known, files)
 
-    async def _wait(self, request: Request, origin: str, tokens: tuple[str, ...], known: Known | None) -> None:
-        """A request that came without the gate: wait for its origin's robots.txt
-        and, with a shared store, its cluster-wide Crawl-delay turn, in its downloader place."""
+    async def _wait(
+        self, request: Request, origin: str, tokens: tuple[str, ...], known: Known | None, files: bool
+    ) -> None:
+        """A request that came without the gate: wait for its origin's resolution
+        and its Crawl-delay turn, in its downloader place."""
         try:
             if known is None:
                 try:
-                    known = await self.service.resolve(origin, request)
+                    known = await self.service.resolve(origin, request, files)
                 except NotResolved:
                     self._drop_closing(request)
                 except Exception:
                     self._counts.inc("requests/errors")
                     raise
             decision, token, usage = self._check(request, origin, known, tokens)
-            floor = self._cluster_floor(known, tokens) if decision.verdict is not Verdict.ALLOWED_ROBOTS_TXT else 0
+            floor = self._floor(known, tokens) if decision.verdict is not Verdict.ALLOWED_ROBOTS_TXT else 0
             if floor:  # (robots.txt itself takes no turn)
-                await self.service.wait_turn(origin, floor)
-                compat.spawn(self.service.note_start(origin, floor))  # on its way to the downloader now
+                await self._take_turn(request, origin, floor)
         except NotResolved:
             self._drop_closing(request)
         self._allow(request, origin, known, tokens, decision, token, usage)
 
-    def _cluster_floor(self, known: Known, tokens: tuple[str, ...]) -> float:
-        """The cluster-wide floor a request of ``tokens`` keeps (shared store only)."""
-        if not self.service.paces:
+    async def _take_turn(self, request: Request, origin: str, floor: float) -> None:
+        """A request that bypassed the gate takes its slot's turn: the gate's (which
+        is cluster-wide with a shared store); without a gate, the cluster's only."""
+        if self._gate is not None:
+            done = await self._gate.file_turn(origin, request, floor)
+            done()  # (its download is on its way now)
+        elif self.service.paces:
+            await self.service.wait_turn(origin, floor)
+            compat.spawn(self.service.note_start(origin, floor))
+
+    def _floor(self, known: Known, tokens: tuple[str, ...]) -> float:
+        """The floor a request of ``tokens`` keeps, where a turn is taken: with the
+        gate, or cluster-wide (a shared store)."""
+        if not known.floor or (self._gate is None and not self.service.paces):
             return 0.0
         return known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
 
@@ -245,60 +265,42 @@ class RobotsTxtMiddleware:
         self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {where}")
 
     @compat.response_method  # the spider argument of Scrapy 2.13
-    def process_response(self, request: Request, response: Response) -> Response | Coroutine[Any, Any, Response]:
+    def process_response(self, request: Request, response: Response) -> Response:
         """Add the response's ``Content-Usage`` header to the preferences in its
-        provenance; drop or mark a response whose preferences disallow a
-        declared purpose (RFC9309_USAGE_HEADER), or leave one unknown when
-        RFC9309_USAGE_UNKNOWN is "deny".  Where purposes are declared (or
-        RFC9309_USAGE_REPORT), every other source is read too (:mod:`.page_usage`):
-        a coroutine only for a response whose origin's tdmrep.json is being fetched."""
+        provenance.  Where purposes are declared (or RFC9309_USAGE_REPORT),
+        every other source is read too (:mod:`.page_usage`, with the origin's
+        tdmrep.json the resolution holds), and a response whose preferences
+        disallow a declared purpose is dropped or marked (RFC9309_USAGE_HEADER;
+        an unknown one counts as a "no" when RFC9309_USAGE_UNKNOWN is "deny")."""
         meta = request.meta
         prov = meta.get(META_KEY)
         if prov is None or FETCH_META_KEY in meta:
             return response
-        if self._reads_pages or META_USAGE in meta:
-            origin = origin_of_request(request)
-            if origin is not None:
-                purposes = self._purposes(request, origin, downloaded=True)
-                if purposes or self.settings.usage_report:
-                    tdmrep = self.tdmrep.current(origin, request)
-                    if tdmrep is None:  # the origin's tdmrep.json is being fetched: its priority needs it
-                        return self._after_tdmrep(request, response, prov, origin, purposes)
-                    return self._read_page(request, response, prov, origin, purposes, tdmrep)
+        origin = origin_of_request(request)
+        if origin is not None and (self._reads_pages or META_USAGE in meta):
+            purposes = self._purposes(request, origin, downloaded=True)
+            if purposes or self.settings.usage_report:
+                return self._read_page(request, response, prov, origin, purposes)
         header = response.headers.getlist(b"Content-Usage")
-        unknown_denies = self.settings.usage_unknown_denies
-        if not header and not unknown_denies:
-            return response  # the common case: nothing more to say
-        usage = from_header(header) if header else UNKNOWN
+        if not header:
+            return response  # the common case: nothing more to say (no purpose: nothing to enforce)
+        usage = from_header(header)
         stated = prov.get("usage")  # robots.txt's, given at request time
         if stated is not None:
             usage = Usage.from_dict(stated).combine(usage)
-        origin = origin_of_request(request)
-        if header:
-            prov["usage"] = usage.to_dict()
-            if self.recorder.allowed_records:
-                self.recorder.response_usage(request.url, origin or "", prov["usage"])
-        purposes = self._purposes(request, origin, downloaded=True) if origin is not None else ()
-        return self._enforce(request, response, prov, origin or "", usage, purposes)
-
-    async def _after_tdmrep(
-        self, request: Request, response: Response, prov: dict[str, Any], origin: str, purposes: tuple[str, ...]
-    ) -> Response:
-        tdmrep = await self.tdmrep.wait(origin, self.settings.fetch_timeout)
-        return self._read_page(request, response, prov, origin, purposes, tdmrep)
+        prov["usage"] = usage.to_dict()
+        if self.recorder.allowed_records:
+            self.recorder.response_usage(request.url, origin or "", prov["usage"])
+        return response
 
     def _read_page(
-        self,
-        request: Request,
-        response: Response,
-        prov: dict[str, Any],
-        origin: str,
-        purposes: tuple[str, ...],
-        tdmrep: TdmRep,
+        self, request: Request, response: Response, prov: dict[str, Any], origin: str, purposes: tuple[str, ...]
     ) -> Response:
         """Every source of the response (:func:`.page_usage.read_response`) with
         robots.txt's preferences, into the provenance and the audit trail; then
         the decision on the declared purposes."""
+        known = self.service.known(origin)
+        tdmrep = known.tdmrep.tdmrep if known is not None and known.tdmrep is not None else EMPTY
         reading = read_response(response, request.url, prov.get("tokens") or self.settings.user_agents, tdmrep)
         if reading.head_read:
             self._counts.inc("page/heads_read")
@@ -382,7 +384,6 @@ class RobotsTxtMiddleware:
             )
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
-        self.tdmrep.close()
         self.service.counts.flush()
         get = self.crawler.stats.get_value
         origins = {a.value: get(STATS + f"origins/{a.value}", 0) for a in Access if a is not Access.REDIRECT}
@@ -429,6 +430,19 @@ def _show(request: Request) -> str:
 @lru_cache(maxsize=256)
 def _purposes_of(value: str | tuple[str, ...]) -> tuple[str, ...]:
     return usage_purposes(list(value) if isinstance(value, tuple) else value, META_USAGE)
+
+
+def declared_purposes(request: Request, settings: Rfc9309Settings) -> tuple[str, ...]:
+    """The purposes ``request`` declares (its ``rfc9309_usage``, else its
+    origin's, else the crawl's); none for a bad value (the middleware refuses it)."""
+    value = request.meta.get(META_USAGE)
+    if value is None:
+        origin = origin_of_request(request)
+        return settings.for_origin(origin).usage if origin is not None else settings.usage
+    try:
+        return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)
+    except (ValueError, TypeError):
+        return ()
 
 
 @lru_cache(maxsize=256)

@@ -1,13 +1,20 @@
 """One robots service per crawl: everything that is per origin.
 
-It answers "what governs this origin now?" for the middleware, the gate, the
-Crawl-delay extension, ``scrapy robots`` and the sitemaps helper, and owns the
-LRU cache of :class:`Known` results (the plugin's only per-origin structure),
-the store behind it (with a shared store: the fetch lease and the
-cluster-wide Crawl-delay turns), one fetch in flight per origin, the
-access-result rules (``unreachable`` policy, "wait" retries, a stale copy for
-an unreachable file), the floor of an origin, and the shutdown.  It imports no
-Scrapy module: the fetcher and the stats collector are handed in.
+It answers "what governs this origin now?" for the middleware, the gate,
+``scrapy robots`` and the sitemaps helper, and owns the LRU cache of
+:class:`Known` results (the plugin's only per-origin structure), the store
+behind it (with a shared store: the fetch lease and the cluster-wide
+Crawl-delay turns), one resolution in flight per origin, the access-result
+rules (``unreachable`` policy, "wait" retries, a stale copy for an unreachable
+file), the floor of an origin, and the shutdown.
+
+One resolution fetches everything an origin publishes that its requests need
+before they may go on: robots.txt, then, where the crawl reads usage
+statements, ``/.well-known/tdmrep.json``.  A file other than robots.txt is
+fetched only where robots.txt allows it, each redirect hop too
+(:meth:`RobotsService.allows`), and takes its Crawl-delay turn like a page
+(:attr:`RobotsService.pacer`, the gate).  It imports no Scrapy module: the
+fetcher and the stats collector are handed in.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ from twisted.internet.defer import Deferred, DeferredLock
 from . import compat
 from .counts import STATS, Counts
 from .masking import mask_text, mask_url
+from .origins import origin_of, resource_url
 from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
+from .robots.tdmrep import EMPTY, PATH, TdmRep
 from .robots.text import shorten
 from .storage import STALE_MAX_SECONDS, FallbackStorage, Lease, LruDict, RobotsEntry
 
@@ -48,12 +57,24 @@ CLAIM_MARGIN = 10.0
 #: most PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
 STEPPED_PARSE_BYTES = 8_192
 PARSE_STEP_SECONDS = 0.002
+#: the stats class of a fetch that ended on a redirect robots.txt disallows (not followed)
+DISALLOWED_HOP = "3xx_disallowed"
 
 
 class Fetcher(Protocol):
     """Downloads one origin's robots.txt (:class:`scrapy_rfc9309.fetch.RobotsFetcher`)."""
 
-    async def fetch(self, origin: str, trigger: Any = None, path: str = "/robots.txt") -> FetchResult: ...
+    async def fetch(
+        self, origin: str, trigger: Any = None, path: str = "/robots.txt", allow: Any = None
+    ) -> FetchResult: ...
+
+
+class Pacer(Protocol):
+    """Crawl-delay turns per download slot (:class:`scrapy_rfc9309.gate.GateScheduler`)."""
+
+    async def file_turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]: ...
+
+    def fetched(self, origin: str, trigger: Any, floor: float) -> None: ...
 
 
 class NotResolved(Exception):
@@ -80,18 +101,49 @@ class Known:
     tokens: tuple[str, ...] = ()
     #: SHA-256 (hex) of the body that governs ("success" only), else None
     sha256: str | None = None
+    #: the origin's tdmrep.json, where the crawl reads usage statements; else None (not asked)
+    tdmrep: TdmRepFile | None = None
+    #: until when all of it is fresh (time.time())
+    expires_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TdmRepFile:
+    """An origin's tdmrep.json as the crawl uses it: the parsed rules (:data:`EMPTY`
+    when it states nothing), until when it is fresh, and what was fetched."""
+
+    tdmrep: TdmRep
+    expires_at: float
+    #: "success", "unavailable", "unreachable", or "disallowed" (robots.txt: not fetched)
+    access: str
+    status: int | None = None
+    #: SHA-256 (hex) of a 2xx body, else None
+    sha256: str | None = None
+    url: str = ""
 
 
 #: listeners: (origin, known, previous known or None, the request that triggered the fetch or None)
 ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
 #: listeners: (origin, the fetch just made); called for every robots.txt fetch of the crawl
 FetchListener = Callable[[str, "FetchResult"], None]
+#: listeners: (origin, file, its entry, the fetch or None when read from the store)
+FileListener = Callable[[str, TdmRepFile, RobotsEntry, "FetchResult | None"], None]
+
+
+def _nothing() -> None:
+    return None
+
+
+def store_key(origin: str) -> str:
+    """The store key of an origin's tdmrep.json: ``http://example.com:80/.well-known/tdmrep.json``
+    (no origin key has a path: it cannot be taken for one)."""
+    return origin + PATH
 
 
 class _Pending:
     """The one resolution in flight for an origin, and the requests awaiting it."""
 
-    __slots__ = ("waiters", "known", "error", "done", "fetch", "task")
+    __slots__ = ("waiters", "known", "error", "done", "fetch", "task", "files")
 
     def __init__(self) -> None:
         self.waiters: list[Deferred] = []
@@ -102,6 +154,8 @@ class _Pending:
         self.fetch: FetchResult | None = None
         #: the task resolving it; once ``done`` it may still be storing the result
         self.task: Deferred | None = None
+        #: it resolves the origin's tdmrep.json too
+        self.files = False
 
     async def wait(self) -> Known:
         if not self.done:
@@ -151,8 +205,13 @@ class RobotsService:
         self._ready: list[ReadyListener] = []
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
+        self._files: list[FileListener] = []
         #: early fetches in flight are capped (each takes a place of the robots.txt lane)
-        self.prefetch_cap = 16
+        self.prefetch_cap = settings.fetch_concurrency
+        #: the Crawl-delay turns of the download slots (the gate), when the crawl has one
+        self.pacer: Pacer | None = None
+        #: tdmrep.json is kept in a persistent or shared store too (the LRU is this crawl's memory)
+        self._stores_files = settings.storage != "memory"
 
     # -- listeners ---------------------------------------------------------------------
     def on_ready(self, listener: ReadyListener) -> None:
@@ -169,13 +228,24 @@ class RobotsService:
         """Call ``listener(origin)`` when the cache forgets an origin."""
         self._forget.append(listener)
 
+    def on_file(self, listener: FileListener) -> None:
+        """Call ``listener(origin, file, entry, result)`` when an origin's
+        tdmrep.json takes effect (fetched, or read from the store: ``result`` None)."""
+        self._files.append(listener)
+
     # -- asking ----------------------------------------------------------------------------
-    def fresh(self, origin: str) -> Known | None:
-        """The fresh result of ``origin``, or None (the hot path: no I/O)."""
+    def fresh(self, origin: str, files: bool = False) -> Known | None:
+        """The fresh result of ``origin``, or None (the hot path: no I/O).
+        ``files``: only a result that has the origin's other files too."""
         known = self._known.get(origin)
-        if known is not None and time.time() < known.entry.expires_at:
+        if known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files):
             return known
         return None
+
+    def reads(self, origin: str) -> bool:
+        """Whether the crawl reads ``origin``'s usage statements (a purpose
+        declared for it, or the report asked): its tdmrep.json is resolved too."""
+        return self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
 
     def known(self, origin: str) -> Known | None:
         """The cached result of ``origin``, fresh or not, without touching its LRU place."""
@@ -184,24 +254,29 @@ class RobotsService:
     def pending(self, origin: str) -> bool:
         return origin in self._pending
 
-    def prefetch(self, origin: str, trigger: Any = None) -> None:
+    def prefetch(self, origin: str, trigger: Any = None, files: bool = False) -> None:
         """Start resolving ``origin`` now if it is neither known nor in flight,
         while fewer than :attr:`prefetch_cap` resolutions run."""
         if self.closed or origin in self._pending or len(self._pending) >= self.prefetch_cap:
             return
-        if self.fresh(origin) is None:
-            self._start(origin, trigger)
+        if self.fresh(origin, files) is None:
+            self._start(origin, trigger, files)
 
-    async def resolve(self, origin: str, trigger: Any = None) -> Known:
+    async def resolve(self, origin: str, trigger: Any = None, files: bool = False) -> Known:
         """What governs ``origin``: from the cache, or from the one resolution in
-        flight (started if needed).  Raises :class:`NotResolved` once closing."""
-        known = self.fresh(origin)
+        flight (started if needed).  ``files``: with its tdmrep.json even where
+        the crawl does not read it (a request's own purposes).  Raises
+        :class:`NotResolved` once closing."""
+        known = self.fresh(origin, files)
         if known is not None:
             return known
         if self.closed:
             raise NotResolved(origin)
-        pending = self._pending.get(origin) or self._start(origin, trigger)
-        return await pending.wait()
+        pending = self._pending.get(origin)
+        if pending is not None and files and not pending.files:
+            await pending.wait()  # robots.txt alone: then one more resolution, for the file
+            return await self.resolve(origin, trigger, files)
+        return await (pending or self._start(origin, trigger, files)).wait()
 
     async def inspect(self, origin: str, unreachable: str | None = None) -> tuple[FetchResult, RobotsTxt]:
         """Fetch ``origin``'s robots.txt once, now (no cache, no store, no
@@ -279,12 +354,8 @@ class RobotsService:
         self.closed = True
         # the resolutions already done are only storing their result: let them finish (close waits)
         pending = [(origin, entry) for origin, entry in self._pending.items() if not entry.done]
-        if pending:
-            logger.info(
-                "scrapy-rfc9309: the spider is closing; %d origin(s) still waiting for robots.txt: "
-                "their requests are dropped (rfc9309/requests/dropped/spider_closing)",
-                len(pending),
-            )
+        if pending:  # (what becomes of their requests, the gate says)
+            logger.debug("scrapy-rfc9309: the spider is closing; %d resolution(s) stopped", len(pending))
         for origin, entry in pending:
             entry.finish(None, NotResolved(origin))
             if entry.task is not None:
@@ -302,8 +373,9 @@ class RobotsService:
         await self.storage.close()
 
     # -- resolution --------------------------------------------------------------------
-    def _start(self, origin: str, trigger: Any) -> _Pending:
+    def _start(self, origin: str, trigger: Any, files: bool = False) -> _Pending:
         pending = self._pending[origin] = _Pending()
+        pending.files = files or self.reads(origin)
         task = pending.task = compat.spawn(self._resolve(origin, trigger, pending))
         self._tasks.add(task)
         task.addBoth(lambda _: self._tasks.discard(task))
@@ -325,42 +397,171 @@ class RobotsService:
                 del self._pending[origin]
 
     async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
-        """The store's fresh entry, or a fetch made under the cluster lease: two
-        store steps at most (:meth:`~.storage.base.RobotsStorage.lookup`, then
-        :meth:`~.storage.base.RobotsStorage.store`), one round trip each to a
-        shared store."""
+        """robots.txt (the store's fresh entry, or a fetch made under the cluster
+        lease), then the origin's other files the crawl needs; published once
+        all are in, the store written after the waiting requests went on."""
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
+        lease: Lease | None = None
+        try:
+            if previous is not None and time.time() < previous.entry.expires_at:
+                entry, robots = previous.entry, previous.robots  # only a file of the origin expired
+            else:
+                entry, robots, lease = await self._robots(origin, trigger, policy, previous, pending)
+            tdmrep = None
+            if pending.files:
+                floor = self.floor_for(robots, policy.user_agents)[0]
+                tdmrep = await self._tdmrep(origin, trigger, policy, robots, entry, floor, previous)
+            known = await self._publish(origin, entry, policy, trigger, robots, tdmrep)
+            pending.finish(known)  # the waiting requests go on first; the store's round trip is not on their way
+            if lease is not None:
+                await self.storage.store(origin, entry, lease)
+                lease = None
+            return known
+        finally:
+            if lease is not None:
+                await self.storage.release(lease)
+
+    async def _robots(
+        self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, pending: _Pending
+    ) -> tuple[RobotsEntry, RobotsTxt, Lease | None]:
+        """robots.txt's entry and policy, and the store lease still to write it
+        under: two store steps at most (:meth:`~.storage.base.RobotsStorage.lookup`,
+        then :meth:`~.storage.base.RobotsStorage.store`), one round trip each."""
         stale = previous.entry if previous is not None else None
         stored, lease, fresh = await self.claim(origin, policy)
         if fresh:
             assert stored is not None
             self.counts.inc("cache/storage_hits")
-            return await self._publish(origin, stored, policy, trigger)
+            return stored, await self._policy(origin, stored, policy), None
         if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
             stale = stored  # newer than ours: another worker's, or an earlier run's
         if stale is not None:
             self.counts.inc("cache/expiries")
-        kept = False
         try:
             entry = await self._fetch(origin, trigger, policy, stale, pending)
             robots = await self._policy(origin, entry, policy)
-            floor = self.floor_for(robots, policy.user_agents)[0] if self.paces else 0.0
-            if floor:
-                # the store notes the fetch's start before the entry is visible, even
-                # here: no request's turn, ours included, may follow the fetch too closely
+            floor = self.floor_for(robots, policy.user_agents)[0]
+            if floor and self.pacer is not None:  # the slot's next request goes a floor after this fetch
+                self.pacer.fetched(origin, trigger, floor)
+            if floor and self.paces:
+                # the store notes the fetch's start before the entry is visible: no
+                # request's turn, ours included, may follow the fetch too closely
                 await self.storage.store(origin, entry, lease, floor)
-                kept = True
-                return await self._publish(origin, entry, policy, trigger, robots)
-            # the waiting requests go on first; the store's round trip is not on their way
-            known = await self._publish(origin, entry, policy, trigger, robots)
-            pending.finish(known)
-            await self.storage.store(origin, entry, lease)
-            kept = True
-            return known
-        finally:
-            if lease is not None and not kept:
+                return entry, robots, None
+        except BaseException:
+            if lease is not None:
                 await self.storage.release(lease)
+            raise
+        return entry, robots, lease
+
+    # -- the other files of an origin ---------------------------------------------------
+    async def _tdmrep(
+        self,
+        origin: str,
+        trigger: Any,
+        policy: OriginPolicy,
+        robots: RobotsTxt,
+        entry: RobotsEntry,
+        floor: float,
+        previous: Known | None,
+    ) -> TdmRepFile:
+        """The origin's tdmrep.json: kept while fresh; else the store's, or a
+        fetch where robots.txt allows it (each redirect hop too), in the slot's
+        Crawl-delay turn.  A file that cannot be had states nothing."""
+        kept = previous.tdmrep if previous is not None else None
+        if kept is not None and time.time() < kept.expires_at:
+            return kept
+        if not self._allowed(robots, resource_url(origin, PATH), policy.user_agents):
+            self.counts.inc("tdmrep/disallowed")
+            logger.debug("tdmrep.json of %s: robots.txt disallows it; not fetched", origin)
+            return TdmRepFile(EMPTY, entry.expires_at, "disallowed")
+        key = store_key(origin)
+        lease = None
+        if self._stores_files:
+            stored, lease, fresh = await self.claim(key, policy, "tdmrep.json")
+            if fresh:
+                assert stored is not None
+                self.counts.inc("tdmrep/storage_hits")
+                return self._file(origin, stored, None)
+        try:
+            if self.closed:
+                raise NotResolved(origin)
+            done = await self._turn(origin, trigger, floor)
+            try:
+                result = await self.fetcher.fetch(origin, trigger, PATH, lambda url: self.allows(url, origin, robots))
+            finally:
+                done()
+            if self.closed:
+                raise NotResolved(origin)
+            file_entry = self.entry_of(result)
+            if result.truncated_bytes:
+                file_entry = replace(file_entry, body=b"")  # a cut file is not read
+            self._count_file(origin, result)
+            file = self._file(origin, file_entry, result)
+            if lease is not None:
+                await self.storage.store(key, file_entry, lease)
+                lease = None
+            return file
+        finally:
+            if lease is not None:
+                await self.storage.release(lease)
+
+    async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:
+        """Whether the plugin may fetch ``url``, a hop of a file of ``origin``
+        (whose robots.txt is ``robots``): robots.txt of the hop's own origin
+        (fetched first when not known) allows it for every product token."""
+        hop = origin_of(url)
+        if hop is None:
+            return False
+        if hop != origin:
+            known = self.fresh(hop)
+            robots = known.robots if known is not None else (await self.inspect(hop))[1]
+        return self._allowed(robots, url, self.settings.for_origin(hop).user_agents)
+
+    @staticmethod
+    def _allowed(robots: RobotsTxt, url: str, tokens: tuple[str, ...]) -> bool:
+        return all(robots.check(url, token).allowed for token in tokens)
+
+    async def _turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
+        """Wait for the slot's Crawl-delay turn before a file of ``origin`` is
+        fetched; what to call once it is in."""
+        if not floor:
+            return _nothing
+        if self.pacer is not None:
+            return await self.pacer.file_turn(origin, trigger, floor)
+        if self.paces:
+            await self.wait_turn(origin, floor)
+            return lambda: None if compat.spawn(self.note_start(origin, floor)) else None
+        return _nothing
+
+    def _file(self, origin: str, entry: RobotsEntry, result: FetchResult | None) -> TdmRepFile:
+        """The file an entry means (parsed once), counted and told to the listeners."""
+        tdmrep = TdmRep.parse(entry.body) if entry.access == Access.SUCCESS.value and entry.body else EMPTY
+        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.body else None
+        file = TdmRepFile(tdmrep, entry.expires_at, entry.access, entry.status, sha256, entry.url)
+        kind = "rules" if tdmrep.rules else "invalid" if tdmrep.diagnostics and entry.body else "none"
+        self.counts.inc(f"tdmrep/files/{kind}")
+        if tdmrep.diagnostics:
+            logger.debug(
+                "tdmrep.json of %s: %d rules; %s",
+                origin, len(tdmrep.rules), "; ".join(map(str, tdmrep.diagnostics[:3])),
+            )  # fmt: skip
+        for listener in self._files:
+            listener(origin, file, entry, result)
+        return file
+
+    def _count_file(self, origin: str, result: FetchResult) -> None:
+        self.counts.inc("tdmrep/fetch/count")
+        self.counts.inc(f"tdmrep/fetch/{result.outcome}")
+        if result.outcome == DISALLOWED_HOP:
+            self.counts.inc("tdmrep/disallowed")
+        if result.truncated_bytes:
+            logger.info("tdmrep.json of %s is too large (over %d bytes): it states nothing", origin, len(result.body))
+        logger.debug(
+            "tdmrep.json of %s: %s, status %s, %d bytes (%s)",
+            origin, result.access.value, result.status, len(result.body), mask_url(result.url),
+        )  # fmt: skip
 
     async def _fetch(
         self, origin: str, trigger: Any, policy: OriginPolicy, stale: RobotsEntry | None, pending: _Pending
@@ -412,7 +613,7 @@ class RobotsService:
         than any fetch can take for another process that holds it, no lease
         (fetch anyway).  One :meth:`~.storage.base.RobotsStorage.lookup` per
         look; a store of one process grants at once.  Another file of an
-        origin is kept under another key (its tdmrep.json: :mod:`.tdmrep_files`),
+        origin is kept under another key (its tdmrep.json: ``<origin>/.well-known/tdmrep.json``),
         ``what`` naming it in the log."""
         storage = self.storage
         settings = self.settings
@@ -478,22 +679,48 @@ class RobotsService:
         return policy_for(Access.SUCCESS, policy.unreachable, parsed)
 
     async def _publish(
-        self, origin: str, entry: RobotsEntry, policy: OriginPolicy, trigger: Any, robots: RobotsTxt | None = None
+        self,
+        origin: str,
+        entry: RobotsEntry,
+        policy: OriginPolicy,
+        trigger: Any,
+        robots: RobotsTxt | None = None,
+        tdmrep: TdmRepFile | None = None,
     ) -> Known:
         """Remember the result and tell every listener, before the waiters go on."""
         if robots is None:
             robots = await self._policy(origin, entry, policy)
         floor, capped_from = self.floor_for(robots, policy.user_agents)
         sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
-        known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256)
+        expires = entry.expires_at if tdmrep is None else min(entry.expires_at, tdmrep.expires_at)
+        known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, tdmrep, expires)
         previous = self._known.peek(origin)
         self._known.put(origin, known)
+        if previous is not None and previous.entry is entry:
+            return known  # only another file changed: robots.txt's result took effect before
         self.counts.inc(f"origins/{entry.access}")
+        self._note_floor(origin, known, previous)
         for listener in self._ready:
             outcome = listener(origin, known, previous, trigger)
             if inspect.isawaitable(outcome):
                 await outcome
         return known
+
+    def _note_floor(self, origin: str, known: Known, previous: Known | None) -> None:
+        """Count an origin's Crawl-delay floor, and say when the cap cut it."""
+        if known.capped_from is not None:
+            if previous is None or previous.capped_from is None:
+                self.counts.inc("crawl_delay/capped")
+            if previous is None or previous.capped_from != known.capped_from:
+                logger.warning(
+                    "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
+                    "using RFC9309_MAX_CRAWL_DELAY = %g s instead",
+                    origin, known.capped_from, known.floor,
+                )  # fmt: skip
+        if known.floor:
+            if previous is None or not previous.floor:
+                self.counts.inc("crawl_delay/origins")
+            self._stats.max_value(STATS + "crawl_delay/max_floor", known.floor)
 
     def entry_of(self, result: FetchResult) -> RobotsEntry:
         """The entry a fetch keeps (its body only for a success), fresh for the

@@ -53,9 +53,8 @@ DEFAULTS: dict[str, Any] = {
     # the project's own scheduler, wrapped by the gate (scrapy_rfc9309.gate); the add-on
     # moves SCHEDULER here; None: Scrapy's
     "RFC9309_SCHEDULER": None,
-    # requests the gate holds at most (robots.txt not known yet, Crawl-delay turn to come);
-    # None: 100,000, or CONCURRENT_REQUESTS under scrapy-redis (its queue is the cluster's)
-    "RFC9309_MAX_HELD": None,
+    # requests the gate holds at most (origin not resolved yet, Crawl-delay turn to come)
+    "RFC9309_MAX_HELD": 100_000,
     # None: scrapy-redis's server when scrapy-redis is the scheduler, else a SQLite
     # file inside JOBDIR when JOBDIR is set, else "memory"
     "RFC9309_STORAGE": None,
@@ -262,7 +261,7 @@ class Rfc9309Settings:
                 get("RFC9309_CACHE_MAX_ORIGINS"), "RFC9309_CACHE_MAX_ORIGINS", int, positive=True
             ),
             early_fetch=_bool(get("RFC9309_EARLY_FETCH"), "RFC9309_EARLY_FETCH"),
-            max_held=_max_held(get("RFC9309_MAX_HELD"), settings),
+            max_held=_max_held(get("RFC9309_MAX_HELD")),
             storage=storage,
             storage_retry_seconds=_number(
                 get("RFC9309_STORAGE_RETRY_SECONDS"), "RFC9309_STORAGE_RETRY_SECONDS", float, positive=True
@@ -323,18 +322,11 @@ class Rfc9309Settings:
         return self.origins.get(origin) or self._default_policy  # type: ignore[attr-defined]
 
 
-def _max_held(value: Any, settings: Any) -> int:
-    """RFC9309_MAX_HELD, a whole number of at least 1; by default 100,000, or
-    ``CONCURRENT_REQUESTS`` when scrapy-redis schedules the crawl: every worker
-    takes from one shared queue, and a worker holding more than it can soon
-    send would keep that work from the others."""
-    if value is not None:
-        return int(_number(value, "RFC9309_MAX_HELD", int, positive=True))
-    from .storage.factory import uses_scrapy_redis
-
-    if hasattr(settings, "getint") and uses_scrapy_redis(project_scheduler(settings)):
-        return max(1, settings.getint("CONCURRENT_REQUESTS"))
-    return 100_000
+def _max_held(value: Any) -> int:
+    """RFC9309_MAX_HELD, a whole number of at least 1 (100,000 by default, in every
+    crawl): a bound on the gate's memory, not on politeness, so requests waiting
+    for a Crawl-delay turn never keep other origins' pages out."""
+    return 100_000 if value is None else int(_number(value, "RFC9309_MAX_HELD", int, positive=True))
 
 
 #: Scrapy settings the plugin reads, with how Scrapy reads them: a value Scrapy cannot read
@@ -498,7 +490,7 @@ FETCH_LANE_PER_CONCURRENT = 4
 
 def _fetch_concurrency(value: Any, concurrent: Any) -> int:
     """RFC9309_FETCH_CONCURRENCY, a whole number of at least 1; by default as
-    many as the early fetches (lifecycle.PREFETCH_MIN) may start."""
+    many as the early fetches may start (the service's prefetch cap is this bound)."""
     name = "RFC9309_FETCH_CONCURRENCY"
     if value is None or value == "":
         try:

@@ -19,10 +19,9 @@ if TYPE_CHECKING:
 
     from ..fetch import FetchResult
     from ..robots.usage import Source, Usage
-    from ..service import Known, RobotsService
+    from ..service import Known, RobotsService, TdmRepFile
     from ..settings import Rfc9309Settings
     from ..storage import RobotsEntry
-    from ..tdmrep_files import TdmRepFile
 
 logger = logging.getLogger(__name__)
 

@@ -491,7 +491,8 @@ class RobotsFetchSpider(Spider):
 
             jobs = [deferred_from_coro(page(url)) for url in urls if allowed(url)]
             if allowed(resource_url(origin, PATH)):
-                self.extras.tdmrep[origin] = await service.fetcher.fetch(origin, path=PATH)
+                hop = (lambda url: service.allows(url, origin, robots)) if robots is not None else None
+                self.extras.tdmrep[origin] = await service.fetcher.fetch(origin, path=PATH, allow=hop)
             else:
                 self.extras.tdmrep[origin] = None
             await maybe_deferred_to_future(DeferredList(jobs))

@@ -30,7 +30,6 @@ BASE_SETTINGS: dict[str, Any] = {
     **MODE_SETTINGS,
     "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
     "SCHEDULER": GATE,
-    "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayExtension": 0},
     "AUTOTHROTTLE_ENABLED": True,
     "AUTOTHROTTLE_START_DELAY": 0,
     "DOWNLOAD_DELAY": 0,
@@ -110,10 +109,9 @@ def assert_gaps_at_least(hits, floor: float) -> list[float]:
 
 
 ENABLINGS = {
-    # built before AutoThrottle, whose response handler lowers the delay:
-    # the floor must still be put back after it
-    "extension-first": {"EXTENSIONS": {"scrapy_rfc9309.CrawlDelayExtension": -1000}},
-    "addon": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "DOWNLOADER_MIDDLEWARES": {}, "EXTENSIONS": {}},
+    # the middleware and the gate by hand, as the README shows; or the add-on
+    "by-hand": {},
+    "addon": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "DOWNLOADER_MIDDLEWARES": {}},
 }
 
 
@@ -123,19 +121,9 @@ async def test_crawl_delay_holds_against_autothrottle_and_other_host_is_not_slow
     slowed = sites("127.0.0.2", "User-agent: *\nCrawl-delay: 1\nDisallow: /private\n")
     free = sites("127.0.0.3", "User-agent: *\nDisallow: /private\n")
 
-    lowest: list[float] = []
-
-    async def follow(spider, response):
-        if response.url.startswith(slowed.url("/page")):
-            # what the downloader will wait next on this slot, after
-            # AutoThrottle has just adjusted it (jitter included)
-            slot = spider.crawler.engine.downloader.slots[response.meta["download_slot"]]
-            lowest.append(min(slot.download_delay() for _ in range(200)))
-
-    crawler = await crawl(pages(slowed, 5) + pages(free, 5), follow=follow, **ENABLINGS[enabling])
+    crawler = await crawl(pages(slowed, 5) + pages(free, 5), **ENABLINGS[enabling])
 
     assert len(slowed.page_hits()) == 5 and len(free.page_hits()) == 5
-    assert len(lowest) == 5 and min(lowest) >= 1.0, lowest
     # page requests, as the issue measures (the robots.txt request may reach the server late under load)
     measured = assert_gaps_at_least(slowed.page_hits(), 1.0)
     print("Crawl-delay: 1 gaps:", measured)
@@ -145,7 +133,7 @@ async def test_crawl_delay_holds_against_autothrottle_and_other_host_is_not_slow
     assert max(hit.at for hit in free.page_hits()) < second_page
     assert stat(crawler, "origins") == 1
     assert stat(crawler, "max_floor") == 1.0
-    # the five pages of the first host went through a slot held back by it
+    # the five pages of the first host waited for their turn in the gate
     assert stat(crawler, "requests_delayed") == 5
 
 
@@ -219,7 +207,7 @@ async def test_absurd_delay_is_capped_with_a_warning(sites, caplog):
     # ...but the cap was
     measured = assert_gaps_at_least(site.page_hits(), 1.0)
     print("Crawl-delay: 1000 capped to 1 s gaps:", measured)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "scrapy_rfc9309.throttle"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "scrapy_rfc9309.service"]
     assert any(site.url("").rstrip("/") in m and "1000" in m for m in warnings), warnings
     assert stat(crawler, "capped") == 1
     assert stat(crawler, "max_floor") == 1.0

@@ -277,7 +277,6 @@ async def _crawl_two_sites_on_one_address(servers) -> None:
     by_name = f"http://localhost:{two.port}"
     plan = [Req(one.url(f"/a{i}")) for i in range(3)] + [Req(f"{by_name}/b{i}") for i in range(3)]
     settings = {
-        "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayExtension": 0},
         "CONCURRENT_REQUESTS_PER_IP": 1,
         "DOWNLOAD_DELAY": 0,
         # DownloaderAwarePriorityQueue (the default since Scrapy 2.14) refuses per-IP slots

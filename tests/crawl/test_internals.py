@@ -72,18 +72,13 @@ def _refusals(caplog) -> list[str]:
 #: every internal the plugin still uses (scrapy_rfc9309/internals.py), as a Scrapy release
 #: could rename it: (what the refusal names, the statement that renames it for the plugin)
 RENAMES = {
-    "Downloader.slots": "hide(Downloader, 'slots')",
     "Downloader.get_slot_key": "hide(Downloader, 'get_slot_key')",
-    "Slot.delay": "renamed_slot('delay')",
-    "Slot.jitter": "renamed_slot('jitter')",
     "Downloader.middleware": "hide(Downloader, 'middleware')",
     "Downloader.handlers": "hide(Downloader, 'handlers')",
     "DownloaderMiddlewareManager.download_async": "hide(DownloaderMiddlewareManager, 'download_async')",
     "DownloadHandlers": "del handlers.DownloadHandlers",
     "DownloadHandlers.download_request_async": "hide(handlers.DownloadHandlers, 'download_request_async')",
 }
-if compat.SCRAPY_VERSION < (2, 19):  # pragma: no cover - the jitter was a bool before
-    RENAMES["Slot.randomize_delay"] = RENAMES.pop("Slot.jitter").replace("jitter", "randomize_delay")
 if compat.SCRAPY_VERSION < (2, 14):  # pragma: no cover - the Deferred forms of 2.13
     RENAMES["DownloaderMiddlewareManager.download"] = "hide(DownloaderMiddlewareManager, 'download')"
     del RENAMES["DownloaderMiddlewareManager.download_async"]
@@ -102,7 +97,6 @@ if compat.SCRAPY_VERSION < (2, 15):  # pragma: no cover
 RENAMING = """
 import dataclasses, sys
 from twisted.web import http as twisted_http
-import scrapy.core.downloader as downloader_module
 from scrapy.core.downloader import Downloader, handlers
 from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
 
@@ -133,23 +127,6 @@ def unproxied(module):
 
 def hide(cls, name):
     setattr(cls, name, Hidden(name, vars(cls).get(name)))
-
-
-def renamed_slot(name):
-    # the downloader's Slot class with that field under another name, as a release would ship it
-    original = downloader_module.Slot
-    init = original.__init__
-
-    class Slot(original):
-        __slots__ = ("renamed",)
-
-    def __getattribute__(self, attr):
-        if attr == name and sys._getframe(1).f_globals.get("__name__", "").startswith("scrapy_rfc9309"):
-            raise AttributeError(attr)
-        return object.__getattribute__(self, attr)
-
-    Slot.__getattribute__ = __getattribute__
-    downloader_module.Slot = Slot
 
 
 {rename}

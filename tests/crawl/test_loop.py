@@ -17,7 +17,7 @@ import logging
 
 import pytest_twisted
 
-from scrapy_rfc9309 import gate, slots
+from scrapy_rfc9309 import gate
 
 from .command_runner import scrapy_crawl
 from .harness import check_accounting, crawl
@@ -30,12 +30,12 @@ def _errors(caplog) -> list[str]:
 
 @pytest_twisted.ensureDeferred
 async def test_every_timer_runs_and_no_signal_handler_fails(servers, caplog, monkeypatch, tmp_path):
-    """The gate's Crawl-delay timers, the slot-floor sweeper and the audit
-    trail's flush timer tick; the Crawl-delay floor, the SQLite store and the
-    audit trail (closed in a worker thread) work; the crawl ends with no error."""
+    """The gate's Crawl-delay timers, its sweeper of released requests and the
+    audit trail's flush timer tick; the Crawl-delay floor, the SQLite store and
+    the audit trail (closed in a worker thread) work; the crawl ends with no error."""
     turns: list[object] = []
     swept: list[object] = []
-    turn, sweep = gate.GateScheduler._turn, slots.SlotFloors.sweep
+    turn, sweep = gate.GateScheduler._turn, gate.GateScheduler._sweep
 
     def counting_turn(self, key, slot):
         turns.append(key)
@@ -46,10 +46,11 @@ async def test_every_timer_runs_and_no_signal_handler_fails(servers, caplog, mon
         sweep(self)
 
     monkeypatch.setattr(gate.GateScheduler, "_turn", counting_turn)
-    monkeypatch.setattr(slots.SlotFloors, "sweep", counting_sweep)
-    monkeypatch.setattr(slots, "SWEEP_SECONDS", 0.1)
+    monkeypatch.setattr(gate.GateScheduler, "_sweep", counting_sweep)
+    monkeypatch.setattr(gate, "UNSEEN_SECONDS", 0.1)
     site = servers("127.0.0.2")
     site.routes["/robots.txt"] = robots("User-agent: *\nCrawl-delay: 0.3\nDisallow: /private\n")
+    site.routes["/p/3"] = Reply(200, "slow", {"Content-Type": "text/html"}, delay=0.5)  # tracked that long: swept
     trail = tmp_path / "audit.jsonl"
     settings = {
         "ADDONS": {"scrapy_rfc9309.Addon": 0},

@@ -34,7 +34,7 @@ import scrapy
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
-from scrapy_rfc9309 import CrawlDelayExtension, RobotsTxt, governing_robots, robots_service
+from scrapy_rfc9309 import RobotsTxt, governing_robots, robots_service
 from scrapy_rfc9309.lifecycle import crawl_state
 from scrapy_rfc9309.storage import RobotsEntry
 from scrapy_rfc9309.storage.sqlite import SqliteStorage
@@ -86,14 +86,12 @@ def look(crawler) -> dict[str, Any]:
     """How much the plugin holds now, by structure."""
     gc.collect()
     service = robots_service(crawler)
-    extension = next(e for e in crawler.extensions.middlewares if isinstance(e, CrawlDelayExtension))
+    gate = crawl_state(crawler).gate
     return {
         "cache": len(service._known),
         "pending": len(service._pending),
-        "extension origins": len(extension._origin_slots),
-        "extension slots": len(extension._slot_origins),
-        "slot floors": len(extension._slots),
-        "held": crawl_state(crawler).gate.held,
+        "floored slots": len(gate._floored),
+        "held": gate.held,
         "gate slots": len(crawl_state(crawler).gate._slots),
         "download slots": len(crawler.engine.downloader.slots),
         "parsed files alive": sum(1 for o in gc.get_objects() if isinstance(o, RobotsTxt)),
@@ -141,7 +139,7 @@ async def test_memory_of_the_whole_plugin_is_flat_over_ten_times_its_cache(tmp_p
     assert stats["rfc9309/crawl_delay/origins"] == ORIGINS
     assert stats["rfc9309/cache/evictions"] == ORIGINS - CAP
     first, last = looks
-    for name in ("cache", "extension origins", "extension slots", "slot floors"):
+    for name in ("cache", "floored slots"):
         assert first[name] <= CAP and last[name] <= CAP, (name, first, last)
     # the unpruned extension held ~0.85 KiB per origin (13 MiB for 16,000 more, 66 MiB for 80,000);
     # the allocator's own noise (pools part-used after the cache turns over) stays well under that

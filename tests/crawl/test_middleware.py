@@ -284,8 +284,12 @@ async def test_addon_replaces_the_builtin_middleware(servers):
 
     running = [type(mw) for mw in result.crawler.engine.downloader.middleware.middlewares]
     assert Builtin not in running and RobotsTxtMiddleware in running
-    names = {type(ext).__name__ for ext in result.crawler.extensions.middlewares}
-    assert "CrawlDelayExtension" in names
+    from scrapy_rfc9309.gate import GateScheduler
+    from scrapy_rfc9309.lifecycle import crawl_state
+
+    # the gate wraps the project's scheduler: the one place requests wait (robots.txt, Crawl-delay)
+    assert isinstance(crawl_state(result.crawler).gate, GateScheduler)
+    assert result.crawler.settings.get("SCHEDULER") == "scrapy_rfc9309.gate.GateScheduler"
 
 
 # -- start-up, signals, logs, accounting -------------------------------------------------------

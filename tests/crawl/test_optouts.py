@@ -121,12 +121,12 @@ async def test_a_missing_broken_or_hanging_file_states_nothing_and_blocks_nothin
         assert o.status == 200, (host, o)
         assert train(o)["value"] is None
     hanging = result.outcome(made["127.0.0.6"].url("/reserved/p"))
-    # the hanging file's page waited for it at most the fetch timeout (then the file says nothing)
+    # the hanging file's page waited for it in the gate at most the fetch timeout (then the
+    # file says nothing) ...
     assert 1.5 <= hanging.at - began < 6, hanging.at - began
     # ... and held no place of the healthy origin's pages: they all came long before
     latest = max(result.outcome(healthy.url(f"/h{i}")).at for i in range(6))
     assert latest - began < 1.5, latest - began
-    assert result.stat("tdmrep/responses_waited") >= 1
     assert result.stat("tdmrep/fetch/error/DownloadTimeoutError") == 1
     assert result.stat("tdmrep/fetch/4xx") == 1 and result.stat("tdmrep/fetch/5xx") == 1
     assert result.stat("tdmrep/files/invalid") == 2
@@ -422,7 +422,7 @@ async def test_a_second_crawl_reads_tdmrep_json_from_its_sqlite_store(servers, t
 
 def test_the_store_key_of_a_file_is_no_origin():
     from scrapy_rfc9309.origins import origin_of
-    from scrapy_rfc9309.tdmrep_files import store_key
+    from scrapy_rfc9309.service import store_key
 
     key = store_key("http://example.com:80")
     assert key == "http://example.com:80/.well-known/tdmrep.json"
@@ -435,9 +435,9 @@ async def test_with_redis_one_worker_fetches_the_file_and_the_others_read_it(red
     this crawl first needs it: the crawl fetches no tdmrep.json, its pages wait
     for that worker's file and are decided by it.  A second crawl reads it back."""
     from scrapy_rfc9309.origins import resource_url
+    from scrapy_rfc9309.service import store_key
     from scrapy_rfc9309.storage import RobotsEntry
     from scrapy_rfc9309.storage.redis import RedisStorage
-    from scrapy_rfc9309.tdmrep_files import store_key
 
     from .test_storage_redis import in_task, redis_settings, starter
 
@@ -519,3 +519,36 @@ async def test_command_shows_the_tdmrep_rule_and_with_page_what_the_page_states(
     assert (
         refused.stderr.strip() == "scrapy robots: --page fetches the pages online: it goes with URLs, not with --file"
     )
+
+
+# -- the one resolution: what the file's fetch obeys (issue 36) ---------------------------
+@pytest_twisted.ensureDeferred
+async def test_a_file_one_product_token_may_not_fetch_is_not_fetched(servers):
+    """Two product tokens, and robots.txt disallows tdmrep.json to one of them: the
+    file is not requested (every token must allow it), and it states nothing."""
+    s = site(servers, "127.0.0.2", tdm_file(FILE))
+    s.routes["/robots.txt"] = robots("User-agent: SecondBot\nDisallow: /.well-known/\n\nUser-agent: *\nAllow: /\n")
+    result = await crawl([s.url("/reserved/a.html")], {**TRAIN, "ROBOTSTXT_USER_AGENT": '["FirstBot", "SecondBot"]'})
+    check_accounting(result)
+    assert s.count(TDM) == 0
+    assert result.stat("tdmrep/disallowed") == 1
+    assert result.outcome(s.url("/reserved/a.html")).status == 200  # (the file's reservation never read)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_stale_file_is_fetched_again_before_the_next_page_goes(servers):
+    """tdmrep.json's lifetime ends mid-crawl: the origin's next page waits in the
+    gate for the file fetched again, and the new file's rules decide it."""
+    s = site(servers, "127.0.0.2")
+    s.routes[TDM] = [tdm_file("[]", **{"Cache-Control": "max-age=1"}), tdm_file(FILE)]
+    s.routes["/open/first.html"] = html()
+    s.routes["/reserved/later.html"] = html()
+    # the first file lives 1 s (RFC9309_CACHE_MIN_SECONDS = 1 lets it): expired when the second page goes
+    plan = [Req(s.url("/open/first.html"), then=[Req(s.url("/reserved/later.html"), pause=1.6)])]
+    settings = {**TRAIN, "RFC9309_CACHE_MIN_SECONDS": 1, "RFC9309_CACHE_SECONDS": 30}
+    result = await crawl(plan, settings)
+    check_accounting(result)
+    assert s.count(TDM) == 2
+    assert s.count("/robots.txt") == 1  # (robots.txt itself still fresh: only the file is fetched again)
+    o = result.outcome(s.url("/reserved/later.html"))
+    assert o.error == "IgnoreRequest" and o.message.startswith(DROPPED), o

@@ -36,7 +36,6 @@ from .servers import Hit, Reply, check_paced, closed_port, gaps, robots
 TOLERANCE = 0.1
 WORKER = Path(__file__).with_name("cluster_worker.py")
 WORKER_TIMEOUT = 60
-CRAWL_DELAY = {"scrapy_rfc9309.CrawlDelayExtension": 0}
 RULES = "User-agent: *\nCrawl-delay: 1\nDisallow: /private\n"
 
 
@@ -439,7 +438,7 @@ async def test_redis_killed_mid_crawl_loses_no_request(redis_server, servers, ca
     ]
     plan = [Req(one.url("/a"), then=[Req(one.url("/kill"), then=after)])]
     with caplog.at_level(logging.WARNING):
-        result = await crawl(plan, {**redis_settings(redis_server, "k:"), "EXTENSIONS": CRAWL_DELAY})
+        result = await crawl(plan, redis_settings(redis_server, "k:"))
 
     assert not redis_server.running
     # Redis was in use until then: the first origin's entry, or its lease while the entry

@@ -43,7 +43,7 @@ from .test_scrapy_redis_cluster import (
     check_every_request,
     check_reports,
 )
-from .test_storage_redis import CRAWL_DELAY, TOLERANCE, in_task, three_workers_crawl
+from .test_storage_redis import TOLERANCE, in_task, three_workers_crawl
 
 #: seconds the failover test waits for the cluster to promote a replica (a crawl page waits for it)
 FAILOVER_TIMEOUT = 30.0
@@ -406,7 +406,6 @@ async def test_the_master_of_an_origin_killed_mid_crawl_loses_no_request_and_the
         "RFC9309_STORAGE": cluster.url,
         "RFC9309_REDIS_PREFIX": prefix,
         "RFC9309_STORAGE_RETRY_SECONDS": 1,
-        "EXTENSIONS": CRAWL_DELAY,
         "DOWNLOAD_TIMEOUT": FAILOVER_TIMEOUT + 10,
     }
     began = time.monotonic()

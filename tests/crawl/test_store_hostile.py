@@ -31,7 +31,6 @@ from .redisd import RedisServer
 from .servers import robots
 
 HOUR = 3600.0
-CRAWL_DELAY = {"scrapy_rfc9309.CrawlDelayExtension": 0}
 
 
 def rules(i: int) -> str:
@@ -194,7 +193,7 @@ async def test_redis_pace_keys_ahead_or_garbage_hold_nobody_past_the_floor(redis
     client.set(names._key("pace", ahead.origin), str((seconds + 3600) * 1_000_000 + micros))  # no TTL either
     client.set(names._key("pace", garbage.origin), "nan")
     client.hset(names._key("pace", hashed.origin), "start", "0")  # another type: WRONGTYPE for a GET
-    settings = {"RFC9309_STORAGE": redis_server.url, "RFC9309_REDIS_PREFIX": "p:", "EXTENSIONS": CRAWL_DELAY}
+    settings = {"RFC9309_STORAGE": redis_server.url, "RFC9309_REDIS_PREFIX": "p:"}
     plan = [site.url(p) for site in (ahead, garbage, hashed) for p in ("/a", "/b", "/c")]
     running = Deferred.fromCoroutine(crawl(plan, settings)).addTimeout(60, clock())  # the old code: an hour
     result = await running

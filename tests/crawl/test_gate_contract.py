@@ -1,0 +1,402 @@
+"""The gate holds without filling, keeps Scrapy's scheduler contract, and loses nothing (issue 36, items 3-5).
+
+In real crawls on loopback (Redis from tests/crawl/redisd.py where scrapy-redis runs):
+
+* beside an origin with a Crawl-delay, under scrapy-redis's defaults, a healthy
+  origin gets its pages as alone (the bound on held requests filled with
+  requests waiting for their turn);
+* held requests are pending work: ``has_pending_requests()`` is True while they
+  wait for robots.txt, the engine is not idle, and ``spider_idle`` is sent as
+  often as with Scrapy's own RobotsTxtMiddleware on the same crawl;
+* released requests come out in the project scheduler's priority order, and
+  carry ``meta["rfc9309_released"]`` (``request_scheduled`` is sent again for them);
+* ``len()`` of the gate works around any ``BaseScheduler``;
+* at close, a held request goes back only to a scheduler that keeps it (JOBDIR,
+  when Scrapy can serialize it); every other one reaches its errback
+  (``IgnoreRequest``, ``requests/dropped/spider_closing``);
+* an exception in the gate's or the service's own work (a store whose turn call
+  raises) ends the requests it concerns (errback, ``requests/dropped/error``) and
+  the crawl finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any, ClassVar
+
+import pytest_twisted
+from scrapy import Request, signals
+from scrapy.core.scheduler import BaseScheduler
+
+from scrapy_rfc9309 import compat
+from scrapy_rfc9309.storage.memory import MemoryStorage
+
+from .faults import crawl_within
+from .harness import ProbeSpider, Req, check_accounting, clock, crawl
+from .redisd import RedisServer
+from .scrapy_redis_cluster import require_scrapy_redis
+from .servers import Reply, robots
+
+PAGE = Reply(200, "<html><body>page</body></html>", {"Content-Type": "text/html"}, delay=0.02)
+ALLOW_ALL = "User-agent: *\nAllow: /\n"
+ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "DOWNLOADER_MIDDLEWARES": {}}
+SCRAPY_REDIS = {
+    "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+    "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+}
+#: Scrapy's own robots.txt handling: its middleware, its scheduler
+BUILTIN = {"DOWNLOADER_MIDDLEWARES": {}, "SCHEDULER": "scrapy.core.scheduler.Scheduler", "ROBOTSTXT_OBEY": True}
+DROPPED = "Dropped: the spider closed before"
+
+
+def slow_robots(seconds: float, body: str = ALLOW_ALL) -> Reply:
+    return Reply(200, body, {"Content-Type": "text/plain"}, delay=seconds)
+
+
+def scheduler_of(engine: Any) -> Any:
+    """The engine's scheduler (the gate): ``engine.scheduler`` where Scrapy has it."""
+    if isinstance(getattr(type(engine), "scheduler", None), property):
+        return engine.scheduler
+    slot = getattr(engine, "slot", None) or engine._slot  # Scrapy before the property
+    return slot.scheduler
+
+
+class Observer:
+    """An extension that counts ``spider_idle`` and ``request_scheduled``, notes
+    ``meta["rfc9309_released"]`` of each request that reached the downloader, and,
+    ``PROBE_AT`` seconds after the spider opened, what the engine and its scheduler say."""
+
+    last: ClassVar[Observer | None] = None
+
+    def __init__(self, crawler: Any) -> None:
+        self.crawler = crawler
+        self.idle = 0
+        self.scheduled: dict[str, int] = {}
+        self.released: dict[str, Any] = {}
+        self.probe: dict[str, Any] = {}
+        self.probe_at = crawler.settings.getfloat("PROBE_AT")
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.on_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self.on_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(self.on_reached, signal=signals.request_reached_downloader)
+        type(self).last = self
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> Observer:
+        return cls(crawler)
+
+    def opened(self, spider: Any) -> None:
+        if self.probe_at:
+            clock().callLater(self.probe_at, self.look)
+
+    def look(self) -> None:
+        engine = self.crawler.engine
+        scheduler = scheduler_of(engine)
+        self.probe["has_pending_requests"] = scheduler.has_pending_requests()
+        self.probe["spider_is_idle"] = engine.spider_is_idle()
+        try:
+            self.probe["len"] = len(scheduler)
+        except Exception as exc:  # noqa: BLE001 - what len() raised is the answer
+            self.probe["len"] = exc
+
+    def on_idle(self, spider: Any = None) -> None:
+        self.idle += 1
+
+    def on_scheduled(self, request: Request, spider: Any = None) -> None:
+        self.scheduled[request.url] = self.scheduled.get(request.url, 0) + 1
+
+    def on_reached(self, request: Request, spider: Any = None) -> None:
+        self.released[request.url] = request.meta.get("rfc9309_released")
+
+
+OBSERVED = {"EXTENSIONS": {f"{__name__}.Observer": 0}}
+
+
+def _prioritised(self: Any, spec: Req) -> Any:
+    """ProbeSpider's request with the priority its spec's meta names."""
+    request = ProbeSpider._request(self, spec)
+    return request.replace(priority=spec.meta.get("priority", 0))
+
+
+# -- item 3: a gate that holds without filling ----------------------------------------------
+HEALTHY = 30
+FLOORED = 40
+
+
+async def _healthy_under_scrapy_redis(servers, redis: RedisServer, floored: bool) -> tuple[float, Any]:
+    """Seconds from the crawl's start to the healthy origin's last page, under
+    scrapy-redis's defaults (its scheduler, its duplicate filter, no
+    RFC9309_MAX_HELD, the store its Redis), with ``FLOORED`` requests of a
+    ``Crawl-delay: 1`` origin first in its queue (a higher priority) when ``floored``."""
+    redis.client().flushall()
+    delayed = servers("127.0.0.2")
+    delayed.routes["/robots.txt"] = robots("User-agent: *\nCrawl-delay: 1\n")
+    healthy = servers("127.0.0.3")
+    healthy.routes["/robots.txt"] = robots(ALLOW_ALL)
+    for i in range(HEALTHY):
+        healthy.routes[f"/h{i}"] = PAGE
+    # a higher priority: first out of scrapy-redis's queue
+    plan = [Req(delayed.url(f"/d{i}"), meta={"priority": 1}) for i in range(FLOORED)] if floored else []
+    plan += [Req(healthy.url(f"/h{i}")) for i in range(HEALTHY)]
+    done = healthy.origin + "/"
+
+    def healthy_done(outcomes) -> bool:
+        return sum(1 for o in outcomes if o.url.startswith(done)) >= HEALTHY
+
+    settings = {**ADDON, **SCRAPY_REDIS, "REDIS_URL": redis.url, "CLOSESPIDER_TIMEOUT": 15}
+    started = time.monotonic()
+    spider_attrs = {"close_when": healthy_done, "_request": _prioritised}
+    result, took = await crawl_within(60, plan, settings, spider_attrs=spider_attrs)
+    pages = [o for o in result.outcomes if o.url.startswith(done) and o.status == 200]
+    reason = result.stats.get("finish_reason")
+    assert len(pages) == HEALTHY, (
+        f"{len(pages)} of {HEALTHY} healthy pages; the crawl ended after {took:.1f} s ({reason})"
+    )
+    return max(o.at for o in pages) - started, result
+
+
+@pytest_twisted.ensureDeferred
+async def test_under_scrapy_redis_defaults_a_floored_origin_does_not_stop_a_healthy_one(servers, tmp_path):
+    """Issue 36, item 5 of what outsiders saw: 40 requests of a ``Crawl-delay: 1``
+    origin first in scrapy-redis's queue; the healthy origin's 30 pages all come,
+    within 1.25 x their time alone + 1 s (before: RFC9309_MAX_HELD was
+    CONCURRENT_REQUESTS under scrapy-redis, the gate filled with requests waiting
+    for their turn, and the healthy origin got none in 45 s); every request ends."""
+    require_scrapy_redis()
+    redis = RedisServer(tmp_path / "redis")
+    try:
+        alone, _ = await _healthy_under_scrapy_redis(servers, redis, floored=False)
+        together, result = await _healthy_under_scrapy_redis(servers, redis, floored=True)
+    finally:
+        redis.stop()
+    print(f"healthy origin's 30 pages: alone {alone:.2f} s, beside a floored origin {together:.2f} s")
+    assert together <= 1.25 * alone + 1.0, (alone, together)
+    assert result.stats["finish_reason"] == "probe_done"
+    check_accounting(result)  # every request reached its callback or errback
+
+
+# -- item 4: Scrapy's scheduler contract --------------------------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_held_requests_are_pending_and_idle_is_sent_as_with_scrapys_middleware(servers):
+    """Three pages wait for a robots.txt that answers after 3 s: meanwhile the
+    gate has pending requests and the engine is not idle, and ``spider_idle`` is
+    sent as many times as Scrapy's own RobotsTxtMiddleware sends it on the same
+    crawl (before: held requests were not pending, the engine idle, and a
+    ``spider_idle`` receiver raised DontCloseSpider: one idle signal more each
+    engine heartbeat)."""
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = slow_robots(3.0)
+    for i in range(3):
+        site.routes[f"/p{i}"] = PAGE
+    plan = [Req(site.url(f"/p{i}")) for i in range(3)]
+    observed = {**OBSERVED, "PROBE_AT": 1.5}
+
+    ours = await crawl(plan, observed)
+    mine = Observer.last
+    builtin = await crawl(plan, {**BUILTIN, **observed})
+    theirs = Observer.last
+    assert mine is not None and theirs is not None and mine is not theirs
+
+    for result in (ours, builtin):
+        assert [result.outcome(r.url).status for r in plan] == [200] * 3
+    assert theirs.probe["spider_is_idle"] is False  # the same crawl, Scrapy's own middleware
+    print("plugin:", mine.probe, mine.idle, "- Scrapy's middleware:", theirs.probe, theirs.idle)
+    assert mine.probe["has_pending_requests"] is True, mine.probe
+    assert mine.probe["spider_is_idle"] is False, mine.probe
+    assert mine.idle == theirs.idle, (mine.idle, theirs.idle)
+    check_accounting(ours)
+
+
+#: priorities of the start requests, in the order the spider yields them
+SHUFFLED = [3, 7, 1, 5, 0, 6, 2, 4]
+
+
+async def _start_one_by_one(self: Any):
+    """The spider's start requests, a loop turn or two apart: the scheduler hands
+    each one out before the next is there."""
+    for spec in self.plan:
+        yield self._request(spec)
+        await _pause(0.05)
+
+
+async def _pause(seconds: float) -> None:
+    await compat.sleep(seconds)  # the loop of the crawl, whichever it is (as harness.py)
+
+
+@pytest_twisted.ensureDeferred
+async def test_released_requests_come_out_in_priority_order_and_say_they_were_released(servers):
+    """``CONCURRENT_REQUESTS = 1``, a robots.txt that answers after 1 s, eight start
+    requests of distinct priorities yielded in a shuffled order: the server sees the
+    pages in priority order, highest first (before: in the order they were held),
+    and each released request carries ``meta["rfc9309_released"]`` (it is scheduled
+    twice, ``request_scheduled`` tells no difference otherwise)."""
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = slow_robots(1.0)
+    plan = []
+    for priority in SHUFFLED:
+        site.routes[f"/prio{priority}"] = PAGE
+        plan.append(Req(site.url(f"/prio{priority}"), meta={"priority": priority}))
+    settings = {**OBSERVED, "CONCURRENT_REQUESTS": 1}
+    spider_attrs = {"_request": _prioritised, "start": _start_one_by_one}
+
+    result, _ = await crawl_within(30, plan, settings, spider_attrs=spider_attrs)
+
+    order = [hit.path for hit in sorted(site.page_hits(), key=lambda hit: hit.at)]
+    assert order == [f"/prio{p}" for p in sorted(SHUFFLED, reverse=True)], order
+    observer = Observer.last
+    assert observer is not None
+    assert {observer.released[r.url] for r in plan} == {True}, observer.released
+    assert all(observer.scheduled[r.url] == 2 for r in plan), observer.scheduled
+    check_accounting(result)
+
+
+class MinimalScheduler(BaseScheduler):
+    """The least a scheduler must have (no ``__len__``): a FIFO queue."""
+
+    def __init__(self) -> None:
+        self.queue: deque[Request] = deque()
+
+    def has_pending_requests(self) -> bool:
+        return bool(self.queue)
+
+    def enqueue_request(self, request: Request) -> bool:
+        self.queue.append(request)
+        return True
+
+    def next_request(self) -> Request | None:
+        return self.queue.popleft() if self.queue else None
+
+
+@pytest_twisted.ensureDeferred
+async def test_len_works_around_a_scheduler_without_len(servers):
+    """RFC9309_SCHEDULER a ``BaseScheduler`` subclass with no ``__len__``:
+    ``len()`` of the gate, while three requests wait for robots.txt, is a count
+    (the held ones at least; before: TypeError)."""
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = slow_robots(1.5)
+    plan = [Req(site.url(f"/p{i}")) for i in range(3)]
+    settings = {**OBSERVED, "PROBE_AT": 0.75, "RFC9309_SCHEDULER": f"{__name__}.MinimalScheduler"}
+
+    result, _ = await crawl_within(30, plan, settings)
+
+    observer = Observer.last
+    assert observer is not None
+    size = observer.probe["len"]
+    assert isinstance(size, int) and 1 <= size <= 3, size
+    assert [result.outcome(r.url).status for r in plan] == [200] * 3
+    check_accounting(result)
+
+
+# -- item 5: nothing lost, nothing hung -------------------------------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_scrapy_redis_without_persist_drops_held_requests_to_their_errback(servers, tmp_path):
+    """scrapy-redis with its default ``SCHEDULER_PERSIST = False`` (it flushes its
+    queue at close): five requests held for a robots.txt that answers after 5 s
+    when ``CLOSESPIDER_TIMEOUT = 1`` closes the spider reach their errback with
+    IgnoreRequest and are counted dropped, none handed back (before: counted
+    handed back, then flushed: no errback, no count)."""
+    require_scrapy_redis()
+    redis = RedisServer(tmp_path / "redis")
+    try:
+        site = servers("127.0.0.2")
+        site.routes["/robots.txt"] = slow_robots(5.0)
+        plan = [Req(site.url(f"/p{i}")) for i in range(5)]
+        settings = {**ADDON, **SCRAPY_REDIS, "REDIS_URL": redis.url, "CLOSESPIDER_TIMEOUT": 1}
+        result, took = await crawl_within(30, plan, settings)
+    finally:
+        redis.stop()
+
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    assert site.page_hits() == []
+    for spec in plan:
+        outcome = result.outcome(spec.url)
+        assert outcome.error == "IgnoreRequest" and outcome.message.startswith(DROPPED), outcome
+    assert result.stat("requests/dropped/spider_closing") == 5, result.rfc()
+    assert "rfc9309/gate/handed_back" not in result.stats, result.rfc()
+    assert took < 10, took
+    check_accounting(result)
+
+
+def _lambda_callback(self: Any, spec: Req) -> Any:
+    """ProbeSpider's request; the one whose meta says so has a lambda for callback
+    (Scrapy cannot serialize it into JOBDIR's disk queue)."""
+    request = ProbeSpider._request(self, spec)
+    if spec.meta.get("lambda"):
+        return request.replace(callback=lambda response: self.ok(response))
+    return request
+
+
+@pytest_twisted.ensureDeferred
+async def test_jobdir_drops_a_held_request_it_cannot_serialize(servers, tmp_path):
+    """JOBDIR, three requests held for a slow robots.txt when the spider closes,
+    one with a lambda for callback: the two others are handed back (the next run
+    downloads them), the lambda's reaches its errback with IgnoreRequest and is
+    counted dropped, not handed back (before: counted handed back and lost)."""
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = slow_robots(1.5)
+    for i in range(3):
+        site.routes[f"/p{i}"] = PAGE
+    plan = [Req(site.url(f"/p{i}"), dont_filter=False) for i in range(2)]
+    plan.append(Req(site.url("/p2"), meta={"lambda": True}, dont_filter=False))
+    job = str(tmp_path / "job")
+
+    paused, _ = await crawl_within(
+        30, plan, {"JOBDIR": job, "CLOSESPIDER_TIMEOUT": 0.5}, spider_attrs={"_request": _lambda_callback}
+    )
+    assert paused.stats["finish_reason"] == "closespider_timeout"
+    assert site.page_hits() == []
+    lost = paused.outcome(site.url("/p2"))
+    assert lost.error == "IgnoreRequest" and lost.message.startswith(DROPPED), lost
+    assert [o.url for o in paused.outcomes] == [site.url("/p2")], paused.outcomes
+    assert paused.stat("requests/dropped/spider_closing") == 1, paused.rfc()
+    assert paused.stat("gate/handed_back") == 2, paused.rfc()
+
+    resumed, _ = await crawl_within(30, [], {"JOBDIR": job})
+    assert sorted(hit.path for hit in site.page_hits()) == ["/p0", "/p1"]
+    assert sorted(o.url for o in resumed.outcomes if o.status == 200) == [site.url("/p0"), site.url("/p1")]
+
+
+class BrokenTurnStore(MemoryStorage):
+    """A store of one's own, shared (turns are cluster-wide), whose turn call fails."""
+
+    shared = True
+    turns: ClassVar[int] = 0
+
+    async def take_turn(self, origin: str, floor: float) -> float:
+        type(self).turns += 1
+        raise RuntimeError("the turn store broke")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_store_whose_turn_call_raises_ends_its_requests_and_the_crawl(servers, caplog):
+    """``RFC9309_STORAGE`` a shared store class whose ``take_turn`` raises
+    RuntimeError: the ``Crawl-delay`` origin's requests reach their errback with
+    IgnoreRequest naming the error, counted in ``requests/dropped/error``, with an
+    ERROR line; another origin's pages are downloaded; the crawl finishes
+    (``finished``) long before CLOSESPIDER_TIMEOUT (before: an unhandled error,
+    and the gate kept the spider open until the timeout)."""
+    floored = servers("127.0.0.2")
+    floored.routes["/robots.txt"] = robots("User-agent: *\nCrawl-delay: 1\n")
+    other = servers("127.0.0.3")
+    other.routes["/robots.txt"] = robots(ALLOW_ALL)
+    plan = [Req(floored.url(f"/d{i}")) for i in range(3)] + [Req(other.url(f"/o{i}")) for i in range(2)]
+    settings = {"RFC9309_STORAGE": f"{__name__}.BrokenTurnStore", "CLOSESPIDER_TIMEOUT": 20}
+    BrokenTurnStore.turns = 0
+
+    with caplog.at_level(logging.ERROR, logger="scrapy_rfc9309"):
+        result, took = await crawl_within(40, plan, settings)
+
+    assert BrokenTurnStore.turns >= 1  # the store was asked, and failed
+    assert result.stats["finish_reason"] == "finished", result.stats["finish_reason"]
+    assert took < 10, took
+    for spec in plan[:3]:
+        outcome = result.outcome(spec.url)
+        assert outcome.error == "IgnoreRequest", outcome
+        assert "RuntimeError" in outcome.message or "the turn store broke" in outcome.message, outcome
+    assert [result.outcome(spec.url).status for spec in plan[3:]] == [200, 200]
+    assert floored.page_hits() == []
+    assert result.stat("requests/dropped/error") == 3, result.rfc()
+    assert any(r.levelno == logging.ERROR for r in caplog.records), [r.getMessage() for r in caplog.records]
+    check_accounting(result)

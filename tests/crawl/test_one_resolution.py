@@ -1,0 +1,206 @@
+"""One per-origin resolution: an origin's tdmrep.json waits in the gate, not in the downloader (issue 36, item 1).
+
+Everything an origin's requests need before they may go on (robots.txt, and
+its tdmrep.json when the crawl reads usage statements) is resolved while the
+requests wait in the gate.  What a user sees, in real crawls on loopback:
+
+* a healthy origin's pages flow as alone beside origins whose tdmrep.json
+  never answers (a response waiting for the file held a ``CONCURRENT_REQUESTS``
+  place: gaps of a whole fetch timeout);
+* a close asked with ``CLOSESPIDER_TIMEOUT`` ends in its own time whatever
+  tdmrep.json hangs (the waiting responses held the close until the fetch timed out);
+* every hop of the tdmrep.json fetch, redirects included, is a URL robots.txt
+  allows (only the first URL was checked);
+* a page that does not obey robots.txt (``dont_obey_robotstxt``, ``obey: False``)
+  never makes the plugin fetch a tdmrep.json its robots.txt was never asked about.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar
+
+import pytest
+import pytest_twisted
+from scrapy import signals
+
+from .faults import crawl_within
+from .harness import Req, check_accounting
+from .servers import Reply, gaps, redirect, robots
+
+TDM = "/.well-known/tdmrep.json"
+TRAIN = {"RFC9309_USAGE": ["train-ai"]}
+ALLOW_ALL = "User-agent: *\nAllow: /\n"
+#: a file that reserves /reserved/ for text and data mining: applied, it drops the pages there
+RESERVING = json.dumps([{"location": "/reserved/", "tdm-reservation": 1}])
+PAGE = Reply(200, "<html><body>page</body></html>", {"Content-Type": "text/html"}, delay=0.02)
+NOT_FOUND = Reply(404, "not found", {"Content-Type": "text/plain"})
+#: issue 31's bound: the healthy origin's longest gap at most this times its gap alone ...
+BOUND = 1.25
+#: ... plus this (a loaded machine's noise)
+SLACK = 0.5
+
+
+def tdm_file(body: str) -> Reply:
+    return Reply(200, body, {"Content-Type": "application/json"})
+
+
+def site(servers: Any, host: str, rules: str = ALLOW_ALL, file: Reply | None = None) -> Any:
+    server = servers(host)
+    server.routes["/robots.txt"] = robots(rules)
+    server.routes[TDM] = file if file is not None else NOT_FOUND
+    return server
+
+
+class Opened:
+    """An extension that notes when the spider opened (``CLOSESPIDER_TIMEOUT`` counts from then)."""
+
+    at: ClassVar[float | None] = None
+
+    def __init__(self, crawler: Any) -> None:
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> Opened:
+        cls.at = None
+        return cls(crawler)
+
+    def opened(self, spider: Any) -> None:
+        type(self).at = time.monotonic()
+
+
+# -- a healthy origin beside hanging tdmrep.json files -------------------------------------
+HEALTHY_PAGES = 40
+HANGING_PAGES = 6
+
+
+async def _healthy_beside(servers, hanging: int) -> tuple[float, Any]:
+    """The healthy origin's longest gap between two of its pages reaching the spider,
+    with ``hanging`` origins whose tdmrep.json never answers; their pages come after
+    the healthy origin's fifth.  The crawl closes once the healthy origin is done."""
+    healthy = site(servers, "127.0.0.2")
+    for i in range(HEALTHY_PAGES):
+        healthy.routes[f"/p{i}"] = PAGE
+    healthy.routes["/first"] = PAGE
+    stalled = []
+    for n in range(hanging):
+        other = site(servers, f"127.0.0.{3 + n}", file=Reply(hang=True))
+        stalled += [Req(other.url(f"/s{i}")) for i in range(HANGING_PAGES)]
+    pages = [Req(healthy.url(f"/p{i}")) for i in range(HEALTHY_PAGES)]
+    plan = [Req(healthy.url("/first"), then=[*pages[:5], *stalled, *pages[5:]])]
+    done = healthy.origin + "/"
+
+    def healthy_done(outcomes) -> bool:
+        return sum(1 for o in outcomes if o.url.startswith(done)) >= HEALTHY_PAGES + 1
+
+    settings = {
+        **TRAIN,
+        # few places: two origins' responses waiting for their file would take them all
+        "CONCURRENT_REQUESTS": 4,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+        "RFC9309_FETCH_TIMEOUT": 10,
+        "DOWNLOAD_TIMEOUT": 15,
+    }
+    result, _ = await crawl_within(60, plan, settings, spider_attrs={"close_when": healthy_done})
+    check_accounting(result)
+    times = sorted(o.at for o in result.outcomes if o.url.startswith(done) and o.status == 200)
+    assert len(times) == HEALTHY_PAGES + 1, (len(times), result.outcomes)
+    return max(gaps(times)), result
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_healthy_origin_flows_as_alone_beside_hanging_tdmrep_json_files(servers):
+    """Two origins whose tdmrep.json never answers (a purpose declared): the
+    healthy origin's longest gap at most 1.25 x its gap alone + 0.5 s (before:
+    the fetch timeout, 10 s here, while their responses held every place)."""
+    alone, _ = await _healthy_beside(servers, 0)
+    together, result = await _healthy_beside(servers, 2)
+    print(f"healthy origin's longest gap: alone {alone:.3f} s, beside 2 hanging tdmrep.json {together:.3f} s")
+    assert together <= BOUND * alone + SLACK, (alone, together)
+    # the hanging origins' pages waited in the gate, never at their server's door with a place
+    assert result.stat("tdmrep/responses_waited") == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_close_ends_in_its_own_time_whatever_tdmrep_json_hangs(servers):
+    """CLOSESPIDER_TIMEOUT = 2 with two origins whose tdmrep.json never answers and
+    a fetch timeout of 15 s: the crawl ends within 5 s of the close being asked
+    (before: 28.8 s with the default timeout, the waiting responses woken only at
+    spider_closed); every request ends (accounted)."""
+    plan = []
+    hanging = []
+    for n in range(2):
+        other = site(servers, f"127.0.0.{2 + n}", file=Reply(hang=True))
+        hanging.append(other)
+        plan += [Req(other.url(f"/s{i}")) for i in range(4)]
+    settings = {
+        **TRAIN,
+        "CLOSESPIDER_TIMEOUT": 2,
+        "RFC9309_FETCH_TIMEOUT": 15,
+        "DOWNLOAD_TIMEOUT": 20,
+        "EXTENSIONS": {f"{__name__}.Opened": 0},
+    }
+    Opened.at = None
+    result, _ = await crawl_within(45, plan, settings)
+    ended = time.monotonic()
+    assert Opened.at is not None
+    asked = Opened.at + 2
+    print(f"the crawl ended {ended - asked:.2f} s after the close was asked")
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    assert ended - asked <= 5.0, ended - asked
+    assert all(server.count(TDM) == 1 for server in hanging), [s.paths() for s in hanging]
+    check_accounting(result)
+
+
+# -- every hop of the file is one robots.txt allows -----------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_a_tdmrep_json_redirect_to_a_disallowed_path_is_never_requested(servers):
+    """``/.well-known/tdmrep.json`` redirects to ``/private/tdm.json``, on the same
+    origin or on another, whose robots.txt says ``Disallow: /private/``: that URL
+    is never requested (the other origin's robots.txt is asked first), and the file
+    states nothing (before: the redirect was followed and its rules applied)."""
+    rules = "User-agent: *\nDisallow: /private/\n"
+    same = site(servers, "127.0.0.2", rules, file=redirect("/private/tdm.json"))
+    same.routes["/private/tdm.json"] = tdm_file(RESERVING)
+    target = site(servers, "127.0.0.4", rules)
+    target.routes["/private/tdm.json"] = tdm_file(RESERVING)
+    other = site(servers, "127.0.0.3", file=redirect(target.url("/private/tdm.json")))
+    plan = [same.url("/reserved/a"), other.url("/reserved/b")]
+
+    result, _ = await crawl_within(30, plan, TRAIN)
+
+    assert same.count("/private/tdm.json") == 0, same.paths()
+    assert target.count("/private/tdm.json") == 0, target.paths()
+    assert same.count(TDM) == 1 and other.count(TDM) == 1
+    # the other origin's robots.txt was fetched to decide the hop, once
+    assert target.count("/robots.txt") == 1, target.paths()
+    # the file stated nothing: the reserved pages were handed to the spider
+    for url in plan:
+        assert result.outcome(url).status == 200, result.outcome(url)
+    assert result.stat("tdmrep/disallowed") == 2, result.rfc()
+    assert not any(key.startswith("usage/dropped") for key in result.rfc()), result.rfc()
+    check_accounting(result)
+
+
+@pytest.mark.parametrize("how", ["dont_obey_robotstxt", "obey_false"])
+@pytest_twisted.ensureDeferred
+async def test_a_page_that_does_not_obey_robots_txt_fetches_no_disallowed_tdmrep_json(servers, how):
+    """One page of an origin whose robots.txt says ``Disallow: /.well-known/``,
+    sent with ``dont_obey_robotstxt`` (or its origin ``{"obey": False}``), with a
+    purpose declared: the plugin never requests that origin's tdmrep.json (before:
+    fetched on the page's response, robots.txt never asked)."""
+    s = site(servers, "127.0.0.2", "User-agent: *\nDisallow: /.well-known/\n", file=tdm_file(RESERVING))
+    settings: dict[str, Any] = dict(TRAIN)
+    if how == "dont_obey_robotstxt":
+        plan = [Req(s.url("/reserved/a"), meta={"dont_obey_robotstxt": True})]
+    else:
+        plan = [Req(s.url("/reserved/a"))]
+        settings["RFC9309_ORIGINS"] = {s.origin: {"obey": False}}
+
+    result, _ = await crawl_within(30, plan, settings)
+
+    assert s.count(TDM) == 0, s.paths()
+    assert result.outcome(s.url("/reserved/a")).status == 200
+    assert s.count("/reserved/a") == 1
+    check_accounting(result)
