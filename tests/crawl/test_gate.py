@@ -308,3 +308,29 @@ def test_the_add_on_wraps_a_scheduler_chosen_with_s_or_in_custom_settings(server
         log = process.stderr
         assert "'own_scheduler/enqueued': 2" in log, (where, log[-3000:])
         assert "'rfc9309/gate/held': 2" in log, (where, log[-3000:])
+
+
+class DropFirstPage:
+    """A project's downloader middleware, after the plugin's: drops ``/p0`` before
+    the downloader ever sees it (as a cache or a filter of the project's own would)."""
+
+    def process_request(self, request, spider=None):
+        if request.url.endswith("/p0"):
+            raise IgnoreRequest("dropped by the project")
+        return None
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_turn_taken_by_a_request_that_never_reached_the_downloader_still_holds_the_floor(servers):
+    """A paced request dropped on its way to the downloader is never seen there: its
+    turn still counts, so the slot's next request goes a floor after it went (two
+    floors after robots.txt), not as soon as the gate stops following it."""
+    site = _site(servers, "127.0.0.2", rules="User-agent: *\nCrawl-delay: 1\n", pages=2)
+    settings = {"DOWNLOADER_MIDDLEWARES": {**MIDDLEWARES, f"{__name__}.DropFirstPage": 200}}
+    result = await crawl([Req(site.url("/p0")), Req(site.url("/p1"))], settings)
+    assert result.outcome(site.url("/p0")).message == "dropped by the project"
+    assert result.outcome(site.url("/p1")).status == 200
+    robots_at = min(h.at for h in site.hits if h.path == "/robots.txt")
+    (page,) = site.page_hits()
+    assert page.at - robots_at >= 2 * 1.0 - 0.2, page.at - robots_at
+    check_accounting(result)
