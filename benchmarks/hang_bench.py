@@ -43,6 +43,9 @@ SAME_HOST = False
 KNOWN_FIRST = False
 #: ``--reactorless``: the crawl runs without a Twisted reactor (Scrapy 2.15+, aiohttp's handler)
 REACTORLESS = False
+#: ``--tdmrep``: the hanging origins answer robots.txt at once and hang on their
+#: /.well-known/tdmrep.json instead, in a crawl that declares a purpose (issue 36, item 1)
+TDMREP = False
 
 
 def hanging_host(index: int) -> str:
@@ -76,6 +79,8 @@ class Web:
                 path = head.split(b" ", 2)[1]
                 if path == b"/robots.txt":
                     body, kind = b"User-agent: *\nDisallow: /private\n", b"text/plain"
+                elif path == b"/.well-known/tdmrep.json":
+                    body, kind = b"[]", b"application/json"
                 else:
                     await asyncio.sleep(self.latency)
                     body, kind = b"<html><body>page " + path + b"</body></html>", b"text/html"
@@ -91,6 +96,15 @@ class Web:
 
     async def _hang(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            while TDMREP:  # robots.txt answered, anything else never
+                head = await reader.readuntil(b"\r\n\r\n")
+                if head.split(b" ", 2)[1] != b"/robots.txt":
+                    break
+                body = b"User-agent: *\nAllow: /\n"
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                await writer.drain()
             await reader.read()  # until the client hangs up
         except OSError:
             pass
@@ -145,6 +159,7 @@ def crawl(hanging: int, timeout: float, pages: int, latency: float) -> dict[str,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
         "RFC9309_FETCH_TIMEOUT": timeout,
         **({"TWISTED_REACTOR_ENABLED": False} if REACTORLESS else {}),
+        **({"RFC9309_USAGE": ["train-ai"]} if TDMREP else {}),
     }
     process = Process(settings)
     crawler = process.create_crawler(HangSpider)
@@ -172,7 +187,8 @@ def run_one(hanging: int, timeout: float, pages: int, latency: float) -> dict[st
         [sys.executable, __file__, "--worker", str(hanging), str(timeout), str(pages), str(latency)]
         + (["--same-host"] if SAME_HOST else [])
         + (["--known-first"] if KNOWN_FIRST else [])
-        + (["--reactorless"] if REACTORLESS else []),
+        + (["--reactorless"] if REACTORLESS else [])
+        + (["--tdmrep"] if TDMREP else []),
         capture_output=True, text=True, timeout=timeout + 120, cwd=ROOT,
     )  # fmt: skip
     if out.returncode != 0:
@@ -190,10 +206,13 @@ def main() -> None:
     parser.add_argument("--same-host", action="store_true", help="hanging origins on the healthy host's other ports")
     parser.add_argument("--known-first", action="store_true", help="the healthy origin known before they appear")
     parser.add_argument("--reactorless", action="store_true", help="without a Twisted reactor (Scrapy 2.15+)")
+    parser.add_argument(
+        "--tdmrep", action="store_true", help="robots.txt answers; tdmrep.json hangs (a purpose declared)"
+    )
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global SAME_HOST, KNOWN_FIRST, REACTORLESS
-    SAME_HOST, KNOWN_FIRST, REACTORLESS = args.same_host, args.known_first, args.reactorless
+    global SAME_HOST, KNOWN_FIRST, REACTORLESS, TDMREP
+    SAME_HOST, KNOWN_FIRST, REACTORLESS, TDMREP = args.same_host, args.known_first, args.reactorless, args.tdmrep
     if args.worker:
         sys.path.insert(0, str(ROOT))
         hanging, timeout, pages, latency = args.worker
