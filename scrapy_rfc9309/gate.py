@@ -152,7 +152,7 @@ class GateScheduler:
         self._floored: dict[str, set[str]] = {}
         self._keys_of: dict[str, set[str]] = {}
         self._sweeper: Any = None
-        self._full = self._closed = self._waking = self._releasing_batch = False
+        self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
         self._reads_pages = self.settings.reads_pages
         #: the scheduler keeps what is handed back across the close
         settings = crawler.settings
@@ -205,7 +205,15 @@ class GateScheduler:
         while True:
             if self._ready:
                 upcoming = self._upcoming()
-                if upcoming is None or self._ready[0][0] <= -upcoming.priority or self._count >= self.settings.max_held:
+                first = self._ready[0][0]
+                if upcoming is not None and first == -upcoming.priority:
+                    self._ties = not self._ties  # equal priorities: released and queued in turn
+                if (
+                    upcoming is None
+                    or first < -upcoming.priority
+                    or self._count >= self.settings.max_held
+                    or (first == -upcoming.priority and self._ties)
+                ):
                     return heapq.heappop(self._ready)[2]
             if self._count >= self.settings.max_held:
                 self._say_full()

@@ -1,0 +1,178 @@
+"""A release burst next to a healthy site (issue 36, item 3).
+
+One origin (127.0.0.3) has ``denied`` requests, all of which its robots.txt
+denies; its robots.txt answers after ``delay`` seconds, so they are all held
+(in the gate with the plugin, in the downloader with Scrapy's middleware)
+and released at once.  A healthy origin (127.0.0.2) serves ``pages`` pages,
+``latency`` seconds each: its first page is the first start request, the
+denied ones follow, then its other pages.  Per run, in a fresh process:
+the longest gap between two healthy pages reaching the spider, and the
+longest time the event loop was held (a 5 ms timer's lateness).
+
+``python benchmarks/release_bench.py --denied 20000 --rounds 3`` (the plugin's add-on, then
+Scrapy's own RobotsTxtMiddleware, one after the other in each round)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+class Web:
+    """One asyncio loop in a thread: the healthy origin and the denying one."""
+
+    def __init__(self, delay: float, latency: float) -> None:
+        self.delay, self.latency = delay, latency
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.ports: dict[str, int] = {}
+        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(30)
+
+    async def _start(self) -> None:
+        for host, handler in (("127.0.0.2", self._healthy), ("127.0.0.3", self._denying)):
+            server = await asyncio.start_server(handler, host, 0, backlog=1024)
+            self.ports[host] = server.sockets[0].getsockname()[1]
+
+    async def _serve(self, reader: Any, writer: Any, robots: bytes, delay: float) -> None:
+        try:
+            while True:
+                path = (await reader.readuntil(b"\r\n\r\n")).split(b" ", 2)[1]
+                if path == b"/robots.txt":
+                    await asyncio.sleep(delay)
+                    body, kind = robots, b"text/plain"
+                else:
+                    await asyncio.sleep(self.latency)
+                    body, kind = b"<html><body>page</body></html>", b"text/html"
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (kind, len(body), body)
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def _healthy(self, reader: Any, writer: Any) -> None:
+        await self._serve(reader, writer, b"User-agent: *\nDisallow: /private\n", 0.0)
+
+    async def _denying(self, reader: Any, writer: Any) -> None:
+        await self._serve(reader, writer, b"User-agent: *\nDisallow: /\n", self.delay)
+
+
+def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float) -> dict[str, Any]:
+    """One crawl in this process (the worker side)."""
+    import scrapy
+
+    try:
+        from scrapy.crawler import AsyncCrawlerProcess as Process
+    except ImportError:  # Scrapy 2.13
+        from scrapy.crawler import CrawlerProcess as Process  # type: ignore[assignment]
+
+    web = Web(delay, latency)
+    healthy = f"http://127.0.0.2:{web.ports['127.0.0.2']}"
+    denying = f"http://127.0.0.3:{web.ports['127.0.0.3']}"
+    seen: list[float] = []
+    holds: list[float] = []
+
+    async def watch() -> None:
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(0.005)
+            holds.append(time.monotonic() - before - 0.005)
+
+    class ReleaseSpider(scrapy.Spider):
+        name = "release"
+
+        async def start(self):
+            # (start requests are taken as the engine asks for them, not all in one callback)
+            asyncio.get_running_loop().create_task(watch())
+            yield scrapy.Request(f"{healthy}/first", callback=self.page, dont_filter=True)
+            for i in range(denied):
+                yield scrapy.Request(f"{denying}/d{i}", callback=self.page, errback=self.failed, dont_filter=True)
+            for i in range(pages):
+                yield scrapy.Request(f"{healthy}/p{i}", callback=self.page, errback=self.failed, dont_filter=True)
+
+        def page(self, response):
+            if response.url.startswith(healthy):
+                seen.append(time.monotonic())
+
+        def failed(self, failure):
+            pass
+
+    settings: dict[str, Any] = {
+        "ROBOTSTXT_OBEY": True,
+        "USER_AGENT": "ExampleBot/1.0",
+        "LOG_LEVEL": "WARNING",
+        "TELNETCONSOLE_ENABLED": False,
+        "RETRY_ENABLED": False,
+        "CONCURRENT_REQUESTS": 16,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+    }
+    if plugin:
+        settings["ADDONS"] = {"scrapy_rfc9309.Addon": 0}
+    process = Process(settings)
+    crawler = process.create_crawler(ReleaseSpider)
+    started = time.monotonic()
+    process.crawl(crawler)
+    process.start()
+    times = sorted(seen)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    return {
+        "plugin": plugin,
+        "denied": denied,
+        "healthy_pages": len(times),
+        "max_gap": round(max(gaps), 3) if gaps else None,
+        "max_hold_ms": round(max(holds) * 1e3, 1) if holds else None,
+        "seconds": round(time.monotonic() - started, 2),
+    }
+
+
+def run_one(plugin: bool, denied: int, pages: int, delay: float, latency: float) -> dict[str, Any]:
+    args = ["--worker", str(int(plugin)), str(denied), str(pages), str(delay), str(latency)]
+    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--denied", type=int, default=20_000)
+    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=1.0)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        plugin, denied, pages, delay, latency = args.worker
+        print(json.dumps(crawl(plugin == "1", int(denied), int(pages), float(delay), float(latency))))
+        return
+    runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    for _ in range(args.rounds):
+        for plugin in (True, False):
+            result = run_one(plugin, args.denied, args.pages, args.delay, args.latency)
+            print(json.dumps(result), flush=True)
+            runs[plugin].append(result)
+    print("\n| | healthy pages | longest gap (median s) | longest hold (median ms) |\n|---|---|---|---|")
+    for plugin, label in ((True, "scrapy-rfc9309"), (False, "Scrapy's RobotsTxtMiddleware")):
+        rs = runs[plugin]
+        gap = statistics.median(r["max_gap"] for r in rs if r["max_gap"] is not None)
+        hold = statistics.median(r["max_hold_ms"] for r in rs if r["max_hold_ms"] is not None)
+        print(f"| {label} | {rs[0]['healthy_pages']} | {gap:.2f} | {hold:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
