@@ -480,3 +480,38 @@ def test_a_long_signal_header_keeps_what_it_read_that_says_no() -> None:
     got = from_signal_header(", ".join(["use=full", *filler, "use=immediate"]))
     assert got == UNKNOWN  # a level read in part may be undone by a more restrictive one later
     assert len(", ".join(filler)) > MAX_HEADER_BYTES
+
+
+# -- vocab-07: no category is derived from another (issue 37) ----------------------------------------
+
+
+def test_no_category_is_derived_from_another() -> None:
+    # each category stands alone: a statement about one says nothing of the others
+    for value, stated in [
+        ("train-ai=n", {"train-ai": False}),
+        ("train-ai=y", {"train-ai": True}),
+        ("search=n", {"search": False}),
+        ("search=y", {"search": True}),
+    ]:
+        got = from_header(value)
+        assert dict(got) == {"train-ai": None, "search": None, "ai-input": None, **stated}, value
+        got = u(f"User-agent: *\nAllow: /\nContent-Usage: {value}\n", "/x")
+        assert dict(got) == {"train-ai": None, "search": None, "ai-input": None, **stated}, value
+    for value, stated in [
+        ("ai-train=no", {"train-ai": False}),
+        ("ai-input=no", {"ai-input": False}),
+        ("search=no", {"search": False}),
+        ("ai-input=yes", {"ai-input": True}),
+    ]:
+        got = u(f"User-agent: *\nAllow: /\nContent-Signal: {value}\n", "/x")
+        assert dict(got) == {"train-ai": None, "search": None, "ai-input": None, **stated}, value
+    # labels of other drafts and extensions (a broader or narrower category than the
+    # vocabulary's) map onto no category: unknown, and reported
+    robots = parse("User-agent: *\nAllow: /\nContent-Usage: bots=n, train-genai=n, ai-use=n, genai=n\n")
+    assert dict(robots.usage(URL + "/x", "ExampleBot")) == {"train-ai": None, "search": None, "ai-input": None}
+    assert [d.code for d in robots.diagnostics] == ["usage_unknown_label"]
+    assert from_header("bots=n, train-genai=n, ai-use=n") == UNKNOWN
+    # so a declared purpose is denied only by a statement about that purpose
+    assert from_header("train-ai=n").denies(["search", "ai-input"]) is None
+    assert from_header("search=n").denies(["train-ai"]) is None
+    assert u("User-agent: *\nAllow: /\nContent-Signal: ai-train=no\n", "/x").denies(["ai-input", "search"]) is None
