@@ -6,6 +6,8 @@ every usage source a response can carry, as one statement (docs/usage_preference
 "Every source of usage statements"):
 
 * the ``Content-Usage`` header (:func:`.robots.usage.from_header`);
+* the ``Content-Signal`` header (:func:`.robots.usage.from_signal_header`), read
+  as robots.txt's ``Content-Signal`` line is (Cloudflare sends one);
 * TDMRep (:func:`.robots.tdmrep.declare`): the origin's tdmrep.json rule for
   the URL, superseded by the ``tdm-reservation`` / ``tdm-policy`` headers,
   superseded by the HTML head's ``tdm-*`` meta tags (the report's priority);
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .robots.directives import GENERIC_NAMES, NOTHING, page_directives
 from .robots.html_head import MetaTag, is_html, read_head
 from .robots.tdmrep import POLICY, RESERVATION, UNSET, from_headers, from_metas, resolve
-from .robots.usage import UNKNOWN, Source, Usage, combine, from_header
+from .robots.usage import UNKNOWN, Source, Usage, combine, from_header, from_signal_header
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -58,7 +60,7 @@ def meta_names(tokens: tuple[str, ...]) -> frozenset[str]:
 
 
 #: the header names read, as each kind of ``Headers`` keeps them (its own ``normkey``)
-_NAMES = (b"content-usage", b"x-robots-tag", b"tdm-reservation", b"tdm-policy", b"content-type")
+_NAMES = (b"content-usage", b"content-signal", b"x-robots-tag", b"tdm-reservation", b"tdm-policy", b"content-type")
 _NORMALIZED: dict[type, dict[bytes, Any]] = {}
 
 
@@ -111,6 +113,7 @@ def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: T
     :data:`~.robots.tdmrep.EMPTY` when it has none)."""
     values = _header_values(response.headers)
     content_usage = values(b"content-usage")
+    content_signal = values(b"content-signal")
     robots_tag = values(b"x-robots-tag")
     reservation = values(b"tdm-reservation")
     policy = values(b"tdm-policy")
@@ -127,6 +130,15 @@ def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: T
     else:  # the file alone: its rule's statement, made once per rule
         tdm = tdmrep.usage(url) if tdmrep is not None else UNKNOWN
     page = page_directives(robots_tag, metas, tokens) if robots_tag or len(metas) > len(tdm_metas) else NOTHING
-    parts = [p for p in (from_header(content_usage) if content_usage else UNKNOWN, tdm, page.usage) if p is not UNKNOWN]
+    parts = [
+        p
+        for p in (
+            from_header(content_usage) if content_usage else UNKNOWN,
+            from_signal_header(content_signal) if content_signal else UNKNOWN,
+            tdm,
+            page.usage,
+        )
+        if p is not UNKNOWN
+    ]
     usage = UNKNOWN if not parts else parts[0] if len(parts) == 1 else combine(parts)
     return PageReading(usage, page.nofollow_sources, head_read)

@@ -45,6 +45,8 @@ _HEX = frozenset(b"0123456789abcdef")
 _RECORD_START = b'{"type":"'
 #: what the key id is an HMAC of
 _KEY_ID_TEXT = b"scrapy-rfc9309 audit key id"
+#: texts of unfinished crawls kept (the rest are counted)
+MAX_UNFINISHED = 20
 
 
 def key_id(key: bytes) -> str:
@@ -144,8 +146,10 @@ class Verifier:
         self.records = 0
         #: the chains met (``sha256``, ``hmac-sha256``)
         self.kinds: set[str] = set()
-        #: one text per crawl left without its closing record
+        #: one text per crawl left without its closing record, the first
+        #: :data:`MAX_UNFINISHED` of them; ``unfinished_count`` counts them all
         self.unfinished: list[str] = []
+        self.unfinished_count = 0
         self._open = False
         self._expected = 1
         self._prev = GENESIS
@@ -260,7 +264,9 @@ class Verifier:
                 text += f"; line {cut}, its last, is cut mid-write"
         else:  # a crawl whose first record was cut: nothing of it was written
             text = f"line {cut}: a crawl truncated or unfinished (no closing record): its first record is cut mid-write"
-        self.unfinished.append(text)
+        if len(self.unfinished) < MAX_UNFINISHED:
+            self.unfinished.append(text)
+        self.unfinished_count += 1
         self._open = False
         self._cut = None
 

@@ -340,7 +340,7 @@ class Recorder:
                 "type": "tdmrep", "at": iso(time.time()), "origin": origin,
                 "url": mask_url(file.url) if file.url else None, "access": file.access, "status": file.status,
                 "outcome": result.outcome if result is not None else None, "stored": result is None,
-                "sha256": file.sha256, "bytes": len(entry.body), "rules": len(file.tdmrep.rules),
+                "sha256": file.sha256, "bytes": len(entry.body), "rules": len(file.tdmrep),
                 "diagnostics": [str(d) for d in file.tdmrep.diagnostics[:10]],
                 "fetched_at": iso(entry.fetched_at), "expires_at": iso(entry.expires_at),
             }

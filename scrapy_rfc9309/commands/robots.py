@@ -313,7 +313,7 @@ class Command(ScrapyCommand):
             by_origin.setdefault(origin, []).append(url)
         forced = _agent_tokens(agents) if agents else None
         try:
-            trail = Trail(path, trail_key)
+            trail = Trail(path, trail_key, by_origin, summary=summary)  # streamed: memory bounded (docs/audit.md)
             trail.check_bodies()
         except TrailTampered as exc:
             print(f"scrapy robots: audit trail {path}: {exc}", file=sys.stderr)
@@ -350,7 +350,7 @@ class Command(ScrapyCommand):
                     for url, decided in zip(block_urls, recorded):
                         if decided is not None:
                             lines.append(row("", f"{url}: the crawl {decided['type']} it at {decided['at']}"))
-                        used = trail.usage_decisions.get(url)
+                        used = trail.usage_decision(url)
                         if used is not None:
                             by = "; ".join(_source_text(s) for s in used.get("sources") or ()) or "no statement"
                             lines.append(
@@ -571,8 +571,8 @@ def describe_fetch(url: str, result: FetchResult, config: Rfc9309Settings, unrea
 
 
 def _trail_tokens(trail: Any) -> tuple[str, ...]:
-    if trail.crawls and trail.crawls[-1].get("tokens"):
-        return tuple(trail.crawls[-1]["tokens"])
+    if trail.last_crawl and trail.last_crawl.get("tokens"):
+        return tuple(trail.last_crawl["tokens"])
     raise UsageError("the audit trail names no product token: give --agent", print_help=False)
 
 
@@ -594,7 +594,7 @@ def _chain_text(trail: Any) -> str:
     """``chain intact: 57 records, 1 crawl (SHA-256, no key)`` (and how many crawls are unfinished)."""
     text = trail.chain
     if trail.unfinished:
-        text += f"; {len(trail.unfinished)} crawl(s) truncated or unfinished (no closing record)"
+        text += f"; {trail.unfinished_count} crawl(s) truncated or unfinished (no closing record)"
     return text
 
 
@@ -621,7 +621,7 @@ def _summary_lines(trail: Any) -> list[str]:
     records = trail.request_records
     usage = records.get("usage denied", 0) + records.get("usage dropped", 0)
     out = [
-        f"audit trail {trail.path}: {len(trail.crawls)} crawl(s), {len(rows)} origin(s), "
+        f"audit trail {trail.path}: {trail.crawl_count} crawl(s), {len(rows)} origin(s), "
         f"{allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below); "
         f"{_chain_text(trail)}",
         f"records of single requests: {records.get('allowed', 0)} allowed (written only with "

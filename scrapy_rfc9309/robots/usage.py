@@ -396,24 +396,27 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_SOURCE_CHARS else text[:MAX_SOURCE_CHARS] + "..."
 
 
-# -- the Content-Usage header -------------------------------------------------
+# -- the Content-Usage and Content-Signal headers -------------------------------
 
 
-def from_header(values: Iterable[bytes | str] | bytes | str | None) -> Usage:
-    """The preferences of a ``Content-Usage`` response header: all its field
-    lines joined with ", " and read as one Dictionary (RFC 9651 4.2).
-    Never raises; the work is linear in the header's size and at most one
-    Dictionary of :data:`MAX_HEADER_BYTES` is parsed.
+def from_header(values: Iterable[bytes | str] | bytes | str | None, form: int = CONTENT_USAGE) -> Usage:
+    """The preferences of a ``Content-Usage`` response header (or, with
+    ``form`` :data:`CONTENT_SIGNAL`, a ``Content-Signal`` one, read as the
+    robots.txt line is: ``yes``/``no``, ``ai-train``, ``search``, ``ai-input``,
+    ``use=``): all its field lines joined with ", " and read as one Dictionary
+    (RFC 9651 4.2).  Never raises; the work is linear in the header's size
+    and at most one Dictionary of :data:`MAX_HEADER_BYTES` is parsed.
 
     Members repeated word for word are read once (the last of each is kept,
     which leaves the Dictionary's values as they are).  When the distinct
     members are still longer than :data:`MAX_HEADER_BYTES`, the header is
     read in part: its first distinct members up to that size (whole field
     lines when it holds quoted strings, whose commas cannot be told apart);
-    a category that some member read sets to ``n`` is disallowed, any other
-    is unknown (what was not read could change a ``y``).  So no size turns a
-    ``n`` the plugin read into unknown.  A part that does not parse states
-    nothing, as the whole would not."""
+    a category that some member read sets to ``n`` (``no``) is disallowed, any other
+    is unknown (what was not read could change a ``y``), and a ``use=``
+    level is kept only when it is ``immediate`` (nothing later can be more
+    restrictive).  So no size turns a ``n`` the plugin read into unknown.  A
+    part that does not parse states nothing, as the whole would not."""
     if values is None:
         return UNKNOWN
     if isinstance(values, (bytes, bytearray, str)):
@@ -423,7 +426,7 @@ def from_header(values: Iterable[bytes | str] | bytes | str | None) -> Usage:
         return UNKNOWN
     text = ", ".join(lines)
     if len(text) <= MAX_HEADER_BYTES:
-        return _header_usage(text, 0, None)
+        return _header_usage(text, 0, None, form)
     if '"' not in text:  # every comma separates members
         members = list(map(str.strip, text.split(","), repeat(" \t")))
         last = list(dict.fromkeys(reversed(members)))  # each member once, at its last place
@@ -431,12 +434,19 @@ def from_header(values: Iterable[bytes | str] | bytes | str | None) -> Usage:
         repeats = len(members) - len(last)
         distinct = ", ".join(last)
         if len(distinct) <= MAX_HEADER_BYTES:
-            return _header_usage(distinct, repeats, None)
+            return _header_usage(distinct, repeats, None, form)
         first = list(dict.fromkeys(members))  # at its first place: what comes first is read
         read = _fitting(first)
-        return _header_usage(", ".join(first[:read]), repeats, f"{read:,} of its {len(first):,} distinct members")
+        return _header_usage(", ".join(first[:read]), repeats, f"{read:,} of its {len(first):,} distinct members", form)
     read = _fitting(lines)
-    return _header_usage(", ".join(lines[:read]), 0, f"{read:,} of its {len(lines):,} field lines")
+    return _header_usage(", ".join(lines[:read]), 0, f"{read:,} of its {len(lines):,} field lines", form)
+
+
+def from_signal_header(values: Iterable[bytes | str] | bytes | str | None) -> Usage:
+    """The preferences of a ``Content-Signal`` response header (Cloudflare
+    sends one beside its managed robots.txt), read as the robots.txt line is
+    (:func:`from_header` with :data:`CONTENT_SIGNAL`)."""
+    return from_header(values, CONTENT_SIGNAL)
 
 
 def _fitting(parts: list[str]) -> int:
@@ -452,25 +462,30 @@ def _fitting(parts: list[str]) -> int:
     return lo
 
 
-def _header_usage(text: str, repeats: int, partial: str | None) -> Usage:
+def _header_usage(text: str, repeats: int, partial: str | None, form: int = CONTENT_USAGE) -> Usage:
     """The preferences ``text`` states; ``partial`` (what was read): it is the
-    first part of a longer header, so only its ``n`` values are kept."""
-    reading = _read(text, CONTENT_USAGE)
+    first part of a longer header, so only its ``n`` values (and an
+    ``immediate`` level) are kept."""
+    reading = _read(text, form)
     prefs = reading.prefs
+    use = reading.use
     if partial is not None and reading.error is None:
+        labels, no = (USAGE_LABELS, "n") if form == CONTENT_USAGE else (SIGNAL_LABELS, "no")
         members = {m.strip(" \t").partition(";")[0] for m in text.split(",")} if '"' not in text else None
-        prefs = {c: False for label, c in USAGE_LABELS.items() if _says_no(label, prefs.get(c), members)}
-    if not prefs:
+        prefs = {c: False for label, c in labels.items() if _says_no(label, no, prefs.get(c), members)}
+        use = use if use == USE_LEVELS[0] else None
+    if not prefs and use is None:
         return UNKNOWN
     note = f" (the first {partial} read)" if partial is not None else ""
-    source = Source("header", 0, f"Content-Usage: {_clip(text)}{note}", repeats)
-    return Usage(prefs, {c: (source,) for c in prefs})
+    source = Source("header", 0, f"{_FORM_NAMES[form]}: {_clip(text)}{note}", repeats)
+    return Usage(prefs, {c: (source,) for c in prefs}, use=use, use_sources=(source,))
 
 
-def _says_no(label: str, value: bool | None, members: set[str] | None) -> bool:
-    """Whether a member read sets ``label`` to ``n``: the Dictionary's own
-    value, or, when members can be told apart, any one of them."""
-    return value is False or (members is not None and f"{label}=n" in members)
+def _says_no(label: str, no: str, value: bool | None, members: set[str] | None) -> bool:
+    """Whether a member read sets ``label`` to ``no`` (``n``, or ``no`` for
+    Content-Signal): the Dictionary's own value, or, when members can be told
+    apart, any one of them."""
+    return value is False or (members is not None and f"{label}={no}" in members)
 
 
 # -- robots.txt rules -------------------------------------------------------

@@ -123,7 +123,8 @@ def _trail(tmp_path, body: bytes, tail: str = "") -> Trail:
     sealer = Sealer()
     crawl = {"type": "crawl", "crawl_id": "c1", **sealer.describe(), "tokens": ["ExampleBot"], "max_bytes": 512000}
     (tmp_path / "t.jsonl").write_bytes(sealer.seal(crawl) + sealer.seal(state) + tail.encode())
-    return Trail(str(tmp_path / "t.jsonl"))
+    asked = {"http://a.example:80": ["http://a.example/x"], "http://b.example:80": ["http://b.example/"]}
+    return Trail(str(tmp_path / "t.jsonl"), urls=asked)
 
 
 def test_a_trail_cut_mid_line_is_read_and_an_altered_body_is_refused(tmp_path):
@@ -317,3 +318,204 @@ def test_a_sync_writer_has_the_record_in_the_file_when_put_returns(tmp_path):
     writer.close()
     verifier = _verify([line + b"\n" for line in lines[:-1]])
     assert (verifier.closed, len(verifier.unfinished)) == (1, 1)
+
+
+# -- the closing record's count (issue 36, item 13) -------------------------------------------------
+def _miscounted(lines: list[bytes]) -> list[bytes]:
+    """``lines`` with the closing record's count one short, sealed again as a
+    forger without a key can: the digest fits, only the count is wrong."""
+    from scrapy_rfc9309.audit import chain
+
+    closing = json.loads(lines[-1])
+    previous = json.loads(lines[-2])["h"].encode()
+    del closing["h"]
+    closing["records"] -= 1
+    body = chain.dumps(closing)
+    return [*lines[:-1], body[:-1] + b',"h":"' + chain._digest(None, previous, body) + b'"}\n']
+
+
+def test_a_closing_record_that_miscounts_its_records_is_named():
+    lines = _crawl(Sealer(), "c1", "denied", "allowed")
+    assert _verify(lines).closed == 1
+    with pytest.raises(Tampered, match="line 4: the closing record of crawl 1 miscounts its records"):
+        _verify(_miscounted(lines))
+
+
+# -- replay in bounded memory (issue 37, item 3) ---------------------------------------------------
+def _generated(where, size: int, origins: int = 20) -> str:
+    """A sealed trail of about ``size`` bytes, as a long crawl with RFC9309_AUDIT_ALLOWED
+    writes: each origin's robots.txt once (its body kept), then allowed and denied
+    records of long URLs over all of them, a counts record every 1,000, the closing record."""
+    bodies = where / BODIES_DIR
+    bodies.mkdir(parents=True)
+    sealer = Sealer()
+    at = "2026-11-24T22:00:00.000Z"
+    parts = [sealer.seal({"type": "crawl", "at": at, "crawl_id": "c" * 32, **sealer.describe(),
+                          "tokens": ["ExampleBot"], "max_bytes": 512_000})]  # fmt: skip
+    digests = []
+    for o in range(origins):
+        body = f"User-agent: *\nDisallow: /private{o}/\n".encode()
+        digests.append(hashlib.sha256(body).hexdigest())
+        (bodies / digests[-1]).write_bytes(body)
+        origin = f"http://o{o}.example:80"
+        parts.append(
+            sealer.seal(
+                {
+                    "type": "fetch",
+                    "at": at,
+                    "origin": origin,
+                    "status": 200,
+                    "outcome": "2xx",
+                    "access": "success",
+                    "sha256": digests[-1],
+                    "in_force": True,
+                    "governing_sha256": digests[-1],
+                    "governing_access": "success",
+                    "governing_status": 200,
+                    "governing_url": f"{origin}/robots.txt",
+                    "fetched_at": at,
+                    "tokens": ["ExampleBot"],
+                }  # fmt: skip
+            )
+        )
+    written = sum(map(len, parts))
+    path = where / "trail.jsonl"
+    with path.open("wb") as out:
+        out.write(b"".join(parts))
+        i = 0
+        while written < size:
+            o = i % origins
+            denied = i % 7 == 0
+            url = f"http://o{o}.example/private{o}/{i}" if denied else f"http://o{o}.example/page/{i}/" + "x" * 250
+            line = sealer.seal(
+                {
+                    "type": "denied" if denied else "allowed",
+                    "at": at,
+                    "url": url,
+                    "origin": f"http://o{o}.example:80",
+                    "verdict": "disallowed_explicit" if denied else "allowed_implicit",
+                    "token": "ExampleBot",
+                    "sha256": digests[o],
+                    "access": "success",
+                    "fetched_at": at,
+                }  # fmt: skip
+            )
+            i += 1
+            if i % 1_000 == 0:
+                line += sealer.seal(
+                    {"type": "counts", "at": at, "origins": {f"http://o{k}.example:80": [1, 2] for k in range(origins)}}
+                )
+            out.write(line)
+            written += len(line)
+        out.write(sealer.seal({"type": "closed", "at": at, "reason": "finished"}))
+    return str(path)
+
+
+def _peak(read) -> tuple[int, object]:
+    """The most memory ``read()`` held at once (tracemalloc), and what it returned."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        value = read()
+        return tracemalloc.get_traced_memory()[1], value
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_replay_takes_memory_bounded_whatever_the_trails_size(tmp_path):
+    """Before, a replay kept every record: 3.4 times the trail in traced memory
+    (4.3 times in RSS); now a fixed amount, whatever the size (docs/audit.md)."""
+    import os
+
+    asked = {"http://o3.example:80": ["http://o3.example/private3/63", "http://o3.example/page/23/" + "x" * 250]}
+    peaks = {}
+    for size in (8_000_000, 24_000_000):
+        path = _generated(tmp_path / str(size), size)
+        assert os.path.getsize(path) >= size
+
+        def replay(path=path):
+            trail = Trail(path, urls=asked, summary=True)
+            assert trail.check_bodies() == 20
+            answers = []
+            for url in asked["http://o3.example:80"]:
+                state, decided = trail.state_for("http://o3.example:80", url)
+                answers.append((trail.robots_of(state).can_fetch(url, "ExampleBot"), decided["type"]))
+            return answers, trail.request_records["allowed"] + trail.request_records["denied"], trail.summary()
+
+        peaks[size], (answers, decisions, rows) = _peak(replay)
+        assert answers == [(False, "denied"), (True, "allowed")]
+        assert len(rows) == 20 and rows[3]["origin"] == "http://o3.example:80" and rows[3]["fetches"] == 1
+        assert rows[3]["allowed"] == decisions // 1_000 and rows[3]["denied"] == 2 * (decisions // 1_000)
+    small, large = peaks[8_000_000], peaks[24_000_000]
+    assert large < 4_000_000, peaks  # (8 MB and 24 MB trails)
+    assert large - small < 500_000, peaks  # three times the trail, the same memory
+
+
+def test_a_decision_is_replayed_against_the_file_that_governed_it(tmp_path):
+    """Streamed, the pairing is the one the whole trail gave: the last result
+    in force with the decision's fetch time and hash, else the origin's last."""
+    bodies = tmp_path / BODIES_DIR
+    bodies.mkdir()
+    sealer = Sealer()
+    lines = [sealer.seal({"type": "crawl", "crawl_id": "c1", **sealer.describe(), "tokens": ["ExampleBot"]})]
+    origin = "http://a.example:80"
+
+    def state(body: bytes, at: str) -> bytes:
+        digest = hashlib.sha256(body).hexdigest()
+        (bodies / digest).write_bytes(body)
+        return sealer.seal(
+            {
+                "type": "stored",
+                "origin": origin,
+                "governing_access": "success",
+                "governing_sha256": digest,
+                "fetched_at": at,
+                "tokens": ["ExampleBot"],
+                "added": ["line 2: Disallow: /" + "x" * 1_000],
+            }  # fmt: skip
+        )
+
+    old, new = b"User-agent: *\nDisallow: /old\n", b"User-agent: *\nDisallow: /new\n"
+
+    def decided(url: str, body: bytes, at: str) -> bytes:
+        return sealer.seal(
+            {
+                "type": "allowed",
+                "url": url,
+                "origin": origin,
+                "sha256": hashlib.sha256(body).hexdigest(),
+                "fetched_at": at,
+            }
+        )
+
+    lines += [state(old, "t1"), decided("http://a.example/old", old, "t1"), state(new, "t2")]
+    lines += [decided("http://a.example/new", new, "t2"), sealer.seal({"type": "closed"})]
+    (tmp_path / "t.jsonl").write_bytes(b"".join(lines))
+    asked = ["http://a.example/old", "http://a.example/new", "http://a.example/never"]
+    trail = Trail(str(tmp_path / "t.jsonl"), urls={origin: asked})
+    answers = {url: trail.state_for(origin, url) for url in asked}
+    assert answers["http://a.example/old"][0]["fetched_at"] == "t1"  # the file then in force, not the last
+    assert answers["http://a.example/new"][0]["fetched_at"] == "t2"
+    assert answers["http://a.example/never"] == (answers["http://a.example/new"][0], None)  # no decision: the last
+    assert "added" not in answers["http://a.example/old"][0]  # (what changed is not kept)
+    assert not trail.robots_of(answers["http://a.example/old"][0]).can_fetch("http://a.example/old", "ExampleBot")
+    with pytest.raises(ValueError, match="not asked"):
+        trail.state_for(origin, "http://a.example/other")
+
+
+def test_a_line_longer_than_any_record_is_named_without_reading_it_whole(tmp_path, monkeypatch):
+    from scrapy_rfc9309.audit import trail as trail_module
+
+    monkeypatch.setattr(trail_module, "MAX_LINE_BYTES", 2_000)
+    sealer = Sealer()
+    lines = [sealer.seal({"type": "crawl", "crawl_id": "c1", **sealer.describe()})]
+    lines.append(sealer.seal({"type": "denied", "url": "http://a.example/" + "x" * 1_800}))  # fits
+    (tmp_path / "t.jsonl").write_bytes(b"".join([*lines, sealer.seal({"type": "closed"})]))
+    assert Trail(str(tmp_path / "t.jsonl")).chain == "chain intact: 3 records, 1 crawl (SHA-256, no key)"
+    lines.append(sealer.seal({"type": "denied", "url": "http://a.example/" + "x" * 2_000}))
+    (tmp_path / "t.jsonl").write_bytes(b"".join([*lines, sealer.seal({"type": "closed"})]))
+    with pytest.raises(TrailTampered, match="line 3: longer than 2,000 bytes: no record the plugin writes is"):
+        Trail(str(tmp_path / "t.jsonl"))

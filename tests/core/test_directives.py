@@ -20,7 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import parse
-from scrapy_rfc9309.robots.directives import MAX_HEADER_BYTES, NOTHING, PageDirectives, page_directives
+from scrapy_rfc9309.robots.directives import (
+    MAX_COLONS,
+    MAX_LINE_CHARS,
+    MAX_PROBLEMS,
+    NOTHING,
+    PageDirectives,
+    page_directives,
+)
 from scrapy_rfc9309.robots.html_head import MetaTag, read_head
 from scrapy_rfc9309.robots.usage import UNKNOWN, Source, combine
 
@@ -94,8 +101,9 @@ def test_unknown_directive_reported() -> None:
     # a directive with a value it does not take is no directive
     d = page_directives(b"noindex: yes", tokens=TOKEN)
     assert d.usage == UNKNOWN and [x.code for x in d.diagnostics] == ["directive_unknown"]
-    # diagnostics are bounded
-    assert len(page_directives(",".join(["bogus"] * 1000), tokens=TOKEN).diagnostics) == 20
+    # diagnostics are bounded; a word repeated in a value is reported once
+    assert len(page_directives(",".join(f"bogus{i}" for i in range(1000)), tokens=TOKEN).diagnostics) == 20
+    assert len(page_directives(",".join(["bogus"] * 1000), tokens=TOKEN).diagnostics) == 1
 
 
 def test_meta_tags() -> None:
@@ -142,12 +150,51 @@ def test_combines_most_restrictive_with_robots_txt() -> None:
     assert both.denies(["train-ai"]) == ("train-ai", (Source("header", 0, "X-Robots-Tag: noai"),))
 
 
-def test_header_bound() -> None:
-    big = "x" * (MAX_HEADER_BYTES - 2)
-    d = page_directives([big.encode(), b"noai"], tokens=TOKEN)
+def test_every_line_counts() -> None:
+    # issue 37: reading stopped at 16 KiB of X-Robots-Tag lines, so a late noai was missed
+    others = [f"otherbot{i}: noindex, nofollow".encode() for i in range(2_000)]  # 62 KB, all distinct
+    d = page_directives([*others, b"noai"], tokens=TOKEN)
+    assert d.usage["train-ai"] is False and d.usage["search"] is None and not d.nofollow
+    assert d.usage.sources["train-ai"] == (Source("header", 0, "X-Robots-Tag: noai"),)
+    # lines repeated by the thousand are read once each; the statement counts distinct lines
+    d = page_directives([b"noindex"] * 5_000 + [b"none"] * 5_000 + [b"ExampleBot: noai"], tokens=TOKEN)
+    assert values(d) == {"train-ai": False, "search": False, "ai-input": None} and d.nofollow
+    assert d.usage.sources["search"] == (
+        Source("header", 0, "X-Robots-Tag: noindex"),
+        Source("header", 0, "X-Robots-Tag: none"),
+    )
+    # a line as long as HTTP/1.1 delivers (16 KiB) is read to its end, its many pieces at C speed
+    line = b"all, " * ((MAX_LINE_CHARS - 4) // 5)
+    line = b" " * (MAX_LINE_CHARS - 4 - len(line)) + line + b"noai"
+    assert len(line) == MAX_LINE_CHARS
+    d = page_directives([line], tokens=TOKEN)
+    assert d.usage["train-ai"] is False and d.diagnostics == ()
+    d = page_directives([line.replace(b"all", b"x  ")], tokens=TOKEN)
+    assert d.usage["train-ai"] is False
+    assert [p.code for p in d.diagnostics] == ["directive_unknown"]  # "x", once
+    # a longer one is read up to its last comma before the bound, and says so
+    d = page_directives([b" " + line], tokens=TOKEN)
+    assert d.usage == UNKNOWN and [p.code for p in d.diagnostics] == ["header_line_cut"]
+    d = page_directives([b"noindex, " + line, b"nofollow"], tokens=TOKEN)
+    assert d.usage["search"] is False and d.usage["train-ai"] is None and d.nofollow
+    # what a response carries stays bounded: 3 sources a category, the rest counted
+    d = page_directives([f"noai, nofollow, x{i}".encode() for i in range(1_000)], tokens=TOKEN)
+    assert len(d.usage.sources["train-ai"]) == 3 and d.usage.more["train-ai"] == 997
+    assert len(d.nofollow_sources) == 3 and d.nofollow_more == 997
+    assert len(d.diagnostics) == MAX_PROBLEMS
+
+
+def test_crawler_names_in_a_line_are_bounded() -> None:
+    # each piece holding a ":" costs a step; at most MAX_COLONS of them are read per line
+    names = ", ".join(f"bot{i}: noindex" for i in range(MAX_COLONS - 1))
+    d = page_directives([f"{names}, ExampleBot: noai"], tokens=TOKEN)  # exactly MAX_COLONS: read whole
+    assert d.usage["train-ai"] is False and d.usage["search"] is None and d.diagnostics == ()
+    d = page_directives([f"{names}, bot: x, ExampleBot: noai"], tokens=TOKEN)  # one more: cut before it
     assert d.usage == UNKNOWN
-    assert "header_too_long" in [x.code for x in d.diagnostics]
-    assert values(page_directives([b"noai", big.encode()], tokens=TOKEN))["train-ai"] is False
+    assert [p.code for p in d.diagnostics] == ["header_line_cut"]
+    # (what comes before the cut is read, and other lines are read whole)
+    d = page_directives([f"noai, {names}, bot: x, ExampleBot: noindex", "nofollow"], tokens=TOKEN)
+    assert d.usage["train-ai"] is False and d.usage["search"] is None and d.nofollow
 
 
 # -- against a reference ---------------------------------------------------------------------------
@@ -206,3 +253,65 @@ def test_never_raises(header, metas, tokens) -> None:
     assert isinstance(d, PageDirectives)
     assert d.usage["ai-input"] is None  # nothing here speaks of ai-input
     assert all(v is not True for v in d.usage.values())  # directives only ever disallow
+
+
+def _reference_value(value: str, scoped: bool, wanted: frozenset[str]) -> tuple[set[str], set[str]]:
+    """The reading piece by piece, as the plugin read before its values were
+    read at C speed (issue 37): the directives that apply, and the unknown ones."""
+    from scrapy_rfc9309.robots import directives as m
+
+    applies = True
+    found: set[str] = set()
+    unknown: set[str] = set()
+    for piece in value.split(","):
+        text = piece.strip(" \t\r\n\f").lower()
+        if not text:
+            continue
+        colon = text.find(":")
+        head = text if colon < 0 else text[:colon].rstrip(" \t")
+        if scoped and colon > 0 and head not in m._KNOWN and m._is_name(head):
+            applies = head in wanted
+            text = text[colon + 1 :].strip(" \t")
+            if not text:
+                continue
+            colon = text.find(":")
+            head = text if colon < 0 else text[:colon].rstrip(" \t")
+        if not applies:
+            continue
+        if colon < 0 and (head in m.USAGE_DIRECTIVES or head in m.NOFOLLOW_DIRECTIVES):
+            found.add(head)
+        elif head not in m.OTHER_DIRECTIVES and head not in m.VALUED_DIRECTIVES and m._is_name(head):
+            unknown.add(m._clip(f"{m.CODES['directive_unknown']}: {text}"))
+    return found, unknown
+
+
+PIECES = [
+    "noai", "NoImageAI", "noindex", "none", "nofollow", "index", "all", "max-snippet: 5", "max-snippet:",
+    "unavailable_after: Wed", " 15-Nov-23 15:00:00 GMT", "bogus", "noai: x", "googlebot:", "ExampleBot:",
+    "robots: noai", "otherbot: noindex", "a: b: noai", ":", "::", " ", "", "\t", "x y", "é", "no ai",
+]  # fmt: skip
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(PIECES), max_size=40), st.sampled_from([",", ", ", " ,", ",\t"]), st.booleans())
+def test_values_read_as_piece_by_piece(pieces, sep, scoped) -> None:
+    from scrapy_rfc9309.robots.directives import _read_value
+
+    # (fewer than 16 pieces are read one by one, more at C speed: both ways agree with the reference)
+    value = sep.join(pieces)
+    wanted = frozenset({"robots", "examplebot"})
+    found, unknown, cut = _read_value(value, scoped, wanted)
+    assert (set(found), set(unknown), cut) == (*_reference_value(value, scoped, wanted), False), value
+    assert len(found) == len(set(found)) and len(unknown) == len(set(unknown))
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(PIECES), max_size=40), st.integers(0, 80), st.sampled_from([",", ", "]))
+def test_long_lines_state_what_they_hold(pieces, padding, sep) -> None:
+    # a long line without a stating word is only sampled for diagnostics: never one that states something
+    value = sep.join(["index"] * padding + pieces + ["follow"] * padding)
+    found, _ = _reference_value(value, True, frozenset({"robots", "examplebot"}))
+    d = page_directives([value.encode("utf-8")], tokens=TOKEN)
+    assert (d.usage["train-ai"] is False) == bool(found & {"noai", "noimageai"}), value
+    assert (d.usage["search"] is False) == bool(found & {"noindex", "none"}), value
+    assert d.nofollow == bool(found & {"nofollow", "none"}), value

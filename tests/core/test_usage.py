@@ -430,3 +430,88 @@ def test_many_wildcard_rules_agree_with_a_plain_reading() -> None:
             got = robots.usage(URL + path, "bot")
             values, use = _reference(preamble, groups, path, "bot")
             assert (dict(got), got.use) == (values, use), (path, lines)
+
+
+# -- the Content-Signal header (issue 37) -----------------------------------------------------------
+
+
+def test_content_signal_header_reads_as_the_robots_txt_line() -> None:
+    from scrapy_rfc9309.robots.usage import from_signal_header
+
+    got = from_signal_header(b"search=yes, ai-train=no, use=reference")
+    assert got == {"train-ai": False, "search": True, "ai-input": None}
+    source = Source("header", 0, "Content-Signal: search=yes, ai-train=no, use=reference")
+    assert got.sources["train-ai"] == got.sources["search"] == (source,)
+    assert (got.use, got.use_sources) == ("reference", (source,))
+    # field lines joined with ", " (RFC 9651 4.2); yes/no Tokens only, case-sensitive
+    assert from_signal_header([b"ai-input=no", b"search=yes"]) == {"train-ai": None, "search": True, "ai-input": False}
+    assert from_signal_header(b"ai-train=No") == UNKNOWN and from_signal_header(b"ai-train=n") == UNKNOWN
+    assert from_signal_header(b"train-ai=no") == UNKNOWN  # Content-Usage's label, not Content Signals'
+    assert from_signal_header(None) == UNKNOWN and from_signal_header(b"Ai-Train=no") == UNKNOWN
+    assert from_signal_header(b"use=full").use == "full"
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.sampled_from(["search", "ai-train", "ai-input", "use", "train-ai", "nsfw"]).flatmap(
+            lambda k: st.sampled_from([f"{k}=yes", f"{k}=no", f"{k}=Yes", f"{k}=immediate", f"{k}=reference", k])
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_the_signal_header_and_the_robots_txt_line_agree(members: list[str]) -> None:
+    from scrapy_rfc9309.robots.usage import from_signal_header
+
+    value = ", ".join(members)
+    line = parse(f"Content-Signal: {value}\nUser-agent: *\nAllow: /\n").usage(URL + "/x", "ExampleBot")
+    header = from_signal_header(value.encode())
+    assert dict(header) == dict(line) and header.use == line.use, value
+
+
+def test_a_long_signal_header_keeps_what_it_read_that_says_no() -> None:
+    from scrapy_rfc9309.robots.usage import MAX_HEADER_BYTES, from_signal_header
+
+    filler = [f"x{i}=yes" for i in range(4_000)]  # distinct members, past the bound
+    got = from_signal_header(", ".join(["ai-train=no", "search=yes", "use=immediate", *filler]))
+    assert got == {"train-ai": False, "search": None, "ai-input": None} and got.use == "immediate"
+    assert "read)" in got.sources["train-ai"][0].text
+    got = from_signal_header(", ".join(["use=full", *filler, "use=immediate"]))
+    assert got == UNKNOWN  # a level read in part may be undone by a more restrictive one later
+    assert len(", ".join(filler)) > MAX_HEADER_BYTES
+
+
+# -- vocab-07: no category is derived from another (issue 37) ----------------------------------------
+
+
+def test_no_category_is_derived_from_another() -> None:
+    # each category stands alone: a statement about one says nothing of the others
+    for value, stated in [
+        ("train-ai=n", {"train-ai": False}),
+        ("train-ai=y", {"train-ai": True}),
+        ("search=n", {"search": False}),
+        ("search=y", {"search": True}),
+    ]:
+        got = from_header(value)
+        assert dict(got) == {"train-ai": None, "search": None, "ai-input": None, **stated}, value
+        got = u(f"User-agent: *\nAllow: /\nContent-Usage: {value}\n", "/x")
+        assert dict(got) == {"train-ai": None, "search": None, "ai-input": None, **stated}, value
+    for value, stated in [
+        ("ai-train=no", {"train-ai": False}),
+        ("ai-input=no", {"ai-input": False}),
+        ("search=no", {"search": False}),
+        ("ai-input=yes", {"ai-input": True}),
+    ]:
+        got = u(f"User-agent: *\nAllow: /\nContent-Signal: {value}\n", "/x")
+        assert dict(got) == {"train-ai": None, "search": None, "ai-input": None, **stated}, value
+    # labels of other drafts and extensions (a broader or narrower category than the
+    # vocabulary's) map onto no category: unknown, and reported
+    robots = parse("User-agent: *\nAllow: /\nContent-Usage: bots=n, train-genai=n, ai-use=n, genai=n\n")
+    assert dict(robots.usage(URL + "/x", "ExampleBot")) == {"train-ai": None, "search": None, "ai-input": None}
+    assert [d.code for d in robots.diagnostics] == ["usage_unknown_label"]
+    assert from_header("bots=n, train-genai=n, ai-use=n") == UNKNOWN
+    # so a declared purpose is denied only by a statement about that purpose
+    assert from_header("train-ai=n").denies(["search", "ai-input"]) is None
+    assert from_header("search=n").denies(["train-ai"]) is None
+    assert u("User-agent: *\nAllow: /\nContent-Signal: ai-train=no\n", "/x").denies(["ai-input", "search"]) is None

@@ -239,6 +239,33 @@ def test_a_whole_trail_rewritten_without_the_key_is_caught_only_with_a_key(trail
     )
 
 
+def test_a_closing_record_that_miscounts_its_records_is_named(trail):
+    """A record deleted and the trail sealed again without a key, the closing
+    record's count left as it was (issue 36, item 13): its seal fits, its count
+    does not; exit 3 as any alteration (docs/audit.md)."""
+    from scrapy_rfc9309.audit import chain
+
+    path, urls = trail
+    sealer = Sealer()
+    out = []
+    kept = [r for r in records(path) if r.get("url") != urls["private2"]]  # one record deleted
+    assert len(kept) == len(records(path)) - 1
+    for record in kept[:-1]:
+        record.pop("h"), record.pop("n")
+        out.append(sealer.seal(record))
+    closing = kept[-1]  # its "records" still counts the deleted one
+    closing.pop("h")
+    closing["n"] = sealer.count + 1
+    body = chain.dumps(closing)
+    out.append(body[:-1] + b',"h":"' + chain._digest(None, sealer.last, body) + b'"}\n')
+    rewrite(path, out)
+    for args in ((urls["private"],), ("--summary",)):
+        process = replay(path, *args)
+        assert process.returncode == 3, process.stdout + process.stderr
+        assert one_error_line(process).endswith(f"line {len(out)}: the closing record of crawl 1 miscounts its records")
+        assert process.stdout == ""  # nothing is replayed
+
+
 # -- truncation -------------------------------------------------------------------------------------
 def test_a_trail_without_its_closing_record_is_truncated_not_tampered(trail):
     path, urls = trail

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest_twisted
 
-from .harness import Outcome, Req, check_accounting, clock, crawl
+from .harness import REACTORLESS, Outcome, Req, check_accounting, clock, crawl
 from .servers import Reply, robots
 
 TDM = "/.well-known/tdmrep.json"
@@ -206,6 +206,61 @@ async def test_x_robots_tag_forms(servers):
     assert o.status == 200 and train(o)["value"] is None
     # any media type: the header is no HTML
     assert result.outcome(s.url("/pdf")).message == DROPPED + "header: X-Robots-Tag: noai"
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_noai_line_after_many_other_x_robots_tag_lines_counts(servers):
+    # issue 37: reading stopped after 16 KiB of X-Robots-Tag lines; every line counts now
+    s = site(servers, "127.0.0.2")
+    if REACTORLESS:  # aiohttp takes at most 128 field lines (of 8,190 bytes): 100 long ones, 20 KB
+        others = [("X-Robots-Tag", ", ".join(f"otherbot{i}-{j}: noindex" for j in range(8))) for i in range(100)]
+    else:  # 1,000 distinct lines, 23 KB
+        others = [("X-Robots-Tag", f"otherbot{i}: noindex, nofollow") for i in range(1_000)]
+    assert sum(len(value) for _, value in others) > 16_384
+    late = ("X-Robots-Tag", "ExampleBot: noai")
+    s.routes["/late"] = Reply(200, "<html></html>", {"Content-Type": "text/html"}, header_lines=(*others, late))
+    s.routes["/others"] = Reply(200, "<html></html>", {"Content-Type": "text/html"}, header_lines=tuple(others))
+    result = await crawl([s.url("/late"), s.url("/others")], TRAIN)
+    check_accounting(result)
+    assert result.outcome(s.url("/late")).message == DROPPED + "header: X-Robots-Tag: ExampleBot: noai"
+    o = result.outcome(s.url("/others"))  # every line addressed to another crawler: nothing for this one
+    assert o.status == 200 and train(o)["value"] is None and o.provenance["usage"]["search"]["value"] is None
+
+
+# -- Content-Signal as a response header -------------------------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_a_content_signal_header_is_read_as_the_robots_txt_line(servers):
+    # issue 37: Cloudflare sends Content-Signal as a response header too
+    s = site(servers, "127.0.0.2")
+    s.routes["/no"] = html(headers={"Content-Signal": "search=yes, ai-train=no"})
+    s.routes["/yes"] = html(headers={"Content-Signal": "ai-train=yes, search=yes, use=reference"})
+    s.routes["/spelled"] = html(headers={"Content-Signal": "ai-train=No"})  # not the Token no: unknown
+    s.routes["/both"] = html(headers={"Content-Signal": "ai-train=yes", "X-Robots-Tag": "noai"})
+    s.routes["/lines"] = Reply(
+        200,
+        "<html></html>",
+        {"Content-Type": "text/html"},
+        header_lines=(("Content-Signal", "search=yes"), ("Content-Signal", "ai-input=no, ai-train=no")),
+    )
+    paths = ["/no", "/yes", "/spelled", "/both", "/lines"]
+    result = await crawl([s.url(p) for p in paths], TRAIN)
+    check_accounting(result)
+    assert result.outcome(s.url("/no")).message == DROPPED + "header: Content-Signal: search=yes, ai-train=no"
+    o = result.outcome(s.url("/yes"))
+    assert o.status == 200 and train(o)["value"] is True
+    assert (
+        sources(o) == sources(o, "search") == [("header", 0, "Content-Signal: ai-train=yes, search=yes, use=reference")]
+    )
+    assert o.provenance["usage"]["use"]["value"] == "reference"
+    o = result.outcome(s.url("/spelled"))
+    assert o.status == 200 and train(o)["value"] is None
+    # most restrictive with every other source
+    assert result.outcome(s.url("/both")).message == DROPPED + "header: X-Robots-Tag: noai"
+    # field lines joined with ", " (RFC 9651 4.2), as the Content-Usage header's
+    assert result.outcome(s.url("/lines")).message == (
+        DROPPED + "header: Content-Signal: search=yes, ai-input=no, ai-train=no"
+    )
+    assert result.stat("usage/dropped/train-ai") == 3
 
 
 # -- robots meta tags --------------------------------------------------------------------------
