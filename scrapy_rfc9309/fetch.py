@@ -74,6 +74,8 @@ class _Transfer:
     the fetcher that made it counts its bytes (``owner``)."""
 
     owner: RobotsFetcher
+    #: the bytes kept (the parse limit), and read before the transfer is stopped
+    max_bytes: int
     limit: int
     received: int = 0
     stopped: bool = False
@@ -157,12 +159,14 @@ class RobotsFetcher:
         trigger: Request | None = None,
         path: str = "/robots.txt",
         allow: Callable[[str], Awaitable[bool]] | None = None,
+        max_bytes: int | None = None,
     ) -> FetchResult:
         """Fetch ``origin``'s robots.txt (or another file of it, ``path``:
-        ``/.well-known/tdmrep.json``), following redirects; ``allow(url)``
-        tells whether a redirect target may be asked (robots.txt of its origin:
-        the service's :meth:`~.service.RobotsService.allows`), else the fetch
-        ends there.  Never raises for network trouble: that is an access result."""
+        ``/.well-known/tdmrep.json``, at most ``max_bytes`` of it kept), following
+        redirects; ``allow(url)`` tells whether a redirect target may be asked
+        (robots.txt of its origin: the service's
+        :meth:`~.service.RobotsService.allows`), else the fetch ends there.
+        Never raises for network trouble: that is an access result."""
         chain: list[str] = []
         lane = self._lane
         if not lane.tokens:
@@ -170,7 +174,7 @@ class RobotsFetcher:
         await compat.wait_for(lane.acquire())
         try:
             started = time.time()
-            result = await self._follow(origin, trigger, chain, path, allow)
+            result = await self._follow(origin, trigger, chain, path, allow, max_bytes or self.settings.max_bytes)
         finally:
             lane.release()
         result.chain = chain
@@ -184,6 +188,7 @@ class RobotsFetcher:
         chain: list[str],
         path: str,
         allow: Callable[[str], Awaitable[bool]] | None,
+        max_bytes: int,
     ) -> FetchResult:
         url = resource_url(origin, path)
         classes: list[str] = []
@@ -206,7 +211,7 @@ class RobotsFetcher:
             if hop and guard is not None and await self._leads_inward(guard, url):
                 return unfollowable(INWARD_NOTE)
             try:
-                request = self._request(url, trigger)
+                request = self._request(url, trigger, max_bytes)
             except ValueError:
                 if not classes:
                     raise  # robots_url() of a canonical origin: a bug, not the server's doing
@@ -281,9 +286,9 @@ class RobotsFetcher:
         address = await compat.resolve(host)
         return address is not None and guard.internal(address)
 
-    def _request(self, url: str, trigger: Request | None) -> Request:
+    def _request(self, url: str, trigger: Request | None, max_bytes: int) -> Request:
         meta: dict[str, Any] = {
-            FETCH_META_KEY: _Transfer(self, self.settings.max_bytes + SLACK_BYTES),
+            FETCH_META_KEY: _Transfer(self, max_bytes, max_bytes + SLACK_BYTES),
             "dont_obey_robotstxt": True,
             "dont_redirect": True,
             "handle_httpstatus_all": True,
@@ -311,7 +316,7 @@ class RobotsFetcher:
         declared = response.headers.get("Content-Length")
         size = int(declared) if transfer.stopped and declared and declared.isdigit() else None
         encodings = transfer.encodings + response.headers.getlist("Content-Encoding")
-        result.body, result.truncated_bytes = read_body(response.body, encodings, self.settings.max_bytes, size)
+        result.body, result.truncated_bytes = read_body(response.body, encodings, transfer.max_bytes, size)
         result.content_type = _header(response, "Content-Type")
 
     async def _download(self, request: Request) -> Response:

@@ -35,7 +35,7 @@ from .masking import mask_text, mask_url
 from .origins import origin_of, resource_url
 from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
-from .robots.tdmrep import EMPTY, PATH, TdmRep
+from .robots.tdmrep import EMPTY, MAX_FILE_BYTES, PATH, TdmRep
 from .robots.text import shorten
 from .storage import STALE_MAX_SECONDS, FallbackStorage, Lease, LruDict, RobotsEntry
 
@@ -65,7 +65,7 @@ class Fetcher(Protocol):
     """Downloads one origin's robots.txt (:class:`scrapy_rfc9309.fetch.RobotsFetcher`)."""
 
     async def fetch(
-        self, origin: str, trigger: Any = None, path: str = "/robots.txt", allow: Any = None
+        self, origin: str, trigger: Any = None, path: str = "/robots.txt", allow: Any = None, max_bytes: Any = None
     ) -> FetchResult: ...
 
 
@@ -483,13 +483,14 @@ class RobotsService:
             if fresh:
                 assert stored is not None
                 self.counts.inc("tdmrep/storage_hits")
-                return self._file(origin, stored, None)
+                return await self._file(origin, stored, None)
         try:
             if self.closed:
                 raise NotResolved(origin)
             done = await self._turn(origin, trigger, floor)
             try:
-                result = await self.fetcher.fetch(origin, trigger, PATH, lambda url: self.allows(url, origin, robots))
+                allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
+                result = await self.fetcher.fetch(origin, trigger, PATH, allow, MAX_FILE_BYTES)
             finally:
                 done()
             if self.closed:
@@ -498,7 +499,7 @@ class RobotsService:
             if result.truncated_bytes:
                 file_entry = replace(file_entry, body=b"")  # a cut file is not read
             self._count_file(origin, result)
-            file = self._file(origin, file_entry, result)
+            file = await self._file(origin, file_entry, result)
             if lease is not None:
                 await self.storage.store(key, file_entry, lease)
                 lease = None
@@ -535,17 +536,19 @@ class RobotsService:
             return lambda: None if compat.spawn(self.note_start(origin, floor)) else None
         return _nothing
 
-    def _file(self, origin: str, entry: RobotsEntry, result: FetchResult | None) -> TdmRepFile:
-        """The file an entry means (parsed once), counted and told to the listeners."""
-        tdmrep = TdmRep.parse(entry.body) if entry.access == Access.SUCCESS.value and entry.body else EMPTY
+    async def _file(self, origin: str, entry: RobotsEntry, result: FetchResult | None) -> TdmRepFile:
+        """The file an entry means (parsed once, in steps), counted and told to the listeners."""
+        tdmrep = EMPTY
+        if entry.access == Access.SUCCESS.value and entry.body:
+            tdmrep = await compat.in_steps(TdmRep.parsing(entry.body), PARSE_STEP_SECONDS)
         sha256 = hashlib.sha256(entry.body).hexdigest() if entry.body else None
         file = TdmRepFile(tdmrep, entry.expires_at, entry.access, entry.status, sha256, entry.url)
-        kind = "rules" if tdmrep.rules else "invalid" if tdmrep.diagnostics and entry.body else "none"
+        kind = "rules" if tdmrep else "invalid" if tdmrep.diagnostics and entry.body else "none"
         self.counts.inc(f"tdmrep/files/{kind}")
         if tdmrep.diagnostics:
             logger.debug(
                 "tdmrep.json of %s: %d rules; %s",
-                origin, len(tdmrep.rules), "; ".join(map(str, tdmrep.diagnostics[:3])),
+                origin, len(tdmrep), "; ".join(map(str, tdmrep.diagnostics[:3])),
             )  # fmt: skip
         for listener in self._files:
             listener(origin, file, entry, result)

@@ -473,7 +473,7 @@ class RobotsFetchSpider(Spider):
             from urllib.parse import urlsplit
 
             from ..origins import resource_url
-            from ..robots.tdmrep import PATH
+            from ..robots.tdmrep import MAX_FILE_BYTES, PATH
 
             if origin in self.origins:
                 await fetch(origin)
@@ -492,7 +492,9 @@ class RobotsFetchSpider(Spider):
             jobs = [deferred_from_coro(page(url)) for url in urls if allowed(url)]
             if allowed(resource_url(origin, PATH)):
                 hop = (lambda url: service.allows(url, origin, robots)) if robots is not None else None
-                self.extras.tdmrep[origin] = await service.fetcher.fetch(origin, path=PATH, allow=hop)
+                self.extras.tdmrep[origin] = await service.fetcher.fetch(
+                    origin, path=PATH, allow=hop, max_bytes=MAX_FILE_BYTES
+                )
             else:
                 self.extras.tdmrep[origin] = None
             await maybe_deferred_to_future(DeferredList(jobs))
@@ -704,8 +706,8 @@ def _describe_tdmrep(url: str, fetched: FetchResult | None, tdmrep: Any, config:
     if fetched is None:
         return "no tdmrep.json (not fetched: robots.txt disallows it)"
     text = describe_fetch(url, fetched, config, "allow")
-    if tdmrep is not None and tdmrep.rules:
-        count = len(tdmrep.rules)
+    if tdmrep:
+        count = len(tdmrep)
         text += f": {count} rule{'s' if count > 1 else ''}"
     else:
         text = f"no tdmrep.json ({text})"
