@@ -153,6 +153,8 @@ class GateScheduler:
         self._keys_of: dict[str, set[str]] = {}
         self._sweeper: Any = None
         self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
+        #: the spider feeds itself when idle and keeps itself open (scrapy-redis's RedisSpider)
+        self._feeds_on_idle = False
         self._reads_pages = self.settings.reads_pages
         #: the scheduler keeps what is handed back across the close
         settings = crawler.settings
@@ -180,13 +182,17 @@ class GateScheduler:
     # -- Scrapy's scheduler interface ------------------------------------------------------
     def open(self, spider: Any) -> Any:
         self._offsite = compat.offsite_filter(self.crawler)
+        self._feeds_on_idle = _feeds_on_idle(spider)
         self.service.pacer = self
         self.service.on_ready(self._floor_changed)
         self.service.on_forget(self._forget)
         return self.inner.open(spider) if hasattr(self.inner, "open") else None
 
     def has_pending_requests(self) -> bool:
-        return bool(self.held) or self.inner.has_pending_requests()
+        held = self.held
+        if held and self._feeds_on_idle:  # (only requests waiting for their turn: the spider may feed itself)
+            held -= sum(1 for slot in self._slots.values() for item in slot.queue if not isinstance(item, _Ticket))
+        return bool(held) or self.inner.has_pending_requests()
 
     def enqueue_request(self, request: Request) -> bool:
         if id(request) in self._releasing:  # one of ours, scheduled again
@@ -768,6 +774,18 @@ class GateScheduler:
             "scrapy-rfc9309: the spider closed; %d held requests dropped: %s (rfc9309/requests/dropped/spider_closing)",
             len(requests), message[len("Dropped: the spider closed ") :],
         )  # fmt: skip
+
+
+def _feeds_on_idle(spider: Any) -> bool:
+    """Whether ``spider`` takes more work from its source when the engine is idle and
+    keeps itself open meanwhile (scrapy-redis's ``RedisSpider``): requests waiting
+    only for their Crawl-delay turn are then not reported pending, so that the
+    worker takes other origins' work while they wait, as scrapy-redis intends."""
+    try:
+        from scrapy_redis.spiders import RedisMixin
+    except ImportError:
+        return False
+    return isinstance(spider, RedisMixin)
 
 
 def _call_errback(request: Request, failure: Failure) -> None:
