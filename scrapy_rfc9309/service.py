@@ -570,7 +570,7 @@ class RobotsService:
         usable = self._stale_usable(stale)
         result = await self._fetch_once(origin, trigger, pending)
         if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not usable:
-            deadline = time.monotonic() + self.settings.unreachable_wait
+            deadline = time.monotonic() + policy.unreachable_wait
             delay = WAIT_FIRST_DELAY
             while result.access is Access.UNREACHABLE and (left := deadline - time.monotonic()) > 0:
                 await self._sleep(min(delay, left), origin)
@@ -631,7 +631,7 @@ class RobotsService:
             if not deadline:
                 bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
                 if policy.unreachable == "wait":
-                    bound += settings.unreachable_wait
+                    bound += policy.unreachable_wait
                 deadline = time.monotonic() + bound
                 self.counts.inc("storage/lock_waits")
             elif time.monotonic() > deadline:
