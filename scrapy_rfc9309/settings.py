@@ -522,7 +522,7 @@ def unreachable_mode(value: Any, name: str) -> tuple[str, float]:
     """``RFC9309_UNREACHABLE`` (or an origin's ``unreachable``): ``"deny"``,
     ``"allow"``, ``"wait"`` (:data:`UNREACHABLE_WAIT_SECONDS`) or
     ``"wait:<seconds>"``, as ``(mode, seconds of wait)``."""
-    allowed = f"choose {', '.join(UNREACHABLE_POLICIES)} or 'wait:<seconds>' (e.g. 'wait:60')"
+    allowed = f"choose one of {', '.join(UNREACHABLE_POLICIES)}, or 'wait:<seconds>' (e.g. 'wait:60')"
     text = value.strip().lower() if isinstance(value, str) else None
     if text is None:
         raise ValueError(f"{name}={_shown(value)}: {allowed}")

