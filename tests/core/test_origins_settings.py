@@ -328,3 +328,29 @@ def test_an_unknown_rfc9309_setting_is_refused():
     assert "RFC9309_CACHE_SECONDS" in message and "\n" not in message
     # unset (None) is no value; every known one passes
     Rfc9309Settings.from_settings(Settings({"RFC9309_CACHE_SECOND": None, "RFC9309_EARLY_FETCH": True}))
+
+
+def test_every_setting_and_constant_is_in_the_docs_one_table_with_its_default():
+    from pathlib import Path
+
+    from scrapy_rfc9309 import settings as module
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "middleware.md").read_text(encoding="utf-8")
+    section = text.split("\n### Settings\n", 1)[1].split("\n**A bad setting stops the crawl", 1)[0]
+    rows = {line.split(" | ")[0][3:-1]: line.split(" | ")[1] for line in section.splitlines() if line.startswith("| `")}
+    assert [name for name in rows if name.startswith("RFC9309_")] == list(module.DEFAULTS)
+    assert len(module.DEFAULTS) == 16
+    for name, value in (
+        ("RFC9309_ENABLED", True),
+        ("RFC9309_UNREACHABLE", "deny"),
+        ("RFC9309_CACHE_SECONDS", 86_400),
+        ("RFC9309_CACHE_MAX_ORIGINS", 10_000),
+        ("RFC9309_FETCH_TIMEOUT", 30),
+        ("RFC9309_MAX_BYTES", 512_000),
+        ("RFC9309_CRAWL_DELAY", True),
+        ("RFC9309_EARLY_FETCH", False),
+    ):
+        assert module.DEFAULTS[name] == value and rows[name] == f"`{value!r}`".replace("'", '"'), (name, rows[name])
+    for name in ("MAX_REDIRECTS", "RETRY_UNREACHABLE_SECONDS", "CACHE_MIN_SECONDS", "STORAGE_RETRY_SECONDS"):
+        assert rows[name].startswith(f"`{getattr(module, name):g}`"), (name, rows[name])
+    assert rows["STALE_IF_UNREACHABLE"] == f"`{module.STALE_IF_UNREACHABLE}`"
