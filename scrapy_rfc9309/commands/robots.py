@@ -637,7 +637,7 @@ def _summary_lines(trail: Any) -> list[str]:
     """``--summary``: what was verified, how many requests were decided (the
     sums of the table's columns) and how many have a record of their own (a
     different number: an allowed request has one only with
-    RFC9309_AUDIT_ALLOWED, a request a declared purpose stopped has a usage
+    RFC9309_AUDIT's allowed, a request a declared purpose stopped has a usage
     record), then one row per origin."""
     rows = trail.summary()
     header = ("origin", "fetches", "result", "changes", "allowed", "denied")
@@ -651,7 +651,7 @@ def _summary_lines(trail: Any) -> list[str]:
         f"{allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below); "
         f"{_chain_text(trail)}",
         f"records of single requests: {records.get('allowed', 0)} allowed (written only with "
-        f"RFC9309_AUDIT_ALLOWED), {records.get('denied', 0)} denied by robots.txt, {usage} stopped by usage "
+        f"RFC9309_AUDIT's allowed), {records.get('denied', 0)} denied by robots.txt, {usage} stopped by usage "
         f"preferences ({records.get('usage denied', 0)} before the download, counted denied above; "
         f"{records.get('usage dropped', 0)} after it, counted allowed)",
     ]

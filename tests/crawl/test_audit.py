@@ -182,7 +182,7 @@ async def test_audit_trail_of_eleven_origins_records_every_fetch_and_denial_and_
     assert (
         f" {allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below)" in head
     )
-    assert singles.startswith(f"records of single requests: 0 allowed (written only with RFC9309_AUDIT_ALLOWED), "
+    assert singles.startswith(f"records of single requests: 0 allowed (written only with RFC9309_AUDIT's allowed), "
                               f"{len(denials)} denied by robots.txt, 0 stopped by usage preferences"), singles  # fmt: skip
     # origin, fetches, result (access, status), changes, allowed, denied
     assert rows[changing.origin] == [changing.origin, "2", "success", "(200)", "1", "1", "2"]
