@@ -293,7 +293,7 @@ class RobotsService:
         """``(floor, capped_from)``: the seconds ``robots`` asks between two
         requests of ``token`` (the larger of Crawl-delay and Request-rate; the
         largest over the tokens when several), cut to
-        ``RFC9309_MAX_CRAWL_DELAY``; 0 when none or when floors are off."""
+        ``RFC9309_CRAWL_DELAY``'s cap; 0 when none or when floors are off."""
         if not self.settings.crawl_delay:
             return 0.0, None
         if isinstance(token, str):
@@ -646,7 +646,7 @@ class RobotsService:
 
     def _stale_usable(self, entry: RobotsEntry | None) -> bool:
         """Whether a stale entry may stand in for an unreachable file: a real file,
-        younger than 30 days, and RFC9309_STALE_IF_UNREACHABLE on."""
+        younger than 30 days, and settings.STALE_IF_UNREACHABLE on (it always is)."""
         return (
             entry is not None
             and self.settings.stale_if_unreachable
@@ -714,7 +714,7 @@ class RobotsService:
             if previous is None or previous.capped_from != known.capped_from:
                 logger.warning(
                     "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
-                    "using RFC9309_MAX_CRAWL_DELAY = %g s instead",
+                    "using RFC9309_CRAWL_DELAY's cap of %g s instead",
                     origin, known.capped_from, known.floor,
                 )  # fmt: skip
         if known.floor:

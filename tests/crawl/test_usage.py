@@ -170,7 +170,7 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     assert f"{allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below)" in head
     kinds = [r["type"] for r in recs]
     assert singles == (
-        f"records of single requests: {kinds.count('allowed')} allowed (written only with RFC9309_AUDIT_ALLOWED), "
+        f"records of single requests: {kinds.count('allowed')} allowed (written only with RFC9309_AUDIT's allowed), "
         f"{kinds.count('denied')} denied by robots.txt, 5 stopped by usage preferences (3 before the download, "
         "counted denied above; 2 after it, counted allowed)"
     )
@@ -295,6 +295,6 @@ async def test_unknown_deny(servers):
     assert outcome(result, rules, "/ai-ok/x").status == 200
     assert outcome(result, header, "/h-yes").status == 200
     o = outcome(result, header, "/plain")  # no statement anywhere
-    # the message names the setting that made the missing statement a "no" (its text is the
-    # middleware's, rewritten elsewhere: "(RFC9309_USAGE's unknown = 'deny')" once it is)
-    assert o.message.startswith("Dropped by usage preferences: train-ai disallowed by no statement (RFC9309_USAGE")
+    assert o.message == (
+        "Dropped by usage preferences: train-ai disallowed by no statement (RFC9309_USAGE's unknown = 'deny')"
+    )
