@@ -7,14 +7,10 @@ of ``RFC9309_ORIGINS`` into :class:`OriginPolicy` objects.  Per-spider values
 come for free: Scrapy builds one settings object per crawler, so a spider's
 ``custom_settings`` are already merged in.
 
-Sixteen settings (:data:`DEFAULTS`).  A mode of one thing is a form of its
-setting (``RFC9309_UNREACHABLE = "wait:60"``, a Redis URL's ``?prefix=``,
-``RFC9309_CRAWL_DELAY = 30``, ``RFC9309_INTERNAL_NETWORKS = []``, the dict
-forms of ``RFC9309_AUDIT`` and ``RFC9309_USAGE``), and what no crawl needs to
-tune is a constant of this module (:data:`MAX_REDIRECTS`,
-:data:`RETRY_UNREACHABLE_SECONDS`, :data:`CACHE_MIN_SECONDS`,
-:data:`STORAGE_RETRY_SECONDS`, :data:`STALE_IF_UNREACHABLE`), read when the
-settings are read.
+Sixteen settings (:data:`DEFAULTS`): a mode of one thing is a form of its
+setting (``"wait:60"``, a Redis URL's ``?prefix=``, the dicts of
+``RFC9309_AUDIT`` and ``RFC9309_USAGE``), and what no crawl tunes is a
+constant below, read when the settings are read (a test may change one).
 """
 
 from __future__ import annotations
@@ -265,7 +261,7 @@ class Rfc9309Settings:
             tokens,
             (unreachable, unreachable_wait),
             source == "USER_AGENT",
-            usage.purposes,
+            usage["usage"],
         )
         audit = _audit(get("RFC9309_AUDIT"))
         storage, redis_prefix = _storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings)
@@ -297,17 +293,10 @@ class Rfc9309Settings:
             origins=MappingProxyType(origins),
             crawl_delay=crawl_delay,
             max_crawl_delay=max_crawl_delay,
-            audit=audit.path,
-            audit_allowed=audit.allowed or audit.sync,
-            audit_key=audit.key,
-            audit_sync=audit.sync,
+            **audit,
             allow_private_redirects=internal_networks == (),
             internal_networks=internal_networks,
-            usage=usage.purposes,
-            usage_header=usage.header,
-            usage_unknown_denies=usage.unknown_denies,
-            usage_report=usage.report,
-            nofollow=usage.nofollow,
+            **usage,
         )
 
     def __post_init__(self) -> None:
@@ -567,25 +556,16 @@ def _internal_networks(value: Any) -> tuple[Any, ...] | None:
     return parse_networks(value, "RFC9309_INTERNAL_NETWORKS")
 
 
-@dataclass(frozen=True)
-class _Audit:
-    path: str | None = None
-    allowed: bool = False
-    sync: bool = False
-    key: Secret | None = field(default=None, repr=False)
-
-
-def _audit(value: Any) -> _Audit:
+def _audit(value: Any) -> dict[str, Any]:
     """``RFC9309_AUDIT``: None, a path, or ``{"path", "allowed", "sync", "key"}``
-    (a JSON object from the command line).  The key, given or from the
-    environment, is checked even without a path: a bad key is a bad setting."""
+    (a JSON object from the command line), as the ``audit*`` fields.  The key,
+    given or from the environment, is checked even without a path: a bad key
+    is a bad setting."""
     name = "RFC9309_AUDIT"
     example = '{"path": "audit/%(name)s.jsonl", "allowed": true}'
     value = _json_dict(value, name, example)
-    if value is None or value == "":
-        return _Audit(key=audit_key(None))
-    if isinstance(value, str):
-        return _Audit(path=value, key=audit_key(None))
+    if value is None or value == "" or isinstance(value, str):
+        return {"audit": value or None, "audit_key": audit_key(None)}
     if not isinstance(value, Mapping):
         raise ValueError(
             f"RFC9309_AUDIT must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as "
@@ -597,12 +577,13 @@ def _audit(value: Any) -> _Audit:
         raise ValueError(
             f"RFC9309_AUDIT['path']={_shown(path)} must be the trail's file path (str), e.g. 'audit/%(name)s.jsonl'"
         )
-    return _Audit(
-        path=path,
-        allowed=_bool(value.get("allowed", False), "RFC9309_AUDIT['allowed']"),
-        sync=_bool(value.get("sync", False), "RFC9309_AUDIT['sync']"),
-        key=audit_key(value.get("key")),
-    )
+    sync = _bool(value.get("sync", False), "RFC9309_AUDIT['sync']")
+    return {
+        "audit": path,
+        "audit_allowed": _bool(value.get("allowed", False), "RFC9309_AUDIT['allowed']") or sync,
+        "audit_sync": sync,
+        "audit_key": audit_key(value.get("key")),
+    }
 
 
 def audit_setting_key(value: Any) -> Any:
@@ -615,32 +596,23 @@ def audit_setting_key(value: Any) -> Any:
     return value.get("key") if isinstance(value, Mapping) else None
 
 
-@dataclass(frozen=True)
-class _Usage:
-    purposes: tuple[str, ...] = ()
-    header: str = "drop"
-    unknown_denies: bool = False
-    report: bool = False
-    nofollow: bool = True
-
-
-def _usage(value: Any) -> _Usage:
+def _usage(value: Any) -> dict[str, Any]:
     """``RFC9309_USAGE``: the declared purposes (a list, a comma-separated or JSON
     list string), or ``{"purposes", "header", "unknown", "report", "nofollow"}``
-    (a JSON object from the command line)."""
+    (a JSON object from the command line), as the ``usage*`` and ``nofollow`` fields."""
     name = "RFC9309_USAGE"
     value = _json_dict(value, name, '{"purposes": ["train-ai"], "unknown": "deny"}')
     if not isinstance(value, Mapping):
-        return _Usage(purposes=usage_purposes(value, name))
+        return {"usage": usage_purposes(value, name)}
     _unknown_keys(value, name, USAGE_KEYS)
-    return _Usage(
-        purposes=usage_purposes(value.get("purposes"), "RFC9309_USAGE['purposes']"),
-        header=_choice(value.get("header", "drop"), "RFC9309_USAGE['header']", USAGE_HEADER_CHOICES),
-        unknown_denies=_choice(value.get("unknown", "allow"), "RFC9309_USAGE['unknown']", USAGE_UNKNOWN_CHOICES)
-        == "deny",
-        report=_bool(value.get("report", False), "RFC9309_USAGE['report']"),
-        nofollow=_bool(value.get("nofollow", True), "RFC9309_USAGE['nofollow']"),
-    )
+    unknown = _choice(value.get("unknown", "allow"), "RFC9309_USAGE['unknown']", USAGE_UNKNOWN_CHOICES)
+    return {
+        "usage": usage_purposes(value.get("purposes"), "RFC9309_USAGE['purposes']"),
+        "usage_header": _choice(value.get("header", "drop"), "RFC9309_USAGE['header']", USAGE_HEADER_CHOICES),
+        "usage_unknown_denies": unknown == "deny",
+        "usage_report": _bool(value.get("report", False), "RFC9309_USAGE['report']"),
+        "nofollow": _bool(value.get("nofollow", True), "RFC9309_USAGE['nofollow']"),
+    }
 
 
 def usage_with_purposes(value: Any, purposes: list[str]) -> Any:
