@@ -675,7 +675,7 @@ AUDIT_MODES = ("plugin", "audit", "audit_allowed")
 AUDIT_LABELS = {
     "plugin": "add-on, no audit trail",
     "audit": "add-on + RFC9309_AUDIT (fetches, denials)",
-    "audit_allowed": "add-on + RFC9309_AUDIT_ALLOWED (every request)",
+    "audit_allowed": "add-on + RFC9309_AUDIT's allowed (every request)",
 }
 
 

@@ -57,9 +57,9 @@ MODES: dict[str, dict[str, Any]] = {
     # (c, d) this plugin, enabled the way the README says: the add-on
     "plugin": {"ADDONS": {"scrapy_rfc9309.Addon": 0}},
     # the audit trail (crawl_bench.py --audit): the add-on writing RFC9309_AUDIT (path from the config),
-    # with denials and fetches only, or every allowed request too
+    # with denials and fetches only, or every allowed request too (RFC9309_AUDIT's "allowed")
     "audit": {"ADDONS": {"scrapy_rfc9309.Addon": 0}},
-    "audit_allowed": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "RFC9309_AUDIT_ALLOWED": True},
+    "audit_allowed": {"ADDONS": {"scrapy_rfc9309.Addon": 0}},
     # AI usage preferences enforced (crawl_bench.py --usage): the add-on with a declared purpose
     "usage": {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "RFC9309_USAGE": ["train-ai"]},
     # every opt-out source read (crawl_bench.py --optouts: the pages state them): a declared purpose
@@ -734,7 +734,8 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     # one slot, so the per-domain limit must not be lower than the total
     settings["CONCURRENT_REQUESTS"] = settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = config.get("concurrency", 32)
     if config.get("audit"):
-        settings["RFC9309_AUDIT"] = config["audit"]
+        allowed = config["mode"] == "audit_allowed"
+        settings["RFC9309_AUDIT"] = {"path": config["audit"], "allowed": True} if allowed else config["audit"]
         time_audit()
     if config.get("per_domain"):  # the broad benchmark: one origin per host, so per-domain limits apply
         settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = config["per_domain"]

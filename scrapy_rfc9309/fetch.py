@@ -2,7 +2,7 @@
 
 Each hop carries meta that switches off what is meant for pages (redirects,
 offsite, cache, retries, ``DOWNLOAD_MAXSIZE``; docs/middleware.md lists each):
-redirects are followed here, up to ``RFC9309_MAX_REDIRECTS``; the body is
+redirects are followed here, up to ``settings.MAX_REDIRECTS``; the body is
 bounded by a ``bytes_received`` handler that stops the transfer just past the
 parse limit (``StopDownload(fail=False)`` keeps what came), because a positive
 ``download_maxsize`` would fail a large file instead of truncating it; and the

@@ -76,7 +76,7 @@ def _mask_pair(pair: str) -> str:
 
 
 class Secret:
-    """A secret value (``RFC9309_AUDIT_KEY``) that never prints: its ``repr``
+    """A secret value (the audit trail's key) that never prints: its ``repr``
     and ``str`` are a mask, so a settings object or a traceback that shows it
     shows no secret.  :meth:`reveal` gives the bytes to the one caller that
     needs them."""

@@ -267,11 +267,11 @@ class RobotsTxtMiddleware:
     @compat.response_method  # the spider argument of Scrapy 2.13
     def process_response(self, request: Request, response: Response) -> Response:
         """Add the response's ``Content-Usage`` header to the preferences in its
-        provenance.  Where purposes are declared (or RFC9309_USAGE_REPORT),
+        provenance.  Where purposes are declared (or RFC9309_USAGE's report),
         every other source is read too (:mod:`.page_usage`, with the origin's
         tdmrep.json the resolution holds), and a response whose preferences
-        disallow a declared purpose is dropped or marked (RFC9309_USAGE_HEADER;
-        an unknown one counts as a "no" when RFC9309_USAGE_UNKNOWN is "deny")."""
+        disallow a declared purpose is dropped or marked (RFC9309_USAGE's header;
+        an unknown one counts as a "no" when RFC9309_USAGE's unknown is "deny")."""
         meta = request.meta
         prov = meta.get(META_KEY)
         if prov is None or FETCH_META_KEY in meta:
@@ -420,7 +420,7 @@ def _states_any(usage: dict[str, Any]) -> bool:
 
 def _where(sources: tuple[Any, ...]) -> str:
     """The statements behind a usage denial, for its message."""
-    return "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
+    return "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE's unknown = 'deny')"
 
 
 def _show(request: Request) -> str:

@@ -20,7 +20,7 @@ the spider so that no other middleware counts the dropped requests); by hand::
 It runs only where a purpose is declared for the crawl or an origin
 (``RFC9309_USAGE``, ``RFC9309_ORIGINS``): a crawl that declares none pays
 nothing, and a request's own ``rfc9309_usage`` there reports a page's
-nofollow without acting on it.  ``RFC9309_NOFOLLOW = False`` (or the plugin
+nofollow without acting on it.  ``RFC9309_USAGE``'s ``"nofollow": False`` (or the plugin
 off) leaves it out too (``NotConfigured``); the directives are still reported.
 """
 

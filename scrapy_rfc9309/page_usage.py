@@ -1,7 +1,7 @@
 """What a response states about its own use, read where it arrives.
 
 The middleware's ``process_response`` calls :func:`read_response` for a
-response whose request declares purposes (or under ``RFC9309_USAGE_REPORT``):
+response whose request declares purposes (or under ``RFC9309_USAGE``'s ``report``):
 every usage source a response can carry, as one statement (docs/usage_preferences.md,
 "Every source of usage statements"):
 

@@ -293,7 +293,7 @@ class RobotsService:
         """``(floor, capped_from)``: the seconds ``robots`` asks between two
         requests of ``token`` (the larger of Crawl-delay and Request-rate; the
         largest over the tokens when several), cut to
-        ``RFC9309_MAX_CRAWL_DELAY``; 0 when none or when floors are off."""
+        ``RFC9309_CRAWL_DELAY``'s cap; 0 when none or when floors are off."""
         if not self.settings.crawl_delay:
             return 0.0, None
         if isinstance(token, str):
@@ -573,7 +573,7 @@ class RobotsService:
         usable = self._stale_usable(stale)
         result = await self._fetch_once(origin, trigger, pending)
         if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not usable:
-            deadline = time.monotonic() + self.settings.unreachable_wait
+            deadline = time.monotonic() + policy.unreachable_wait
             delay = WAIT_FIRST_DELAY
             while result.access is Access.UNREACHABLE and (left := deadline - time.monotonic()) > 0:
                 await self._sleep(min(delay, left), origin)
@@ -634,7 +634,7 @@ class RobotsService:
             if not deadline:
                 bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
                 if policy.unreachable == "wait":
-                    bound += settings.unreachable_wait
+                    bound += policy.unreachable_wait
                 deadline = time.monotonic() + bound
                 self.counts.inc("storage/lock_waits")
             elif time.monotonic() > deadline:
@@ -649,7 +649,7 @@ class RobotsService:
 
     def _stale_usable(self, entry: RobotsEntry | None) -> bool:
         """Whether a stale entry may stand in for an unreachable file: a real file,
-        younger than 30 days, and RFC9309_STALE_IF_UNREACHABLE on."""
+        younger than 30 days, and settings.STALE_IF_UNREACHABLE on (it always is)."""
         return (
             entry is not None
             and self.settings.stale_if_unreachable
@@ -717,7 +717,7 @@ class RobotsService:
             if previous is None or previous.capped_from != known.capped_from:
                 logger.warning(
                     "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
-                    "using RFC9309_MAX_CRAWL_DELAY = %g s instead",
+                    "using RFC9309_CRAWL_DELAY's cap of %g s instead",
                     origin, known.capped_from, known.floor,
                 )  # fmt: skip
         if known.floor:

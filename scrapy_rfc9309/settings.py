@@ -1,15 +1,21 @@
 """Every ``RFC9309_*`` setting, read once and handed down as frozen objects.
 
 ``Rfc9309Settings.from_settings(crawler.settings)`` validates everything at
-start-up (a bad value stops the crawl before the first request, with a message
-naming the setting) and resolves the per-origin overrides of
-``RFC9309_ORIGINS`` into :class:`OriginPolicy` objects.  Per-spider values
+start-up (a bad value stops the crawl before the first request, with one line
+naming the setting and what it allows) and resolves the per-origin overrides
+of ``RFC9309_ORIGINS`` into :class:`OriginPolicy` objects.  Per-spider values
 come for free: Scrapy builds one settings object per crawler, so a spider's
 ``custom_settings`` are already merged in.
+
+Sixteen settings (:data:`DEFAULTS`): a mode of one thing is a form of its
+setting (``"wait:60"``, a Redis URL's ``?prefix=``, the dicts of
+``RFC9309_AUDIT`` and ``RFC9309_USAGE``), and what no crawl tunes is a
+constant below, read when the settings are read (a test may change one).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping
@@ -22,71 +28,71 @@ from .masking import Secret, mask_text
 from .origins import origin_of
 from .robots.access import UNREACHABLE_POLICIES
 from .robots.text import shorten
-from .storage.factory import check_storage
+from .storage.base import RETRY_AFTER
+from .storage.factory import DEFAULT_REDIS_PREFIX, REDIS_SCHEMES, check_storage, split_prefix
 from .useragent import derive_tokens
 
 #: RFC 9309 section 2.4: a cached robots.txt should not be used for more than 24 hours.
 MAX_CACHE_SECONDS = 86_400
 #: RFC 9309 section 2.5: at least 500 KiB must be parsed.
 MIN_MAX_BYTES = 512_000
-#: the audit trail's HMAC key: the setting, else the environment variable of that name
+#: the environment variable that gives the audit trail's HMAC key when RFC9309_AUDIT does not
 AUDIT_KEY = "RFC9309_AUDIT_KEY"
 #: a shorter key could be guessed from the trail (every record is an HMAC of known text)
 MIN_AUDIT_KEY_BYTES = 16
 
+# -- constants (were settings; docs/middleware.md lists them) ---------------------------------
+#: redirects followed for one robots.txt: RFC 9309 section 2.2.2's minimum of five
+MAX_REDIRECTS = 5
+#: seconds before an unreachable robots.txt is fetched again (at most RFC9309_CACHE_SECONDS)
+RETRY_UNREACHABLE_SECONDS = 300.0
+#: the shortest a fetched file is kept, whatever its Cache-Control says (at most
+#: RFC9309_CACHE_SECONDS): a ``no-cache`` robots.txt must not cost one fetch per page
+CACHE_MIN_SECONDS = 60.0
+#: seconds between attempts to use a store again after it failed mid-crawl
+STORAGE_RETRY_SECONDS = RETRY_AFTER
+#: a stored copy younger than 30 days stands in for an unreachable re-fetch (RFC 9309 section 2.4)
+STALE_IF_UNREACHABLE = True
+#: RFC9309_UNREACHABLE = "wait": seconds a crawl retries an unreachable robots.txt before denying
+UNREACHABLE_WAIT_SECONDS = 300.0
+#: RFC9309_CRAWL_DELAY = True: the longest Crawl-delay (or Request-rate interval) obeyed
+MAX_CRAWL_DELAY_SECONDS = 60.0
+
 DEFAULTS: dict[str, Any] = {
     "RFC9309_ENABLED": True,
-    "RFC9309_MAX_BYTES": 512_000,
-    "RFC9309_MAX_REDIRECTS": 5,
-    "RFC9309_FETCH_TIMEOUT": 30.0,
-    # robots.txt fetches at once, outside CONCURRENT_REQUESTS; None: max(64, 4 x CONCURRENT_REQUESTS)
-    "RFC9309_FETCH_CONCURRENCY": None,
-    "RFC9309_UNREACHABLE": "deny",
-    "RFC9309_UNREACHABLE_WAIT": 300.0,
-    "RFC9309_RETRY_UNREACHABLE_SECONDS": 300.0,
-    "RFC9309_CACHE_SECONDS": 86_400.0,
-    "RFC9309_CACHE_MIN_SECONDS": 60.0,
-    "RFC9309_CACHE_MAX_ORIGINS": 10_000,
-    # fetch a new origin's robots.txt when its first request is scheduled, not when the
-    # gate takes it out of the scheduler: for crawls whose requests wait long in the scheduler
-    "RFC9309_EARLY_FETCH": False,
+    # per-origin overrides: {"https://host": {"obey", "user_agent", "unreachable", "usage"}}
+    "RFC9309_ORIGINS": {},
     # the project's own scheduler, wrapped by the gate (scrapy_rfc9309.gate); the add-on
     # moves SCHEDULER here; None: Scrapy's
     "RFC9309_SCHEDULER": None,
     # requests the gate holds at most (origin not resolved yet, Crawl-delay turn to come)
     "RFC9309_MAX_HELD": 100_000,
     # None: scrapy-redis's server when scrapy-redis is the scheduler, else a SQLite
-    # file inside JOBDIR when JOBDIR is set, else "memory"
+    # file inside JOBDIR when JOBDIR is set, else "memory"; a Redis URL may end in
+    # ?prefix=<key prefix> (default "rfc9309:")
     "RFC9309_STORAGE": None,
-    "RFC9309_STORAGE_RETRY_SECONDS": 30.0,
-    "RFC9309_STALE_IF_UNREACHABLE": True,
-    "RFC9309_REDIS_PREFIX": "rfc9309:",
-    "RFC9309_ORIGINS": {},
+    # "deny", "allow", "wait" (300 s) or "wait:<seconds>"
+    "RFC9309_UNREACHABLE": "deny",
+    "RFC9309_CACHE_SECONDS": 86_400.0,
+    "RFC9309_CACHE_MAX_ORIGINS": 10_000,
+    "RFC9309_FETCH_TIMEOUT": 30.0,
+    # robots.txt fetches at once, outside CONCURRENT_REQUESTS; None: max(64, 4 x CONCURRENT_REQUESTS)
+    "RFC9309_FETCH_CONCURRENCY": None,
+    "RFC9309_MAX_BYTES": 512_000,
+    # True: Crawl-delay floors, capped at 60 s; False: none; a number: floors capped at it
     "RFC9309_CRAWL_DELAY": True,
-    "RFC9309_MAX_CRAWL_DELAY": 60.0,
-    # the audit trail (scrapy_rfc9309.audit, docs/audit.md): a JSON Lines file, off by default
-    "RFC9309_AUDIT": None,
-    "RFC9309_AUDIT_ALLOWED": False,
-    # the HMAC key of the trail's chain (a secret; else the environment variable of the same
-    # name), and writing each record before its request goes on (allowed requests recorded)
-    "RFC9309_AUDIT_KEY": None,
-    "RFC9309_AUDIT_SYNC": False,
-    # a public origin's robots.txt may not lead to an internal address (scrapy_rfc9309.addresses)
-    "RFC9309_ALLOW_PRIVATE_REDIRECTS": False,
-    # None: every address that is not globally routable is internal; else a list of networks
+    # None: every address that is not globally routable is internal; else a list of
+    # networks ([]: none, so a public robots.txt may redirect anywhere)
     "RFC9309_INTERNAL_NETWORKS": None,
-    # AI usage preferences (docs/usage_preferences.md): the crawl's declared purposes
-    # (none: preferences are only reported), a Content-Usage header that disallows one
-    # ("drop" or "mark"), and whether an unknown preference counts as a "no"
+    # the audit trail (scrapy_rfc9309.audit, docs/audit.md): a JSON Lines file, or
+    # {"path", "allowed", "sync", "key"}; off by default
+    "RFC9309_AUDIT": None,
+    # AI usage preferences (docs/usage_preferences.md): the declared purposes, or
+    # {"purposes", "header", "unknown", "report", "nofollow"}
     "RFC9309_USAGE": (),
-    "RFC9309_USAGE_HEADER": "drop",
-    "RFC9309_USAGE_UNKNOWN": "allow",
-    # read every source of usage statements (tdmrep.json, tdm-* and X-Robots-Tag headers, the
-    # HTML head's meta tags) and report them even where no purpose is declared; enforce nothing new
-    "RFC9309_USAGE_REPORT": False,
-    # drop the requests a callback yields from a page whose robots directives say nofollow
-    # (where page directives are read: a declared purpose)
-    "RFC9309_NOFOLLOW": True,
+    # fetch a new origin's robots.txt when its first request is scheduled, not when the
+    # gate takes it out of the scheduler: for crawls whose requests wait long in the scheduler
+    "RFC9309_EARLY_FETCH": False,
 }
 
 #: the longest a refused setting's message may be (a value in it is shortened first)
@@ -95,6 +101,10 @@ MESSAGE_CHARS = 1_000
 _ORIGIN_KEYS = ("obey", "user_agent", "unreachable", "usage")
 USAGE_HEADER_CHOICES = ("drop", "mark")
 USAGE_UNKNOWN_CHOICES = ("allow", "deny")
+#: the keys of RFC9309_USAGE's dict form
+USAGE_KEYS = ("purposes", "header", "unknown", "report", "nofollow")
+#: the keys of RFC9309_AUDIT's dict form
+AUDIT_KEYS = ("path", "allowed", "sync", "key")
 
 
 class InvalidSetting(ValueError):
@@ -132,6 +142,8 @@ class OriginPolicy:
     from_user_agent: bool = False
     #: the declared purposes (usage categories, e.g. ``("train-ai",)``); none: nothing enforced
     usage: tuple[str, ...] = ()
+    #: with ``unreachable == "wait"``: seconds an unreachable robots.txt is retried before denying
+    unreachable_wait: float = UNREACHABLE_WAIT_SECONDS
 
     def __post_init__(self) -> None:
         if not self.user_agents:
@@ -142,27 +154,34 @@ class OriginPolicy:
 class Rfc9309Settings:
     enabled: bool = True
     max_bytes: int = 512_000
-    max_redirects: int = 5
+    #: :data:`MAX_REDIRECTS`
+    max_redirects: int = MAX_REDIRECTS
     fetch_timeout: float = 30.0
     #: robots.txt fetches running at once (the lane, outside CONCURRENT_REQUESTS)
     fetch_concurrency: int = 64
+    #: RFC9309_UNREACHABLE's mode: "deny", "wait" or "allow"
     unreachable: str = "deny"
-    unreachable_wait: float = 300.0
-    retry_unreachable_seconds: float = 300.0
+    #: RFC9309_UNREACHABLE's seconds of "wait" (per origin: OriginPolicy.unreachable_wait)
+    unreachable_wait: float = UNREACHABLE_WAIT_SECONDS
+    #: :data:`RETRY_UNREACHABLE_SECONDS`, at most ``cache_seconds``
+    retry_unreachable_seconds: float = RETRY_UNREACHABLE_SECONDS
     cache_seconds: float = 86_400.0
-    cache_min_seconds: float = 60.0
+    #: :data:`CACHE_MIN_SECONDS`, at most ``cache_seconds``
+    cache_min_seconds: float = CACHE_MIN_SECONDS
     cache_max_origins: int = 10_000
     #: start a new origin's fetch when its first request is scheduled, not when the gate takes it out
     early_fetch: bool = False
     #: requests the gate holds at most
     max_held: int = 100_000
-    #: the store URL, resolved (see scrapy_rfc9309.storage.factory)
+    #: the store URL, resolved (see scrapy_rfc9309.storage.factory); a Redis URL without
+    #: its ``prefix`` parameter (that is ``redis_prefix``), as redis-py reads it
     storage: str = "memory"
-    #: seconds between attempts to use a store again after it failed mid-crawl
-    storage_retry_seconds: float = 30.0
-    #: use a stored file younger than 30 days when a re-fetch is unreachable
-    stale_if_unreachable: bool = True
-    redis_prefix: str = "rfc9309:"
+    #: :data:`STORAGE_RETRY_SECONDS`
+    storage_retry_seconds: float = STORAGE_RETRY_SECONDS
+    #: :data:`STALE_IF_UNREACHABLE`
+    stale_if_unreachable: bool = STALE_IF_UNREACHABLE
+    #: the prefix of every Redis key: the storage URL's ``?prefix=``, else ``rfc9309:``
+    redis_prefix: str = DEFAULT_REDIS_PREFIX
     #: the crawl's product token, and where it came from (for the start-up log line)
     user_agent: str = "Scrapy"
     user_agent_source: str = "USER_AGENT"
@@ -170,24 +189,26 @@ class Rfc9309Settings:
     user_agents: tuple[str, ...] = ()
     #: canonical origin -> its resolved policy (only origins named in RFC9309_ORIGINS)
     origins: Mapping[str, OriginPolicy] = field(default_factory=lambda: MappingProxyType({}))
-    # -- read by the Crawl-delay extension (scrapy_rfc9309.throttle) --
+    # -- RFC9309_CRAWL_DELAY --
+    #: Crawl-delay floors are kept
     crawl_delay: bool = True
-    max_crawl_delay: float = 60.0
-    # -- read by the audit trail (scrapy_rfc9309.audit) --
+    #: the longest floor kept (a longer Crawl-delay is cut to it)
+    max_crawl_delay: float = MAX_CRAWL_DELAY_SECONDS
+    # -- RFC9309_AUDIT (scrapy_rfc9309.audit) --
     #: the JSON Lines file (feed-style %(name)s / %(time)s placeholders unexpanded), or None
     audit: str | None = None
     #: write a record for every allowed request too (always with audit_sync)
     audit_allowed: bool = False
-    #: the HMAC key of the trail's chain (RFC9309_AUDIT_KEY, or the environment), masked when printed
+    #: the HMAC key of the trail's chain (RFC9309_AUDIT's "key", or the environment), masked when printed
     audit_key: Secret | None = field(default=None, repr=False)
     #: write (and flush) each record before the request it decides goes on
     audit_sync: bool = False
-    # -- read by the robots.txt fetcher (scrapy_rfc9309.fetch, scrapy_rfc9309.addresses) --
-    #: a public origin's robots.txt may redirect to an internal address
+    # -- RFC9309_INTERNAL_NETWORKS (scrapy_rfc9309.fetch, scrapy_rfc9309.addresses) --
+    #: no network is internal (``[]``): a public origin's robots.txt may redirect anywhere
     allow_private_redirects: bool = False
     #: the networks that count as internal, or None for every address not globally routable
     internal_networks: tuple[Any, ...] | None = None
-    # -- AI usage preferences (scrapy_rfc9309.robots.usage) --
+    # -- RFC9309_USAGE: AI usage preferences (scrapy_rfc9309.robots.usage) --
     #: the crawl's declared purposes (usage categories); per origin in OriginPolicy.usage
     usage: tuple[str, ...] = ()
     #: "drop" or "mark" a response whose Content-Usage header disallows a declared purpose
@@ -214,6 +235,7 @@ class Rfc9309Settings:
         problem = unreadable_scrapy_setting(settings)
         if problem is not None:
             raise ValueError(problem)
+        _refuse_unknown(settings)
         get = _getter(settings)
         enabled = _bool(get("RFC9309_ENABLED"), "RFC9309_ENABLED")
         max_bytes = _number(get("RFC9309_MAX_BYTES"), "RFC9309_MAX_BYTES", int)
@@ -225,7 +247,7 @@ class Rfc9309Settings:
         cache_seconds = _number(get("RFC9309_CACHE_SECONDS"), "RFC9309_CACHE_SECONDS", float)
         if cache_seconds > MAX_CACHE_SECONDS:
             cache_seconds = float(MAX_CACHE_SECONDS)  # the RFC's 24 hours is a cap, not a default
-        unreachable = _policy(get("RFC9309_UNREACHABLE"), "RFC9309_UNREACHABLE")
+        unreachable, unreachable_wait = unreachable_mode(get("RFC9309_UNREACHABLE"), "RFC9309_UNREACHABLE")
         ua_setting = get("ROBOTSTXT_USER_AGENT")
         source = "ROBOTSTXT_USER_AGENT" if ua_setting else "USER_AGENT"
         try:
@@ -233,59 +255,48 @@ class Rfc9309Settings:
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
         token = tokens[0]
-        usage = usage_purposes(get("RFC9309_USAGE"), "RFC9309_USAGE")
-        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable, source == "USER_AGENT", usage)
-        audit = get("RFC9309_AUDIT")
-        if audit is not None and not isinstance(audit, str):
-            raise ValueError(
-                f"RFC9309_AUDIT={_shown(audit)} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl'"
-            )
-        redis_prefix = str(get("RFC9309_REDIS_PREFIX"))
-        storage = _storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings)
-        check_storage(storage, redis_prefix)  # its form, before anything connects
-        audit_sync = _bool(get("RFC9309_AUDIT_SYNC"), "RFC9309_AUDIT_SYNC")
+        usage = _usage(get("RFC9309_USAGE"))
+        origins = _origins(
+            get("RFC9309_ORIGINS") or {},
+            tokens,
+            (unreachable, unreachable_wait),
+            source == "USER_AGENT",
+            usage["usage"],
+        )
+        audit = _audit(get("RFC9309_AUDIT"))
+        storage, redis_prefix = _storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings)
+        crawl_delay, max_crawl_delay = _crawl_delay(get("RFC9309_CRAWL_DELAY"))
+        internal_networks = _internal_networks(get("RFC9309_INTERNAL_NETWORKS"))
         return cls(
             enabled=enabled,
             max_bytes=max_bytes,
-            max_redirects=_number(get("RFC9309_MAX_REDIRECTS"), "RFC9309_MAX_REDIRECTS", int),
+            max_redirects=MAX_REDIRECTS,
             fetch_timeout=_number(get("RFC9309_FETCH_TIMEOUT"), "RFC9309_FETCH_TIMEOUT", float, positive=True),
             fetch_concurrency=_fetch_concurrency(get("RFC9309_FETCH_CONCURRENCY"), get("CONCURRENT_REQUESTS")),
             unreachable=unreachable,
-            unreachable_wait=_number(get("RFC9309_UNREACHABLE_WAIT"), "RFC9309_UNREACHABLE_WAIT", float),
-            retry_unreachable_seconds=_number(
-                get("RFC9309_RETRY_UNREACHABLE_SECONDS"), "RFC9309_RETRY_UNREACHABLE_SECONDS", float
-            ),
+            unreachable_wait=unreachable_wait,
+            retry_unreachable_seconds=min(RETRY_UNREACHABLE_SECONDS, cache_seconds),
             cache_seconds=cache_seconds,
-            cache_min_seconds=_number(get("RFC9309_CACHE_MIN_SECONDS"), "RFC9309_CACHE_MIN_SECONDS", float),
+            cache_min_seconds=min(CACHE_MIN_SECONDS, cache_seconds),
             cache_max_origins=_number(
                 get("RFC9309_CACHE_MAX_ORIGINS"), "RFC9309_CACHE_MAX_ORIGINS", int, positive=True
             ),
             early_fetch=_bool(get("RFC9309_EARLY_FETCH"), "RFC9309_EARLY_FETCH"),
             max_held=_max_held(get("RFC9309_MAX_HELD")),
             storage=storage,
-            storage_retry_seconds=_number(
-                get("RFC9309_STORAGE_RETRY_SECONDS"), "RFC9309_STORAGE_RETRY_SECONDS", float, positive=True
-            ),
-            stale_if_unreachable=_bool(get("RFC9309_STALE_IF_UNREACHABLE"), "RFC9309_STALE_IF_UNREACHABLE"),
+            storage_retry_seconds=STORAGE_RETRY_SECONDS,
+            stale_if_unreachable=STALE_IF_UNREACHABLE,
             redis_prefix=redis_prefix,
             user_agent=token,
             user_agents=tokens,
             user_agent_source=source,
             origins=MappingProxyType(origins),
-            crawl_delay=_bool(get("RFC9309_CRAWL_DELAY"), "RFC9309_CRAWL_DELAY"),
-            max_crawl_delay=_number(get("RFC9309_MAX_CRAWL_DELAY"), "RFC9309_MAX_CRAWL_DELAY", float),
-            audit=audit or None,
-            audit_allowed=_bool(get("RFC9309_AUDIT_ALLOWED"), "RFC9309_AUDIT_ALLOWED") or audit_sync,
-            audit_key=audit_key(settings),
-            audit_sync=audit_sync,
-            allow_private_redirects=_bool(get("RFC9309_ALLOW_PRIVATE_REDIRECTS"), "RFC9309_ALLOW_PRIVATE_REDIRECTS"),
-            internal_networks=parse_networks(get("RFC9309_INTERNAL_NETWORKS"), "RFC9309_INTERNAL_NETWORKS"),
-            usage=usage,
-            usage_header=_choice(get("RFC9309_USAGE_HEADER"), "RFC9309_USAGE_HEADER", USAGE_HEADER_CHOICES),
-            usage_unknown_denies=_choice(get("RFC9309_USAGE_UNKNOWN"), "RFC9309_USAGE_UNKNOWN", USAGE_UNKNOWN_CHOICES)
-            == "deny",
-            usage_report=_bool(get("RFC9309_USAGE_REPORT"), "RFC9309_USAGE_REPORT"),
-            nofollow=_bool(get("RFC9309_NOFOLLOW"), "RFC9309_NOFOLLOW"),
+            crawl_delay=crawl_delay,
+            max_crawl_delay=max_crawl_delay,
+            **audit,
+            allow_private_redirects=internal_networks == (),
+            internal_networks=internal_networks,
+            **usage,
         )
 
     def __post_init__(self) -> None:
@@ -294,7 +305,13 @@ class Rfc9309Settings:
         # built once: for_origin runs for every request
         from_user_agent = self.user_agent_source == "USER_AGENT"
         policy = OriginPolicy(
-            True, self.user_agent, self.unreachable, self.user_agents, from_user_agent=from_user_agent, usage=self.usage
+            True,
+            self.user_agent,
+            self.unreachable,
+            self.user_agents,
+            from_user_agent=from_user_agent,
+            usage=self.usage,
+            unreachable_wait=self.unreachable_wait,
         )
         object.__setattr__(self, "_default_policy", policy)
 
@@ -312,8 +329,8 @@ class Rfc9309Settings:
 
     @property
     def follows_nofollow(self) -> bool:
-        """Whether the nofollow spider middleware runs: RFC9309_NOFOLLOW, and a purpose
-        declared for the crawl or an origin (a crawl that declares none pays nothing)."""
+        """Whether the nofollow spider middleware runs: RFC9309_USAGE's "nofollow", and a
+        purpose declared for the crawl or an origin (a crawl that declares none pays nothing)."""
         return self.nofollow and self.declares_purposes
 
     def for_origin(self, origin: str) -> OriginPolicy:
@@ -378,12 +395,10 @@ def project_scheduler(settings: Any) -> Any:
     return scheduler
 
 
-def audit_key(settings: Any) -> Secret | None:
-    """``RFC9309_AUDIT_KEY`` (a str, UTF-8, or bytes; at least
-    :data:`MIN_AUDIT_KEY_BYTES`), else the environment variable of the same
-    name, else None.  No message names the value."""
-    value = settings.get(AUDIT_KEY) if hasattr(settings, "get") else None
-    where = AUDIT_KEY
+def audit_key(value: Any = None, where: str = "RFC9309_AUDIT['key']") -> Secret | None:
+    """The audit trail's HMAC key: ``value`` (a str, UTF-8, or bytes; at least
+    :data:`MIN_AUDIT_KEY_BYTES`; ``where`` names it in a message), else the
+    environment variable :data:`AUDIT_KEY`, else None.  No message names the value."""
     if value is None or value == "":
         value, where = os.environ.get(AUDIT_KEY) or None, f"the environment variable {AUDIT_KEY}"
     if value is None:
@@ -398,6 +413,22 @@ def audit_key(settings: Any) -> Secret | None:
             "python -c 'import secrets; print(secrets.token_hex(32))'"
         )
     return Secret(value)
+
+
+def _refuse_unknown(settings: Any) -> None:
+    """``ValueError`` for an ``RFC9309_*`` setting the plugin does not read (a typo,
+    or a name of a development version before the settings were merged): left
+    alone, it would change nothing, silently."""
+    try:
+        names = [name for name in settings if isinstance(name, str) and name.startswith("RFC9309_")]
+    except TypeError:
+        return  # not a mapping: nothing to check
+    for name in sorted(names):
+        if name in DEFAULTS or settings.get(name) is None:
+            continue
+        raise ValueError(
+            f"{name} is not a setting of scrapy-rfc9309 (docs/middleware.md lists them): {', '.join(DEFAULTS)}"
+        )
 
 
 def _getter(settings: Any):
@@ -459,6 +490,143 @@ def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     return value.strip().lower()
 
 
+def _json_dict(value: Any, name: str, example: str) -> Any:
+    """``value``, or the dict a JSON object given on the command line
+    (``-s 'NAME={...}'``) holds; ``ValueError`` naming ``name`` for bad JSON."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"{name} is not valid JSON ({exc}): give e.g. {example}") from None
+    return value
+
+
+def _unknown_keys(value: Mapping[Any, Any], name: str, known: tuple[str, ...]) -> None:
+    unknown = sorted(str(key) for key in value if key not in known)
+    if unknown:
+        raise ValueError(f"{name}: unknown key(s) {unknown}; known: {', '.join(known)}")
+
+
+def unreachable_mode(value: Any, name: str) -> tuple[str, float]:
+    """``RFC9309_UNREACHABLE`` (or an origin's ``unreachable``): ``"deny"``,
+    ``"allow"``, ``"wait"`` (:data:`UNREACHABLE_WAIT_SECONDS`) or
+    ``"wait:<seconds>"``, as ``(mode, seconds of wait)``."""
+    allowed = f"choose one of {', '.join(UNREACHABLE_POLICIES)}, or 'wait:<seconds>' (e.g. 'wait:60')"
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text is None:
+        raise ValueError(f"{name}={_shown(value)}: {allowed}")
+    mode, colon, seconds = text.partition(":")
+    mode = mode.strip()
+    if mode not in UNREACHABLE_POLICIES or (colon and mode != "wait"):
+        raise ValueError(f"{name}={_shown(value)}: {allowed}")
+    if not colon:
+        return mode, UNREACHABLE_WAIT_SECONDS
+    try:
+        wait = float(seconds)
+    except ValueError:
+        wait = math.nan
+    if not math.isfinite(wait) or wait <= 0:
+        raise ValueError(f"{name}={_shown(value)}: the seconds of 'wait:<seconds>' must be a number above zero")
+    return mode, wait
+
+
+def _crawl_delay(value: Any) -> tuple[bool, float]:
+    """``RFC9309_CRAWL_DELAY``: True (floors, capped at :data:`MAX_CRAWL_DELAY_SECONDS`),
+    False (none) or a number of seconds (floors, capped at it), as ``(on, cap)``."""
+    name = "RFC9309_CRAWL_DELAY"
+    allowed = "use True (floors, capped at 60 s), False (no floors) or the longest floor in seconds, e.g. 30"
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"
+    if isinstance(value, bool):
+        return value, MAX_CRAWL_DELAY_SECONDS
+    try:
+        cap = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={_shown(value)}: {allowed}") from None
+    if not math.isfinite(cap) or cap <= 0:
+        raise ValueError(f"{name}={_shown(value)}: {allowed}")
+    return True, cap
+
+
+def _internal_networks(value: Any) -> tuple[Any, ...] | None:
+    """``RFC9309_INTERNAL_NETWORKS``: None (every address not globally routable),
+    or a list of networks; ``[]`` makes none internal."""
+    if isinstance(value, str) and not value.strip():
+        return None  # -s RFC9309_INTERNAL_NETWORKS= : the default, not "nothing is internal"
+    return parse_networks(value, "RFC9309_INTERNAL_NETWORKS")
+
+
+def _audit(value: Any) -> dict[str, Any]:
+    """``RFC9309_AUDIT``: None, a path, or ``{"path", "allowed", "sync", "key"}``
+    (a JSON object from the command line), as the ``audit*`` fields.  The key,
+    given or from the environment, is checked even without a path: a bad key
+    is a bad setting."""
+    name = "RFC9309_AUDIT"
+    example = '{"path": "audit/%(name)s.jsonl", "allowed": true}'
+    value = _json_dict(value, name, example)
+    if value is None or value == "" or isinstance(value, str):
+        return {"audit": value or None, "audit_key": audit_key(None)}
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"RFC9309_AUDIT must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as "
+            f"{example}, not {type(value).__name__}"
+        )
+    _unknown_keys(value, name, AUDIT_KEYS)
+    path = value.get("path")
+    if not isinstance(path, str) or not path:
+        raise ValueError(
+            f"RFC9309_AUDIT['path']={_shown(path)} must be the trail's file path (str), e.g. 'audit/%(name)s.jsonl'"
+        )
+    sync = _bool(value.get("sync", False), "RFC9309_AUDIT['sync']")
+    return {
+        "audit": path,
+        "audit_allowed": _bool(value.get("allowed", False), "RFC9309_AUDIT['allowed']") or sync,
+        "audit_sync": sync,
+        "audit_key": audit_key(value.get("key")),
+    }
+
+
+def audit_setting_key(value: Any) -> Any:
+    """The key an ``RFC9309_AUDIT`` value gives (its dict's ``"key"``), or None;
+    for ``scrapy robots --audit``, which checks a trail with the crawl's key."""
+    try:
+        value = _json_dict(value, "RFC9309_AUDIT", "{}")
+    except ValueError:
+        return None
+    return value.get("key") if isinstance(value, Mapping) else None
+
+
+def _usage(value: Any) -> dict[str, Any]:
+    """``RFC9309_USAGE``: the declared purposes (a list, a comma-separated or JSON
+    list string), or ``{"purposes", "header", "unknown", "report", "nofollow"}``
+    (a JSON object from the command line), as the ``usage*`` and ``nofollow`` fields."""
+    name = "RFC9309_USAGE"
+    value = _json_dict(value, name, '{"purposes": ["train-ai"], "unknown": "deny"}')
+    if not isinstance(value, Mapping):
+        return {"usage": usage_purposes(value, name)}
+    _unknown_keys(value, name, USAGE_KEYS)
+    unknown = _choice(value.get("unknown", "allow"), "RFC9309_USAGE['unknown']", USAGE_UNKNOWN_CHOICES)
+    return {
+        "usage": usage_purposes(value.get("purposes"), "RFC9309_USAGE['purposes']"),
+        "usage_header": _choice(value.get("header", "drop"), "RFC9309_USAGE['header']", USAGE_HEADER_CHOICES),
+        "usage_unknown_denies": unknown == "deny",
+        "usage_report": _bool(value.get("report", False), "RFC9309_USAGE['report']"),
+        "nofollow": _bool(value.get("nofollow", True), "RFC9309_USAGE['nofollow']"),
+    }
+
+
+def usage_with_purposes(value: Any, purposes: list[str]) -> Any:
+    """``RFC9309_USAGE`` with its purposes replaced by ``purposes``, its other
+    keys kept (``scrapy robots --usage`` over a project's dict form)."""
+    try:
+        value = _json_dict(value, "RFC9309_USAGE", "{}")
+    except ValueError:
+        return purposes  # the project's value is refused anyway, with its own message
+    if isinstance(value, Mapping):
+        return {**value, "purposes": purposes}
+    return purposes
+
+
 def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
     """Declared purposes (``["train-ai"]``, ``"train-ai,search"``, a JSON list
     from the command line) as usage categories; ``ValueError`` naming the
@@ -504,30 +672,33 @@ def _fetch_concurrency(value: Any, concurrent: Any) -> int:
     return int(number)
 
 
-def _policy(value: Any, name: str) -> str:
-    if not isinstance(value, str) or value.lower() not in UNREACHABLE_POLICIES:
-        raise ValueError(f"{name}={_shown(value)}: choose one of {', '.join(UNREACHABLE_POLICIES)}")
-    return value.lower()
-
-
-def _storage(value: Any, jobdir: Any, settings: Any) -> str:
+def _storage(value: Any, jobdir: Any, settings: Any) -> tuple[str, str]:
     """RFC9309_STORAGE, or when it is not set: the Redis server of scrapy-redis when
     it is the scheduler (the workers sharing its queue share robots.txt and
-    Crawl-delay), else a SQLite file in JOBDIR, else memory."""
+    Crawl-delay), else a SQLite file in JOBDIR, else memory.  As ``(url, Redis
+    key prefix)``: a Redis URL's ``?prefix=`` is taken out of it (redis-py
+    would pass it to its connections), else the prefix is ``rfc9309:``."""
     if value:
-        return str(value)
-    from .storage.factory import scrapy_redis_url
+        url = str(value).strip()
+    else:
+        from .storage.factory import scrapy_redis_url
 
-    cluster = scrapy_redis_url(settings) if hasattr(settings, "get") else None
-    if cluster:
-        return cluster
-    if jobdir:
-        import os
+        cluster = scrapy_redis_url(settings) if hasattr(settings, "get") else None
+        if cluster:
+            url = cluster
+        elif jobdir:
+            from .storage.factory import JOBDIR_FILE
 
-        from .storage.factory import JOBDIR_FILE
-
-        return "sqlite://" + os.path.join(str(jobdir), JOBDIR_FILE)
-    return "memory"
+            url = "sqlite://" + os.path.join(str(jobdir), JOBDIR_FILE)
+        else:
+            url = "memory"
+    prefix = DEFAULT_REDIS_PREFIX
+    if url.lower().startswith(REDIS_SCHEMES):
+        url, given = split_prefix(url)
+        if given is not None:
+            prefix = given
+    check_storage(url, prefix)  # its form, before anything connects
+    return url, prefix
 
 
 def _listish(value: Any) -> Any:
@@ -536,8 +707,6 @@ def _listish(value: Any) -> Any:
     anything else is returned as is (a comma is not a separator: User-Agent
     strings hold commas)."""
     if isinstance(value, str) and value.lstrip().startswith("["):
-        import json
-
         try:
             return json.loads(value)
         except ValueError:
@@ -546,11 +715,13 @@ def _listish(value: Any) -> Any:
 
 
 def _origins(
-    raw: Any, tokens: tuple[str, ...], unreachable: str, from_user_agent: bool, usage: tuple[str, ...] = ()
+    raw: Any,
+    tokens: tuple[str, ...],
+    unreachable: tuple[str, float],
+    from_user_agent: bool,
+    usage: tuple[str, ...] = (),
 ) -> dict[str, OriginPolicy]:
     if isinstance(raw, str):
-        import json
-
         try:  # a setting given on the command line (-s RFC9309_ORIGINS='{...}')
             raw = json.loads(raw)
         except ValueError as exc:
@@ -564,11 +735,7 @@ def _origins(
             raise ValueError(f"RFC9309_ORIGINS: {_shown(key)} is not an http(s) origin such as 'https://example.com'")
         if not isinstance(overrides, Mapping):
             raise ValueError(f"RFC9309_ORIGINS[{_shown(key)}] must be a dict such as {{'obey': False}}")
-        unknown = set(overrides) - set(_ORIGIN_KEYS)
-        if unknown:
-            raise ValueError(
-                f"RFC9309_ORIGINS[{_shown(key)}]: unknown key(s) {sorted(unknown)}; known: {', '.join(_ORIGIN_KEYS)}"
-            )
+        _unknown_keys(overrides, f"RFC9309_ORIGINS[{_shown(key)}]", _ORIGIN_KEYS)
         obey = _bool(overrides.get("obey", True), f"RFC9309_ORIGINS[{_shown(key)}]['obey']")
         user_agent = overrides.get("user_agent")
         try:
@@ -576,8 +743,8 @@ def _origins(
         except ValueError as exc:
             raise ValueError(f"RFC9309_ORIGINS[{_shown(key)}]['user_agent']: {exc}") from None
         policy = overrides.get("unreachable")
-        origin_unreachable = (
-            _policy(policy, f"RFC9309_ORIGINS[{_shown(key)}]['unreachable']") if policy else unreachable
+        mode, wait = (
+            unreachable_mode(policy, f"RFC9309_ORIGINS[{_shown(key)}]['unreachable']") if policy else unreachable
         )
         origin_usage = (
             usage_purposes(overrides["usage"], f"RFC9309_ORIGINS[{_shown(key)}]['usage']")
@@ -587,9 +754,10 @@ def _origins(
         resolved[origin] = OriginPolicy(
             obey,
             origin_tokens[0],
-            origin_unreachable,
+            mode,
             origin_tokens,
             from_user_agent=from_user_agent and not user_agent,
             usage=origin_usage,
+            unreachable_wait=wait,
         )
     return resolved

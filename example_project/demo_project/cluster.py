@@ -44,8 +44,6 @@ from .table import PageRow
 SPIDER = "demo_cluster"
 START_URLS_KEY = f"{SPIDER}:start_urls"
 OUTCOMES_KEY = f"{SPIDER}:outcomes"
-#: the plugin's keys, apart from any other crawl on the same server
-PREFIX = f"{SPIDER}:rfc9309:"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
@@ -68,11 +66,12 @@ def start_messages() -> list[str]:
     return messages
 
 
-def push(client: Any) -> int:
+def push(client: Any, prefix: str) -> int:
     """Forget the last run (its outcomes, scrapy-redis's queue and dupefilter,
-    the stored robots.txt of the demo origins), then push the start URLs."""
+    the stored robots.txt of the demo origins, under the plugin's key
+    ``prefix``), then push the start URLs."""
     stale = [OUTCOMES_KEY, f"{SPIDER}:requests", f"{SPIDER}:dupefilter", START_URLS_KEY]
-    stale += [key_of(PREFIX, kind, origin.origin) for origin in plan() for kind in ("robots", "lock", "pace")]
+    stale += [key_of(prefix, kind, origin.origin) for origin in plan() for kind in ("robots", "lock", "pace")]
     client.delete(*stale)
     messages = start_messages()
     client.rpush(START_URLS_KEY, *messages)
@@ -170,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "push":
         import redis
 
-        count = push(redis.Redis.from_url(config.storage))
+        count = push(redis.Redis.from_url(config.storage), config.redis_prefix)
         print(f"pushed {count} start URLs to {START_URLS_KEY} on {config.storage}")
         return 0
     try:

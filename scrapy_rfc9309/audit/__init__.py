@@ -11,13 +11,13 @@ Three things, all fed by the crawl's robots service and the middleware:
   added and removed for the crawl's group(s), and ``rfc9309/changes`` counts it;
 * **the audit trail** (``RFC9309_AUDIT``, off by default): JSON Lines, one
   record per robots.txt fetch and per denied request (per allowed request too
-  with ``RFC9309_AUDIT_ALLOWED``), bodies kept once per SHA-256 in
+  with ``RFC9309_AUDIT``'s ``allowed``), bodies kept once per SHA-256 in
   ``robots-bodies/`` beside the file.  Every record is sealed in a chain
-  (``chain``: SHA-256, or an HMAC with ``RFC9309_AUDIT_KEY``) so that an
+  (``chain``: SHA-256, or an HMAC with ``RFC9309_AUDIT``'s ``key``) so that an
   edit, a deletion, a reordering or a cut shows on replay.  Records are
   queued in memory and written by a thread of their own, which writes and
   flushes at least every second and drains the queue when the spider closes;
-  with ``RFC9309_AUDIT_SYNC`` each is written before its request goes on.
+  with ``RFC9309_AUDIT``'s ``sync`` each is written before its request goes on.
 
 The record formats, the replay (``scrapy robots --audit``) and what the trail
 does and does not prove: docs/audit.md.  The parts: ``decisions`` (several

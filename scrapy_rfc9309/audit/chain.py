@@ -8,7 +8,7 @@ the line as JSON without the seal, and ``prev`` the previous record's digest
 (64 zeros for a crawl's first record)::
 
     h = SHA-256(prev + body)                    (no key)
-    h = HMAC-SHA256(key, prev + body)           (RFC9309_AUDIT_KEY)
+    h = HMAC-SHA256(key, prev + body)           (RFC9309_AUDIT's key)
     line = body without its closing "}" + ',"h":"<h, hex>"}' + "\\n"
 
 so every record carries a digest that covers its own bytes and, through
@@ -132,7 +132,7 @@ class KeyNeeded(Exception):
 class Verifier:
     """Checks a trail's lines in order (:meth:`feed`, then :meth:`finish`).
 
-    ``key``: the key the trail must have been sealed with (``RFC9309_AUDIT_KEY``);
+    ``key``: the key the trail must have been sealed with (``RFC9309_AUDIT``'s ``key``, or the environment variable ``RFC9309_AUDIT_KEY``);
     without one, a keyed trail cannot be checked (:class:`KeyNeeded`); with
     one, an unkeyed trail does not verify (anyone could have rewritten it)."""
 
@@ -226,7 +226,7 @@ class Verifier:
             if self._key is None:
                 raise KeyNeeded(
                     f"crawl {self.crawls + 1} (line {number}) is sealed with a key (HMAC-SHA256): give it "
-                    "(RFC9309_AUDIT_KEY, or --audit-key-file) to check the trail"
+                    "(--audit-key-file, RFC9309_AUDIT's key, or the environment variable RFC9309_AUDIT_KEY) to check the trail"
                 )
             if record.get("key_id") != self._key_id:
                 raise Tampered(

@@ -31,7 +31,7 @@ FORMAT = 2
 AUDIT_FAILED = "rfc9309_audit_failed"
 #: finish reason of a crawl whose audit trail cannot be opened
 AUDIT_UNAVAILABLE = "rfc9309_audit_unavailable"
-#: the stat of an allowed request dropped because its record could not be written (RFC9309_AUDIT_SYNC)
+#: the stat of an allowed request dropped because its record could not be written (RFC9309_AUDIT's sync)
 DROPPED_AUDIT = "requests/dropped/audit_failed"
 
 
@@ -47,7 +47,7 @@ class Recorder:
         #: True when the audit trail is on: the middleware calls denied() / allowed()
         self.active = settings.audit is not None
         self.allowed_records = self.active and settings.audit_allowed
-        #: each record is written before the request it decides goes on (RFC9309_AUDIT_SYNC)
+        #: each record is written before the request it decides goes on (RFC9309_AUDIT's sync)
         self.sync = settings.audit_sync
         self.path: str | None = None
         self._writer: Writer | None = None
@@ -295,7 +295,7 @@ class Recorder:
         """A request was decided on ``known``: a record when denied (or when
         allowed records are on, with the usage preferences robots.txt states
         when it states any), and the per-origin count either way.  With
-        ``RFC9309_AUDIT_SYNC`` an allowed request whose record could not be
+        ``RFC9309_AUDIT``'s ``sync`` an allowed request whose record could not be
         written raises ``IgnoreRequest``: it does not go on unrecorded."""
         if decision.allowed and not self.allowed_records:
             self._tally(origin, denied=False)
@@ -315,11 +315,11 @@ class Recorder:
         self._tally(origin, denied=not decision.allowed)
 
     def _unrecorded(self, url: str) -> NoReturn:
-        """Drop an allowed request whose record is not in the trail (RFC9309_AUDIT_SYNC)."""
+        """Drop an allowed request whose record is not in the trail (RFC9309_AUDIT's sync)."""
         from scrapy.exceptions import IgnoreRequest
 
         self.service.counts.inc(DROPPED_AUDIT)
-        message = "Dropped: its audit record could not be written (RFC9309_AUDIT_SYNC)"
+        message = "Dropped: its audit record could not be written (RFC9309_AUDIT's sync)"
         logger.debug("%s: %s", message, mask_url(url), extra={"spider": self.crawler.spider})
         raise IgnoreRequest(message)
 
@@ -359,7 +359,7 @@ class Recorder:
     ) -> None:
         """A declared purpose was disallowed: the request ``denied`` (robots.txt),
         or its response ``dropped`` or ``marked`` (its header; or ``unknown``
-        with RFC9309_USAGE_UNKNOWN = "deny").  Always recorded; a denied
+        with RFC9309_USAGE's "unknown": "deny").  Always recorded; a denied
         request counts as denied in its origin's counts."""
         if action == "denied":
             self._tally(origin, denied=True)

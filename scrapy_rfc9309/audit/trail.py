@@ -81,7 +81,7 @@ class Trail:
 
     Every line is checked against the chain as it is read (:mod:`.chain`):
     ``TrailTampered`` names the first that does not fit, ``TrailKeyNeeded``
-    says a keyed trail needs its key (``key``: RFC9309_AUDIT_KEY).  A crawl
+    says a keyed trail needs its key (``key``: RFC9309_AUDIT's, or the environment variable RFC9309_AUDIT_KEY).  A crawl
     left without its closing record (killed, or the trail cut) is listed in
     :attr:`unfinished`; its records are used.  Every robots.txt body the
     records name is checked as it is met; :meth:`check_bodies` raises the

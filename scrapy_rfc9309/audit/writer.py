@@ -113,7 +113,7 @@ class Writer:
     By default a thread of its own writes: the reactor only appends to a
     deque (thread-safe, no lock); the thread wakes every
     :data:`FLUSH_SECONDS` (or when told to close), writes every record queued
-    so far as JSON Lines and flushes the file.  With ``sync`` (``RFC9309_AUDIT_SYNC``)
+    so far as JSON Lines and flushes the file.  With ``sync`` (``RFC9309_AUDIT``'s)
     there is no thread: :meth:`put` writes and flushes the record before it
     returns, so the caller knows it is in the file (:attr:`error` is set when
     it is not).
@@ -122,7 +122,7 @@ class Writer:
     writing stops and :attr:`error` says why; so it does when more than
     :data:`MAX_PENDING` items wait.  From then on nothing is queued: every
     record the crawl puts is counted as not written (:attr:`unwritten`).
-    ``key``: the HMAC key of the chain (``RFC9309_AUDIT_KEY``), never written."""
+    ``key``: the HMAC key of the chain (``RFC9309_AUDIT``'s ``key``), never written."""
 
     def __init__(self, path: str, key: bytes | None = None, sync: bool = False) -> None:
         self.path = path

@@ -21,8 +21,8 @@ kept by its SHA-256 beside the trail), not against today's file, and the
 output says when that file was fetched.  ``--summary`` prints, per origin, the
 fetches, the last result, the changes and the allowed/denied counts.  Either
 way the trail is verified first: its chain, line by line, and every body its
-records name.  A trail sealed with a key (``RFC9309_AUDIT_KEY``) is checked
-with the key from ``--audit-key-file PATH`` (``-``: stdin), else the setting
+records name.  A trail sealed with a key is checked with the key from
+``--audit-key-file PATH`` (``-``: stdin), else ``RFC9309_AUDIT``'s ``"key"``
 (``-s``, the project's), else the environment variable ``RFC9309_AUDIT_KEY``.
 
 ``--spider NAME`` (inside a project) uses that spider's settings, its
@@ -145,7 +145,7 @@ class Command(ScrapyCommand):
             "--audit-key-file",
             metavar="PATH",
             help="with --audit: the file ('-' for stdin) holding the key the trail was sealed with; by default "
-            "RFC9309_AUDIT_KEY (setting, else environment variable)",
+            'RFC9309_AUDIT\'s "key", else the environment variable RFC9309_AUDIT_KEY',
         )
         parser.add_argument(
             "--file",
@@ -181,8 +181,10 @@ class Command(ScrapyCommand):
             # stdout is the report: a project's LOG_LEVEL = "INFO" must not fill stderr with the crawl's log
             assert self.settings is not None
             self.settings.set("LOG_LEVEL", "WARNING", priority="cmdline")
-        # the command's own small crawl (it fetches robots.txt, decides nothing) writes no audit trail
+        # the command's own small crawl (it fetches robots.txt, decides nothing) writes no audit
+        # trail; the key the project's RFC9309_AUDIT gives still checks one (--audit FILE)
         assert self.settings is not None
+        self._audit_setting = (self.settings.get("RFC9309_AUDIT"), self.settings.getpriority("RFC9309_AUDIT"))
         self.settings.set("RFC9309_AUDIT", None, priority="cmdline")
 
     # -- entry point -----------------------------------------------------------
@@ -275,20 +277,34 @@ class Command(ScrapyCommand):
         _print(lines)
         return exit_status(decisions)
 
-    def _audit_key(self, path: str | None) -> bytes | None:
-        """The key a trail is checked with: ``--audit-key-file``, else RFC9309_AUDIT_KEY
-        (setting, else environment variable).  Never printed."""
-        from ..settings import AUDIT_KEY, audit_key
+    def _setting_key(self) -> Any:
+        """The key ``RFC9309_AUDIT`` gives (its dict's ``"key"``) as the crawl reads it:
+        the project's or ``-s``'s value, under ``--spider``'s own, before the command
+        turned the trail off for its own crawl."""
+        from scrapy.settings import BaseSettings
 
-        settings = self._settings()
-        if path is not None:
-            text = _read(path).rstrip(b"\r\n")  # (a key file's last newline is not part of the key)
-            settings.set(AUDIT_KEY, text, priority="cmdline")
+        from ..settings import audit_setting_key
+
+        value, priority = getattr(self, "_audit_setting", (None, None))
+        settings = BaseSettings()
+        settings.set("RFC9309_AUDIT", value, priority=priority or "default")
+        if self._spider is not None:
+            self._spider.update_settings(settings)
+        return audit_setting_key(settings.get("RFC9309_AUDIT"))
+
+    def _audit_key(self, path: str | None) -> bytes | None:
+        """The key a trail is checked with: ``--audit-key-file``, else RFC9309_AUDIT's
+        ``"key"``, else the environment variable RFC9309_AUDIT_KEY.  Never printed."""
+        from ..settings import audit_key
+
         try:
-            secret = audit_key(settings)
+            if path is not None:
+                text = _read(path).rstrip(b"\r\n")  # (a key file's last newline is not part of the key)
+                secret = audit_key(text, "--audit-key-file")
+            else:
+                secret = audit_key(self._setting_key())
         except ValueError as exc:
-            where = "--audit-key-file" if path is not None else ""
-            raise UsageError(f"{where + ': ' if where else ''}{exc}", print_help=False) from None
+            raise UsageError(str(exc), print_help=False) from None
         return secret.reveal() if secret is not None else None
 
     def _replay(
@@ -371,11 +387,12 @@ class Command(ScrapyCommand):
     def _config(self, agents: list[str] | None, usage: list[str] | None = None) -> Rfc9309Settings:
         """The project's RFC9309_* settings, with ``--agent`` (once or more) as
         the token(s) and ``--usage`` as the declared purposes."""
-        from ..settings import Rfc9309Settings
+        from ..settings import Rfc9309Settings, usage_with_purposes
 
         settings = self._settings()
-        if usage:
-            settings.set("RFC9309_USAGE", list(_purposes(usage)), priority="cmdline")
+        if usage:  # the purposes only: the rest of a dict form (unknown, header...) stays the project's
+            purposes = list(_purposes(usage))
+            settings.set("RFC9309_USAGE", usage_with_purposes(settings.get("RFC9309_USAGE"), purposes), "cmdline")
         if agents:
             tokens = _agent_tokens(agents)
             settings.set("ROBOTSTXT_USER_AGENT", list(tokens) if len(tokens) > 1 else tokens[0], priority="cmdline")
@@ -530,7 +547,12 @@ def _origin_block(
         lines.append(row("robots.txt", "not fetched (RFC9309_ORIGINS: obey: False)"))
     else:
         result, robots = inspected
-        lines.append(row("robots.txt", describe_fetch(robots_url(origin), result, config, policy.unreachable)))
+        lines.append(
+            row(
+                "robots.txt",
+                describe_fetch(robots_url(origin), result, config, policy.unreachable, policy.unreachable_wait),
+            )
+        )
     lines.extend(_file_lines(robots, tokens))
     purposes = policy.usage
     tdmrep: TdmRep | None = None
@@ -551,8 +573,11 @@ def _origin_block(
     return lines, decisions
 
 
-def describe_fetch(url: str, result: FetchResult, config: Rfc9309Settings, unreachable: str) -> str:
-    """``GET URL -> 2 redirects -> FINAL: status 200 (success)`` and what it means."""
+def describe_fetch(
+    url: str, result: FetchResult, config: Rfc9309Settings, unreachable: str, wait: float | None = None
+) -> str:
+    """``GET URL -> 2 redirects -> FINAL: status 200 (success)`` and what it means
+    (``wait``: the origin's seconds of ``"wait"``, the crawl's by default)."""
     from ..robots.access import Access
 
     text = f"GET {mask_url(url)}"
@@ -568,7 +593,8 @@ def describe_fetch(url: str, result: FetchResult, config: Rfc9309Settings, unrea
     if result.truncated_bytes:
         text += f"; at least {result.truncated_bytes:,} bytes past the {config.max_bytes:,}-byte limit were ignored"
     if result.access is Access.UNREACHABLE and unreachable == "wait":
-        text += f"; a crawl would retry it for up to {config.unreachable_wait:g} s before denying"
+        seconds = config.unreachable_wait if wait is None else wait
+        text += f"; a crawl would retry it for up to {seconds:g} s before denying"
     return text
 
 
@@ -613,7 +639,7 @@ def _summary_lines(trail: Any) -> list[str]:
     """``--summary``: what was verified, how many requests were decided (the
     sums of the table's columns) and how many have a record of their own (a
     different number: an allowed request has one only with
-    RFC9309_AUDIT_ALLOWED, a request a declared purpose stopped has a usage
+    RFC9309_AUDIT's allowed, a request a declared purpose stopped has a usage
     record), then one row per origin."""
     rows = trail.summary()
     header = ("origin", "fetches", "result", "changes", "allowed", "denied")
@@ -627,7 +653,7 @@ def _summary_lines(trail: Any) -> list[str]:
         f"{allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below); "
         f"{_chain_text(trail)}",
         f"records of single requests: {records.get('allowed', 0)} allowed (written only with "
-        f"RFC9309_AUDIT_ALLOWED), {records.get('denied', 0)} denied by robots.txt, {usage} stopped by usage "
+        f"RFC9309_AUDIT's allowed), {records.get('denied', 0)} denied by robots.txt, {usage} stopped by usage "
         f"preferences ({records.get('usage denied', 0)} before the download, counted denied above; "
         f"{records.get('usage dropped', 0)} after it, counted allowed)",
     ]

@@ -36,7 +36,7 @@ from ..masking import mask_url
 #: robots.txt for about 30 days; persistent backends keep entries that long.
 STALE_MAX_SECONDS = 30 * 86_400
 #: seconds a store that failed mid-crawl is left alone before it is tried again
-#: (``RFC9309_STORAGE_RETRY_SECONDS``; see :class:`~.fallback.FallbackStorage`)
+#: (``scrapy_rfc9309.settings.STORAGE_RETRY_SECONDS``; see :class:`~.fallback.FallbackStorage`)
 RETRY_AFTER = 30.0
 
 

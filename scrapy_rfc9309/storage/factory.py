@@ -7,7 +7,8 @@ value                              backend
 ``"sqlite:///abs/robots.sqlite"``  :class:`~.sqlite.SqliteStorage`; everything after
 ``"sqlite://rel/robots.sqlite"``   ``sqlite://`` is the file's path (``~`` expanded)
 ``"redis://host:6379/0"``,         :class:`~.redis.RedisStorage` (``pip install
-``"rediss://..."``, ``"unix://..."`` 'scrapy-rfc9309[redis]'``)
+``"rediss://..."``, ``"unix://..."`` 'scrapy-rfc9309[redis]'``); ``?prefix=myjob:``
+                                   sets the prefix of its keys (default ``rfc9309:``)
 ``"redis+cluster://host:6379"``    the same on a Redis Cluster (any node of it;
 ``"rediss+cluster://..."``         ``rediss`` with TLS)
 ``"package.module.Class"``         a class of your own, built with its
@@ -32,7 +33,7 @@ import importlib
 import inspect
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ..masking import mask_url
 from ..robots.text import shorten
@@ -42,6 +43,10 @@ from .memory import MemoryStorage
 #: the file name used inside JOBDIR
 JOBDIR_FILE = "rfc9309-robots.sqlite"
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+#: the query parameter of a Redis URL that names the prefix of the store's keys
+PREFIX_PARAMETER = "prefix"
+#: the prefix of every key of a Redis store whose URL names none
+DEFAULT_REDIS_PREFIX = "rfc9309:"
 #: the package whose scheduler makes a crawl a cluster sharing one Redis server
 SCRAPY_REDIS = "scrapy_redis"
 #: scrapy-redis's own defaults (scrapy_redis.defaults, redis.Redis())
@@ -52,7 +57,7 @@ SCRAPY_REDIS_PORT = 6379
 def build_storage(settings: Any) -> RobotsStorage:
     """The backend ``settings.storage`` names (``settings`` is a
     :class:`~scrapy_rfc9309.settings.Rfc9309Settings`), with its
-    ``retry_after`` set from ``RFC9309_STORAGE_RETRY_SECONDS``.  ``ValueError``
+    ``retry_after`` set from ``settings.storage_retry_seconds``.  ``ValueError``
     for a value it cannot read, ``ImportError`` when the Redis client is
     missing."""
     store = _build(settings)
@@ -78,7 +83,7 @@ def _build(settings: Any) -> RobotsStorage:
     return factory(settings) if factory is not None else cls()
 
 
-def check_storage(url: str, prefix: str = "rfc9309:") -> str:
+def check_storage(url: str, prefix: str = DEFAULT_REDIS_PREFIX) -> str:
     """Which kind of store ``url`` (a resolved ``RFC9309_STORAGE``) names:
     ``"memory"``, ``"sqlite"``, ``"redis"`` or ``"class"``.  ``ValueError``, a
     message naming the setting with its value masked, for a value no store
@@ -108,6 +113,36 @@ def check_storage(url: str, prefix: str = "rfc9309:") -> str:
         f"RFC9309_STORAGE={shorten(mask_url(url))!r}: use 'memory', 'sqlite:///path/robots.sqlite', "
         "'redis://host:port/db', 'redis+cluster://host:port' or the import path of a storage class"
     )
+
+
+def split_prefix(url: str) -> tuple[str, str | None]:
+    """A Redis URL without its ``prefix`` query parameter (``redis://host:6379/0?prefix=myjob:``),
+    and that parameter percent-decoded, or None when it has none.  The rest of
+    the URL is kept as written: redis-py reads its own parameters
+    (``socket_timeout``, ``max_connections``) and would pass an unknown one to
+    its connections, which refuse it.  ``ValueError`` naming ``RFC9309_STORAGE``
+    for an empty or repeated prefix."""
+    head, hash_, fragment = url.partition("#")
+    base, question, query = head.partition("?")
+    if not question:
+        return url, None
+    kept: list[str] = []
+    prefixes: list[str] = []
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if unquote(name) == PREFIX_PARAMETER:
+            prefixes.append(unquote(value))
+        elif pair:
+            kept.append(pair)
+    if not prefixes:
+        return url, None
+    if len(prefixes) > 1 or not prefixes[0]:
+        raise ValueError(
+            f"RFC9309_STORAGE={shorten(mask_url(url))!r}: give one non-empty prefix, e.g. "
+            "'redis://host:6379/0?prefix=myjob:'"
+        )
+    rest = f"?{'&'.join(kept)}" if kept else ""
+    return f"{base}{rest}{hash_}{fragment}", prefixes[0]
 
 
 def _load(path: str) -> Any:

@@ -4,7 +4,7 @@ A robots.txt cache is an optimisation: losing it must not lose requests.  So
 when the backend fails mid-crawl (Redis killed, the SQLite file damaged), the
 crawl goes on with an in-process store, one warning is logged, and the
 backend is tried again after ``retry_after`` seconds (by default the
-backend's own, ``RFC9309_STORAGE_RETRY_SECONDS``); when it answers again, it
+backend's own, ``settings.STORAGE_RETRY_SECONDS``); when it answers again, it
 is used again.  While it is down the cluster guarantees lapse: each worker
 fetches robots.txt for itself and keeps Crawl-delay on its own download slot
 only.

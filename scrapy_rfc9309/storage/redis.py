@@ -4,7 +4,7 @@ For crawls spread over processes or machines (scrapy-redis and the like): one
 Redis server (``redis://``, ``rediss://``, ``unix://``), or a Redis Cluster
 (``redis+cluster://host:port``, ``rediss+cluster://`` with TLS: any node; the
 cluster client finds the others).  Four kinds of keys, all under a prefix
-(``RFC9309_REDIS_PREFIX``, default ``rfc9309:``), the origin in braces: a
+(the URL's ``?prefix=``, default ``rfc9309:``), the origin in braces: a
 Redis Cluster hash tag, so that every key of one origin lives in one hash slot
 and each script below runs on the one node that owns it (on one server the
 braces change nothing):
@@ -84,6 +84,7 @@ from .base import (
     StorageUnavailable,
     display_url,
 )
+from .factory import DEFAULT_REDIS_PREFIX, split_prefix
 from .pipelining import Pipeliner
 
 logger = logging.getLogger(__name__)
@@ -275,6 +276,8 @@ def check_url(url: str, prefix: str) -> None:
     """``ValueError`` naming ``RFC9309_STORAGE`` when a Redis store cannot be
     built from ``url`` (the redis package missing, a Redis Cluster URL with a
     database or a prefix with braces); nothing connects."""
+    url, given = split_prefix(url)
+    prefix = prefix if given is None else given
     try:
         _import_redis()
     except ImportError as exc:
@@ -291,11 +294,15 @@ class RedisStorage(RobotsStorage):
     def __init__(
         self,
         url: str,
-        prefix: str = "rfc9309:",
+        prefix: str = DEFAULT_REDIS_PREFIX,
         keep_seconds: float = STALE_MAX_SECONDS,
         lock_seconds: float = LOCK_SECONDS,
     ) -> None:
         self._aioredis = _import_redis()  # fail at start-up, not at the first request
+        # a URL's ?prefix= is the store's, not redis-py's (its connections refuse it)
+        url, given = split_prefix(url)
+        if given is not None:
+            prefix = given
         #: a Redis Cluster (``redis+cluster://``), reached through the cluster client
         self.cluster = url.lower().startswith(CLUSTER_SCHEMES)
         self._connect_url = _node_url(url) if self.cluster else url
@@ -676,12 +683,12 @@ def _check_cluster_url(shown: str, url: str, prefix: str) -> None:
     if database not in ("", "0"):
         raise ValueError(
             f"RFC9309_STORAGE={shown!r}: a Redis Cluster has database 0 only; "
-            "give a prefix of its own instead (RFC9309_REDIS_PREFIX)"
+            "give a key prefix of its own instead (?prefix=myjob:)"
         )
     if "{" in prefix or "}" in prefix:
         raise ValueError(
-            f"RFC9309_REDIS_PREFIX={prefix!r}: no braces on a Redis Cluster; the store puts each origin "
-            "in braces itself, so that all keys of an origin share one hash slot"
+            f"RFC9309_STORAGE={shown!r}: the key prefix {prefix!r} has braces, which a Redis Cluster cannot "
+            "take: the store puts each origin in braces itself, so that all keys of an origin share one hash slot"
         )
 
 

@@ -288,21 +288,58 @@ def test_the_audit_key_comes_from_the_setting_else_the_environment_and_never_pri
     monkeypatch.delenv("RFC9309_AUDIT_KEY", raising=False)
     assert Rfc9309Settings.from_settings({}).audit_key is None
     secret = "s3cret-" + "x" * 20
-    settings = Rfc9309Settings.from_settings({"RFC9309_AUDIT_KEY": secret})
+    settings = Rfc9309Settings.from_settings({"RFC9309_AUDIT": {"path": "t.jsonl", "key": secret}})
     assert settings.audit_key.reveal() == secret.encode()
     assert secret not in repr(settings) and secret not in str(settings.audit_key)
+    keyed = {"path": "t.jsonl", "key": secret.encode()}  # bytes too
+    assert Rfc9309Settings.from_settings({"RFC9309_AUDIT": keyed}).audit_key.reveal() == secret.encode()
     monkeypatch.setenv("RFC9309_AUDIT_KEY", "from-the-environment-0123")
     assert Rfc9309Settings.from_settings({}).audit_key.reveal() == b"from-the-environment-0123"
-    assert Rfc9309Settings.from_settings({"RFC9309_AUDIT_KEY": secret}).audit_key.reveal() == secret.encode()
-    for bad, message in (("tiny-k3y", "too short (8 bytes): at least 16"), (9309123, "must be a string")):
-        with pytest.raises(ValueError, match=re.escape(message)) as caught:
-            Rfc9309Settings.from_settings({"RFC9309_AUDIT_KEY": bad})
-        assert str(bad) not in str(caught.value)  # no message names the value
+    assert (
+        Rfc9309Settings.from_settings({"RFC9309_AUDIT": "t.jsonl"}).audit_key.reveal() == b"from-the-environment-0123"
+    )
+    keyed = {"RFC9309_AUDIT": {"path": "t.jsonl", "key": secret}}  # the setting's key wins
+    assert Rfc9309Settings.from_settings(keyed).audit_key.reveal() == secret.encode()
+    for bad, message in (
+        ("tiny-k3y", "RFC9309_AUDIT['key'] is too short (8 bytes): at least 16"),
+        (9309123, "RFC9309_AUDIT['key'] must be a string"),
+    ):
+        for value in ({"path": "t.jsonl", "key": bad}, json.dumps({"path": "t.jsonl", "key": bad})):
+            with pytest.raises(ValueError, match=re.escape(message)) as caught:
+                Rfc9309Settings.from_settings({"RFC9309_AUDIT": value})
+            assert str(bad) not in str(caught.value)  # no message names the value
+    with pytest.raises(ValueError) as caught:  # another key's bad value: the key is not shown either
+        Rfc9309Settings.from_settings({"RFC9309_AUDIT": {"path": 3, "key": secret}})
+    assert str(caught.value).startswith("RFC9309_AUDIT['path']=3 must be the trail's file path")
+    assert secret not in str(caught.value)
     monkeypatch.setenv("RFC9309_AUDIT_KEY", "tiny")
     with pytest.raises(ValueError, match="the environment variable RFC9309_AUDIT_KEY is too short"):
         Rfc9309Settings.from_settings({})
     monkeypatch.delenv("RFC9309_AUDIT_KEY")
-    assert Rfc9309Settings.from_settings({"RFC9309_AUDIT_SYNC": True}).audit_allowed  # sync records every request
+
+
+def test_the_audit_setting_is_a_path_or_a_dict():
+    assert Rfc9309Settings.from_settings({}).audit is None
+    plain = Rfc9309Settings.from_settings({"RFC9309_AUDIT": "audit/%(name)s.jsonl"})
+    assert (plain.audit, plain.audit_allowed, plain.audit_sync) == ("audit/%(name)s.jsonl", False, False)
+    full = Rfc9309Settings.from_settings({"RFC9309_AUDIT": {"path": "a.jsonl", "allowed": True}})
+    assert (full.audit, full.audit_allowed, full.audit_sync) == ("a.jsonl", True, False)
+    synced = Rfc9309Settings.from_settings({"RFC9309_AUDIT": {"path": "a.jsonl", "sync": True}})
+    assert (synced.audit_allowed, synced.audit_sync) == (True, True)  # sync records every request
+    cmdline = Rfc9309Settings.from_settings({"RFC9309_AUDIT": '{"path": "a.jsonl", "allowed": "true"}'})
+    assert (cmdline.audit, cmdline.audit_allowed) == ("a.jsonl", True)
+    for bad, says in (
+        (3, "RFC9309_AUDIT must be a file path (str)"),
+        ({"allowed": True}, "RFC9309_AUDIT['path']=None must be the trail's file path"),
+        ({"path": "a.jsonl", "allowed": "yes"}, "RFC9309_AUDIT['allowed']='yes' is not a boolean"),
+        ({"path": "a.jsonl", "sync": 2}, "RFC9309_AUDIT['sync']=2 is not a boolean"),
+        ({"path": "a.jsonl", "keys": "x"}, "RFC9309_AUDIT: unknown key(s) ['keys']; known: path, allowed, sync, key"),
+        ('{"path": "a.jsonl",', "RFC9309_AUDIT is not valid JSON"),
+    ):
+        with pytest.raises(ValueError) as caught:
+            Rfc9309Settings.from_settings({"RFC9309_AUDIT": bad})
+        assert str(caught.value).startswith(says), caught.value
+        assert "\n" not in str(caught.value)
 
 
 # -- the writer's chain ------------------------------------------------------------------------------
@@ -343,7 +380,7 @@ def test_a_closing_record_that_miscounts_its_records_is_named():
 
 # -- replay in bounded memory (issue 37, item 3) ---------------------------------------------------
 def _generated(where, size: int, origins: int = 20) -> str:
-    """A sealed trail of about ``size`` bytes, as a long crawl with RFC9309_AUDIT_ALLOWED
+    """A sealed trail of about ``size`` bytes, as a long crawl with RFC9309_AUDIT's allowed
     writes: each origin's robots.txt once (its body kept), then allowed and denied
     records of long URLs over all of them, a counts record every 1,000, the closing record."""
     bodies = where / BODIES_DIR

@@ -51,8 +51,7 @@ def main(argv: list[str]) -> None:
     redis_url, prefix, out, *urls = argv
     settings = {
         "ADDONS": {"scrapy_rfc9309.Addon": 0},
-        "RFC9309_STORAGE": redis_url,
-        "RFC9309_REDIS_PREFIX": prefix,
+        "RFC9309_STORAGE": f"{redis_url}?prefix={prefix}",
         "USER_AGENT": "ClusterBot/1.0",
         "AUTOTHROTTLE_ENABLED": True,
         "AUTOTHROTTLE_START_DELAY": 0,

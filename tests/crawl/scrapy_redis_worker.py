@@ -43,6 +43,7 @@ from accounting import check_crawler  # this directory: sys.path[0] of the scrip
 from scrapy_redis.spiders import RedisSpider
 
 from scrapy_rfc9309 import compat
+from scrapy_rfc9309 import settings as rfc9309_settings
 
 try:  # Scrapy 2.14+
     from scrapy.crawler import AsyncCrawlerProcess as Process
@@ -100,6 +101,11 @@ class ClusterSpider(RedisSpider):
         self.log_file.flush()
 
 
+#: an extra argument ``settings.NAME=<JSON>`` sets the constant NAME of scrapy_rfc9309.settings
+#: (``settings.STORAGE_RETRY_SECONDS=1``), as monkeypatch does in the tests' own process
+CONSTANT = "settings."
+
+
 def main(argv: list[str]) -> None:
     redis_url, worker, out_dir, *extra = argv
     out = Path(out_dir)
@@ -125,7 +131,12 @@ def main(argv: list[str]) -> None:
     }
     for item in extra:
         key, _, value = item.partition("=")
-        settings[key] = json.loads(value)
+        if key.startswith(CONSTANT):  # a constant of the plugin's settings module, as a test sets it
+            name = key[len(CONSTANT) :]
+            assert hasattr(rfc9309_settings, name), f"scrapy_rfc9309.settings has no {name}"
+            setattr(rfc9309_settings, name, json.loads(value))
+        else:
+            settings[key] = json.loads(value)
     if os.environ.get("RFC9309_TEST_REACTORLESS") == "1":  # tests/conftest.py: --reactor=none
         settings["TWISTED_REACTOR_ENABLED"] = False
     process = Process(settings)

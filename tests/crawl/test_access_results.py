@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import gzip
 import logging
+import time
 
 import pytest
 import pytest_twisted
+
+from scrapy_rfc9309 import settings as settings_module
 
 from .harness import check_accounting, crawl
 from .servers import Reply, closed_port, redirect, robots
@@ -141,11 +144,12 @@ async def test_3xx_six_redirects_mean_unavailable_with_a_warning(servers, caplog
 
 
 @pytest_twisted.ensureDeferred
-async def test_3xx_limit_follows_the_setting(servers):
+async def test_3xx_limit_follows_the_constant(servers, monkeypatch):
+    monkeypatch.setattr(settings_module, "MAX_REDIRECTS", 1)  # RFC 9309's 5 by default (above)
     hosts = [servers("127.0.0.1"), servers("127.0.0.2")]
     _chain(hosts, 2)
     page = hosts[0].url("/private")
-    result = await crawl([page], {"RFC9309_MAX_REDIRECTS": 1})
+    result = await crawl([page])
     assert result.outcome(page).status == 200
     assert result.stat("fetch/too_many_redirects") == 1
 
@@ -231,7 +235,7 @@ async def test_unreachable_wait_holds_requests_until_the_file_comes(servers):
     site.routes["/robots.txt"] = [Reply(503), Reply(503), robots(DISALLOW_PRIVATE)]
     result = await crawl(
         [site.url("/public"), site.url("/private")],
-        {"RFC9309_UNREACHABLE": "wait", "RFC9309_UNREACHABLE_WAIT": 10},
+        {"RFC9309_UNREACHABLE": "wait:10"},
     )
 
     assert result.outcome(site.url("/public")).status == 200
@@ -249,11 +253,30 @@ async def test_unreachable_wait_holds_requests_until_the_file_comes(servers):
 async def test_unreachable_wait_gives_up_and_drops(servers):
     site = servers()
     site.routes["/robots.txt"] = Reply(503)
-    result = await crawl([site.url("/a")], {"RFC9309_UNREACHABLE": "wait", "RFC9309_UNREACHABLE_WAIT": 1.5})
+    result = await crawl([site.url("/a")], {"RFC9309_UNREACHABLE": "wait:1.5"})
 
     assert result.outcome(site.url("/a")).message == "Forbidden by robots.txt: unknown_unreachable"
     assert site.count("/robots.txt") >= 2
     assert site.page_hits() == []
+    check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_origin_waits_its_own_seconds(servers):
+    """RFC9309_ORIGINS' "wait:<seconds>" is the origin's own: the crawl's 60 s
+    do not hold it (nor the other way round: the other origin waits the crawl's)."""
+    own, other = servers("127.0.0.2"), servers("127.0.0.3")
+    own.routes["/robots.txt"] = Reply(503)
+    # retried after 1, 2 and 4 s: the file comes 7 s in, past the other origin's 1.5 s
+    other.routes["/robots.txt"] = [Reply(503), Reply(503), Reply(503), robots(DISALLOW_PRIVATE)]
+    settings = {"RFC9309_UNREACHABLE": "wait:60", "RFC9309_ORIGINS": {own.origin: {"unreachable": "wait:1.5"}}}
+    started = time.monotonic()
+    result = await crawl([own.url("/a"), other.url("/a")], settings)
+
+    assert time.monotonic() - started < 30  # not the crawl's 60 s
+    assert result.outcome(own.url("/a")).message == "Forbidden by robots.txt: unknown_unreachable"
+    assert own.count("/robots.txt") >= 2 and own.page_hits() == []
+    assert result.outcome(other.url("/a")).status == 200 and other.count("/robots.txt") == 4
     check_accounting(result)
 
 

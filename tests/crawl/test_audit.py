@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest_twisted
 
 from scrapy_rfc9309 import robots_service
+from scrapy_rfc9309 import settings as settings_module
 from scrapy_rfc9309.audit import BODIES_DIR
 
 from .command_runner import scrapy_robots
@@ -46,7 +47,11 @@ def verdicts(stdout: str) -> dict[str, str]:
 
 
 @pytest_twisted.ensureDeferred
-async def test_audit_trail_of_eleven_origins_records_every_fetch_and_denial_and_replays_them(servers, tmp_path, caplog):
+async def test_audit_trail_of_eleven_origins_records_every_fetch_and_denial_and_replays_them(
+    servers, tmp_path, caplog, monkeypatch
+):
+    # a server's max-age of 1 s is kept 60 s (the constant floor): no floor here, so it shows
+    monkeypatch.setattr(settings_module, "CACHE_MIN_SECONDS", 0.0)
     ordinary, gone, busy, moved, target = (servers(f"127.0.0.{n}") for n in (2, 3, 4, 5, 6))
     changing, bot, empty, temp, limited = (servers(f"127.0.0.{n}") for n in (7, 8, 9, 10, 11))
     refused = f"http://127.0.0.12:{closed_port('127.0.0.12')}"
@@ -130,7 +135,7 @@ async def test_audit_trail_of_eleven_origins_records_every_fetch_and_denial_and_
         expected = forbidden[record["url"]].removeprefix("Forbidden by robots.txt: ")
         line = f" (line {record['line']}: {record['rule']})" if record["line"] else ""
         assert record["verdict"] + line == expected
-    assert not [r for r in trail if r["type"] == "allowed"]  # RFC9309_AUDIT_ALLOWED is off
+    assert not [r for r in trail if r["type"] == "allowed"]  # RFC9309_AUDIT's "allowed" is off
 
     # every body is kept once, under its hash
     bodies = audit.parent / BODIES_DIR
@@ -177,7 +182,7 @@ async def test_audit_trail_of_eleven_origins_records_every_fetch_and_denial_and_
     assert (
         f" {allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below)" in head
     )
-    assert singles.startswith(f"records of single requests: 0 allowed (written only with RFC9309_AUDIT_ALLOWED), "
+    assert singles.startswith(f"records of single requests: 0 allowed (written only with RFC9309_AUDIT's allowed), "
                               f"{len(denials)} denied by robots.txt, 0 stopped by usage preferences"), singles  # fmt: skip
     # origin, fetches, result (access, status), changes, allowed, denied
     assert rows[changing.origin] == [changing.origin, "2", "success", "(200)", "1", "1", "2"]
@@ -207,8 +212,7 @@ async def test_two_tokens_deny_what_either_group_denies_and_the_floor_is_the_lar
     settings = {
         "ROBOTSTXT_USER_AGENT": ["ExampleBot/1.0 (+https://example.com)", "CCBot/2.0"],
         "RFC9309_ORIGINS": {per_origin.origin: {"user_agent": ["ExampleBot", "CCBot"]}},
-        "RFC9309_AUDIT": str(tmp_path / "%(name)s-%(time)s.jsonl"),
-        "RFC9309_AUDIT_ALLOWED": True,
+        "RFC9309_AUDIT": {"path": str(tmp_path / "%(name)s-%(time)s.jsonl"), "allowed": True},
     }
     meta = {"robotstxt_user_agent": ["ExampleBot", "CCBot"]}
     plan = [

@@ -3,7 +3,7 @@ wrote: every edit, deletion, reordering or truncation is named by
 ``scrapy robots --audit`` with a non-zero exit status (3 altered, 4 no closing
 record, 2 a keyed trail and no key); an untouched trail replays with 0.  A
 crawl killed with SIGKILL, and a disk that fails mid-crawl (a real file size
-limit, ``RLIMIT_FSIZE``): with ``RFC9309_AUDIT_SYNC`` no page is fetched
+limit, ``RLIMIT_FSIZE``): with ``RFC9309_AUDIT``'s ``sync`` no page is fetched
 without its record in the trail."""
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ ALLOW_ALL = "User-agent: *\nAllow: /\n"
 #: an HMAC key, given to the crawl through the environment (as a deployment would)
 KEY = "test-key-9309-0123456789abcdef"
 TRAIL = "audit/trail.jsonl"
+
+
+def audit_setting(**options: bool) -> str:
+    """``RFC9309_AUDIT`` on the command line: the trail, with ``options`` (``allowed``, ``sync``)."""
+    return "RFC9309_AUDIT=" + json.dumps({"path": TRAIL, **options})
 
 
 def sha(text: str) -> str:
@@ -69,9 +74,7 @@ def _crawl_a_trail(where: Path, env: dict[str, str] | None = None) -> dict[str, 
             "private2": ruled.url("/private/y"),
             "open": open_site.url("/private/z"),
         }
-        process = scrapy_crawl(
-            where, list(urls.values()), "-s", f"RFC9309_AUDIT={TRAIL}", "-s", "RFC9309_AUDIT_ALLOWED=True", env=env
-        )
+        process = scrapy_crawl(where, list(urls.values()), "-s", audit_setting(allowed=True), env=env)
         assert process.returncode == 0, process.stderr[-3000:]
     return {**urls, "log": process.stderr}
 
@@ -294,7 +297,7 @@ def test_a_crawl_killed_mid_crawl_leaves_a_trail_replay_calls_unfinished(tmp_pat
         for page in pages:
             site.routes[page] = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.05)
         make_project(tmp_path, [site.url(p) for p in pages])
-        args = ["-s", f"RFC9309_AUDIT={TRAIL}", "-s", "RFC9309_AUDIT_ALLOWED=True", "-s", "CONCURRENT_REQUESTS=2"]
+        args = ["-s", audit_setting(allowed=True), "-s", "CONCURRENT_REQUESTS=2"]
         crawl = subprocess.Popen(  # noqa: S603
             [sys.executable, "-m", "scrapy", "crawl", "probe", *args],
             cwd=tmp_path, env=crawl_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -329,7 +332,7 @@ def test_a_crawl_killed_mid_crawl_leaves_a_trail_replay_calls_unfinished(tmp_pat
 
 
 # -- a keyed trail -----------------------------------------------------------------------------------
-def test_a_keyed_trail_verifies_with_its_key_from_the_environment_or_a_file(keyed_trail, tmp_path):
+def test_a_keyed_trail_verifies_with_its_key_from_the_environment_a_file_or_the_setting(keyed_trail, tmp_path):
     path, urls = keyed_trail
     first = records(path)[0]
     assert first["chain"] == "hmac-sha256" and len(first["key_id"]) == 16
@@ -341,6 +344,10 @@ def test_a_keyed_trail_verifies_with_its_key_from_the_environment_or_a_file(keye
     process = replay(path, urls["private"], "--audit-key-file", str(key_file))
     assert process.returncode == 1, process.stdout + process.stderr
     assert "(HMAC-SHA256, keyed)" in process.stdout
+    assert KEY not in process.stdout + process.stderr
+    # or from the setting: RFC9309_AUDIT's key (the command's own crawl writes no trail)
+    process = replay(path, urls["public"], "-s", "RFC9309_AUDIT=" + json.dumps({"path": TRAIL, "key": KEY}))
+    assert process.returncode == 0, process.stdout + process.stderr
     assert KEY not in process.stdout + process.stderr
 
     process = replay(path, urls["public"])
@@ -384,7 +391,7 @@ def _limit_file_size() -> None:  # runs in the crawl's process, before Scrapy st
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 
 
-def crawl_on_a_failing_disk(tmp_path: Path, *settings: str, pages: int = 2000) -> dict:
+def crawl_on_a_failing_disk(tmp_path: Path, sync: bool = False, pages: int = 2000) -> dict:
     """A crawl whose trail cannot grow past :data:`FILE_LIMIT` bytes (a real
     kernel limit: the write fails with EFBIG, as on a full disk).  What the
     server served, what the trail holds, and the pages fetched without a
@@ -395,8 +402,8 @@ def crawl_on_a_failing_disk(tmp_path: Path, *settings: str, pages: int = 2000) -
         for page in paths:
             site.routes[page] = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.02)
         process = scrapy_crawl(
-            tmp_path, [site.url(p) for p in paths], "-s", f"RFC9309_AUDIT={TRAIL}", "-s", "RFC9309_AUDIT_ALLOWED=True",
-            "-s", "CONCURRENT_REQUESTS=8", *settings, preexec_fn=_limit_file_size,
+            tmp_path, [site.url(p) for p in paths], "-s", audit_setting(allowed=True, sync=sync),
+            "-s", "CONCURRENT_REQUESTS=8", preexec_fn=_limit_file_size,
         )  # fmt: skip
         hits = site.page_hits()
     path = tmp_path / TRAIL
@@ -416,7 +423,7 @@ def crawl_on_a_failing_disk(tmp_path: Path, *settings: str, pages: int = 2000) -
 
 
 def test_with_audit_sync_no_page_is_fetched_without_its_record_on_a_failing_disk(tmp_path):
-    found = crawl_on_a_failing_disk(tmp_path, "-s", "RFC9309_AUDIT_SYNC=True")
+    found = crawl_on_a_failing_disk(tmp_path, sync=True)
     log = found["process"].stderr
     assert found["process"].returncode == 1, log[-3000:]
     assert "'finish_reason': 'rfc9309_audit_failed'" in log
@@ -436,15 +443,15 @@ def test_with_audit_sync_no_page_is_fetched_without_its_record_on_a_failing_disk
     assert "truncated or unfinished (no closing record)" in one_error_line(process)
 
 
-# -- RFC9309_AUDIT_SYNC in the crawl's own process ------------------------------------------------------
+# -- RFC9309_AUDIT's sync in the crawl's own process ------------------------------------------------------
 @pytest_twisted.ensureDeferred
 async def test_audit_sync_records_every_allowed_request_and_drops_those_it_cannot_record(servers, tmp_path):
     site = servers("127.0.0.2")
     site.routes["/robots.txt"] = robots(RULES)
     urls = [site.url("/a"), site.url("/b"), site.url("/private/c")]
     path = tmp_path / "trail.jsonl"
-    # a healthy disk: allowed requests recorded without RFC9309_AUDIT_ALLOWED, the trail intact
-    result = await crawl(urls, {"RFC9309_AUDIT": str(path), "RFC9309_AUDIT_SYNC": True})
+    # a healthy disk: allowed requests recorded without "allowed", the trail intact
+    result = await crawl(urls, {"RFC9309_AUDIT": {"path": str(path), "sync": True}})
     check_accounting(result)
     written = records(path)
     assert written[0]["sync"] is True and written[-1]["type"] == "closed"
@@ -456,7 +463,7 @@ async def test_audit_sync_records_every_allowed_request_and_drops_those_it_canno
     full = tmp_path / "full.jsonl"
     full.symlink_to("/dev/full")
     before = len(site.page_hits())
-    result = await crawl(urls, {"RFC9309_AUDIT": str(full), "RFC9309_AUDIT_SYNC": True})
+    result = await crawl(urls, {"RFC9309_AUDIT": {"path": str(full), "sync": True}})
     check_accounting(result)
     assert len(site.page_hits()) == before  # not one page
     assert result.stats["finish_reason"] == "rfc9309_audit_failed"

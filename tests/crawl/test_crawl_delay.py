@@ -200,7 +200,7 @@ async def test_absurd_delay_is_capped_with_a_warning(sites, caplog):
     site = sites("127.0.0.2", "User-agent: *\nCrawl-delay: 1000\n")
 
     with caplog.at_level(logging.WARNING, logger="scrapy_rfc9309"):
-        crawler = await crawl(pages(site, 3), RFC9309_MAX_CRAWL_DELAY=1)
+        crawler = await crawl(pages(site, 3), RFC9309_CRAWL_DELAY=1)
 
     # all pages came within the crawl's time bound: the 1000 s were not applied...
     assert len(site.page_hits()) == 3

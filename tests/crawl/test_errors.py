@@ -181,10 +181,19 @@ BAD_SETTINGS = [
     # Scrapy's own settings that the plugin reads (issue 38: a traceback ending in lifecycle.py)
     ("CONCURRENT_REQUESTS=abc", "CONCURRENT_REQUESTS='abc' is not a whole number: give one (Scrapy's default is 16)"),
     ("ROBOTSTXT_OBEY=maybe", "ROBOTSTXT_OBEY='maybe' is not a boolean: use True or False"),
+    ("RFC9309_UNREACHABLE=wait:soon", "RFC9309_UNREACHABLE='wait:soon': the seconds of 'wait:<seconds>' must be"),
+    ("RFC9309_CRAWL_DELAY=0", "RFC9309_CRAWL_DELAY='0': use True (floors, capped at 60 s), False (no floors)"),
+    ('RFC9309_USAGE={"unknown": "never"}', "RFC9309_USAGE['unknown']='never': choose one of allow, deny"),
+    (
+        f"RFC9309_STORAGE=redis://:{SECRET}@127.0.0.1:1/0?prefix=",
+        "RFC9309_STORAGE='redis://:***@127.0.0.1:1/0?prefix=': give one non-empty prefix",
+    ),
+    ("RFC9309_CACHE_SECOND=60", "RFC9309_CACHE_SECOND is not a setting of scrapy-rfc9309"),
 ]
 BAD_SETTING_IDS = [
     "storage-scheme", "storage-redis-password", "storage-sqlite-no-file", "unreachable", "cache-seconds", "usage",
-    "origins-json", "enabled", "user-agent", "concurrent-requests", "robotstxt-obey",
+    "origins-json", "enabled", "user-agent", "concurrent-requests", "robotstxt-obey", "unreachable-wait",
+    "crawl-delay", "usage-dict", "storage-prefix", "unknown-setting",
 ]  # fmt: skip
 
 

@@ -63,7 +63,7 @@ async def test_a_site_waiting_for_robots_txt_does_not_stall_a_healthy_one(server
     stalled.routes["/robots.txt"] = Reply(503)
     healthy.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
     pages = healthy_pages(healthy)
-    settings = {**STALL_SETTINGS, "RFC9309_UNREACHABLE": "wait", "RFC9309_UNREACHABLE_WAIT": 4}
+    settings = {**STALL_SETTINGS, "RFC9309_UNREACHABLE": "wait:4"}
 
     alone, _ = await time_of_healthy(pages, healthy, settings)
     waiting = [Req(stalled.url(f"/held{i}")) for i in range(10)]
@@ -90,7 +90,7 @@ async def test_a_cluster_crawl_delay_does_not_pace_other_sites(servers, tmp_path
         delayed.routes["/robots.txt"] = robots("User-agent: *\nCrawl-delay: 1\n")
         healthy.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
         pages = healthy_pages(healthy)
-        settings = {**STALL_SETTINGS, "RFC9309_STORAGE": redis.url, "RFC9309_REDIS_PREFIX": "stall:"}
+        settings = {**STALL_SETTINGS, "RFC9309_STORAGE": f"{redis.url}?prefix=stall:"}
 
         alone, _ = await time_of_healthy(pages, healthy, settings)
         redis.client().flushall()
@@ -116,7 +116,7 @@ async def test_closing_ends_the_waits_at_once_and_fetches_nothing_more(servers, 
     stalled.routes["/robots.txt"] = Reply(503)
     healthy.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
     plan = [Req(stalled.url(f"/held{i}")) for i in range(5)] + [Req(healthy.url("/ok"))]
-    settings = {"CLOSESPIDER_TIMEOUT": 1, "RFC9309_UNREACHABLE": "wait", "RFC9309_UNREACHABLE_WAIT": 8}
+    settings = {"CLOSESPIDER_TIMEOUT": 1, "RFC9309_UNREACHABLE": "wait:8"}
 
     seen: list[bool] = []
 

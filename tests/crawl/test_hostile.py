@@ -69,7 +69,7 @@ def test_a_trail_on_a_full_disk_stops_the_crawl_with_a_failing_exit_status(serve
     (tmp_path / "audit").mkdir()
     (tmp_path / "audit" / "trail.jsonl").symlink_to("/dev/full")  # every write: ENOSPC
     process = scrapy_crawl(
-        tmp_path, [site.url(p) for p in pages], "-s", "RFC9309_AUDIT=audit/trail.jsonl", "-s", "RFC9309_AUDIT_ALLOWED=True",
+        tmp_path, [site.url(p) for p in pages], "-s", 'RFC9309_AUDIT={"path": "audit/trail.jsonl", "allowed": true}',
         "-s", "CONCURRENT_REQUESTS=4",
     )  # fmt: skip
     log = process.stderr
@@ -164,7 +164,7 @@ async def test_a_public_origins_robots_redirect_to_an_internal_address_is_not_as
     internal.routes["/admin/secret"] = robots(INTERNAL_FILE)
     settings = {
         **ONLY_127_0_0_2, "RFC9309_STORAGE": f"sqlite://{tmp_path / 'store.sqlite'}",
-        "RFC9309_AUDIT": str(tmp_path / "trail.jsonl"), "RFC9309_AUDIT_ALLOWED": True,
+        "RFC9309_AUDIT": {"path": str(tmp_path / "trail.jsonl"), "allowed": True},
     }  # fmt: skip
     attrs = {"allowed_domains": ["127.0.0.1"]} if allowed_domains else None
     result = await crawl([origin.url("/page")], settings, spider_attrs=attrs)
@@ -256,8 +256,9 @@ async def test_intranet_crawls_may_redirect_inward(servers, how):
     origin, internal = servers("127.0.0.1"), servers("127.0.0.2")
     origin.routes["/robots.txt"] = redirect(internal.url("/admin/robots.txt"))
     internal.routes["/admin/robots.txt"] = robots(INTERNAL_FILE)
-    # by default every loopback address is internal, so the origin on 127.0.0.1 is private itself
-    settings = {**ONLY_127_0_0_2, "RFC9309_ALLOW_PRIVATE_REDIRECTS": True} if how == "setting" else {}
+    # by default every loopback address is internal, so the origin on 127.0.0.1 is private itself;
+    # [] makes no network internal (what ONLY_127_0_0_2 refuses above is followed)
+    settings = {"RFC9309_INTERNAL_NETWORKS": []} if how == "setting" else {}
     result = await crawl([origin.url("/page")], settings)
     assert (
         result.outcome(origin.url("/page")).message

@@ -99,7 +99,7 @@ async def test_a_stored_large_file_is_parsed_off_the_reactor_too(servers, tmp_pa
     """An SQLite entry read back by a second crawl is parsed in steps too."""
     site = servers("127.0.0.2")
     site.routes["/robots.txt"] = robots(hostile_body())
-    settings = {"RFC9309_STORAGE": f"sqlite://{tmp_path / 'robots.sqlite'}", "RFC9309_CACHE_MIN_SECONDS": 3600}
+    settings = {"RFC9309_STORAGE": f"sqlite://{tmp_path / 'robots.sqlite'}"}
     pages = [site.url("/open/x"), site.url("/bs-00001/x/page")]
 
     first = await crawl(pages, settings)

@@ -153,7 +153,7 @@ async def test_secrets_in_page_and_robots_urls_reach_no_log_stat_record_or_prove
     # Scrapy cannot download a URL with userinfo ("invalid hostname"): only the denied page has one
     denied, allowed = f"{with_secrets}/private?password={TOKEN}", site.url(f"/public?api_key={TOKEN}#token={TOKEN}")
     trail = tmp_path / "trail.jsonl"
-    settings = {"LOG_LEVEL": "DEBUG", "RFC9309_AUDIT": str(trail), "RFC9309_AUDIT_ALLOWED": True}
+    settings = {"LOG_LEVEL": "DEBUG", "RFC9309_AUDIT": {"path": str(trail), "allowed": True}}
     with caplog.at_level(logging.DEBUG):
         result, _ = await crawl_within(BOUND, [denied, allowed], settings)
 

@@ -86,7 +86,7 @@ async def test_sleeps_of_wait_mode_and_steps_of_a_large_file_run(servers, caplog
     large.routes["/robots.txt"] = robots(body)
     plan = [waiting.url("/a"), waiting.url("/private"), large.url("/a"), large.url("/private")]
     caplog.set_level(logging.INFO)
-    result = await crawl(plan, {"RFC9309_UNREACHABLE": "wait", "RFC9309_UNREACHABLE_WAIT": 10})
+    result = await crawl(plan, {"RFC9309_UNREACHABLE": "wait:10"})
 
     assert _errors(caplog) == []
     assert result.stat("requests/errors") == 0

@@ -9,6 +9,7 @@ import pytest
 import pytest_twisted
 
 from scrapy_rfc9309 import RobotsTxt, Verdict, compat
+from scrapy_rfc9309 import settings as settings_module
 from scrapy_rfc9309.interop import RobotParserAdapter
 
 from .harness import Req, check_accounting, crawl
@@ -111,7 +112,10 @@ async def test_page_settings_do_not_defeat_the_fetch(servers, tmp_path):
     ],
 )
 @pytest_twisted.ensureDeferred
-async def test_cache_expiry_means_a_second_fetch(servers, settings, headers, fetches):
+async def test_cache_expiry_means_a_second_fetch(servers, settings, headers, fetches, monkeypatch):
+    # the floor under a server's freshness is a constant of 60 s (at most RFC9309_CACHE_SECONDS):
+    # lowered here, so that a server's shorter lifetime shows within the crawl
+    monkeypatch.setattr(settings_module, "CACHE_MIN_SECONDS", 0.5)
     site = servers()
     site.routes["/robots.txt"] = [
         robots("User-agent: *\nDisallow: /b\n", **headers),
@@ -119,7 +123,7 @@ async def test_cache_expiry_means_a_second_fetch(servers, settings, headers, fet
     ]
     # /b comes well after the first file is stale, /c right after the second was fetched
     plan = [Req(site.url("/a"), then=[Req(site.url("/b"), pause=1.0, then=[Req(site.url("/c"))])])]
-    result = await crawl(plan, {"RFC9309_CACHE_MIN_SECONDS": 0.5, **settings})
+    result = await crawl(plan, settings)
 
     assert site.count("/robots.txt") == fetches
     assert result.stat("cache/expiries") == fetches - 1
@@ -137,7 +141,7 @@ async def test_cache_floor_keeps_a_no_cache_file_for_a_while(servers):
     site = servers()
     site.routes["/robots.txt"] = robots(DISALLOW_PRIVATE, Cache_Control="no-cache")
     plan = [Req(site.url("/a"), then=[Req(site.url("/b"), pause=0.3)])]
-    result = await crawl(plan, {"RFC9309_CACHE_MIN_SECONDS": 60})
+    result = await crawl(plan)  # the floor: 60 s
     assert site.count("/robots.txt") == 1
     assert result.stat("cache/hits") == 1
 
@@ -147,7 +151,7 @@ async def test_unreachable_is_retried_after_its_own_delay(servers):
     site = servers()
     site.routes["/robots.txt"] = [Reply(503), robots(DISALLOW_PRIVATE)]
     plan = [Req(site.url("/a"), then=[Req(site.url("/b"), pause=0.5)])]
-    result = await crawl(plan, {"RFC9309_RETRY_UNREACHABLE_SECONDS": 0.2})
+    result = await crawl(plan, {"RFC9309_CACHE_SECONDS": 0.2})  # the retry: 300 s, at most the lifetime
     assert result.outcome(site.url("/a")).message == "Forbidden by robots.txt: unknown_unreachable"
     assert result.outcome(site.url("/b")).status == 200
     assert site.count("/robots.txt") == 2

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest_twisted
 
+from scrapy_rfc9309 import settings as settings_module
+
 from .harness import REACTORLESS, Outcome, Req, check_accounting, clock, crawl
 from .servers import Reply, robots
 
@@ -367,7 +369,9 @@ async def test_nofollow_with_a_synchronous_callback_and_switched_off(servers):
     assert result.stat("nofollow/requests_dropped") == 2
     assert result.stats.get("item_scraped_count") == 1
     off = await crawl(
-        [follow_ups(s, "/meta")], {**TRAIN, **NOFOLLOW, "RFC9309_NOFOLLOW": False}, spider_attrs={"ok": sync_ok}
+        [follow_ups(s, "/meta")],
+        {**NOFOLLOW, "RFC9309_USAGE": {"purposes": ["train-ai"], "nofollow": False}},
+        spider_attrs={"ok": sync_ok},
     )
     assert sorted(pages_seen(s)) == ["/meta", "/meta", "/meta/link1", "/meta/link2"]
     assert off.outcome(s.url("/meta")).provenance["nofollow"]["enforced"] is False
@@ -379,7 +383,9 @@ async def test_nofollow_with_a_synchronous_callback_and_switched_off(servers):
 async def test_mark_mode_hands_reserved_pages_over_with_the_source(servers):
     s = site(servers, "127.0.0.2", tdm_file(FILE))
     s.routes["/x-robots"] = html(headers={"X-Robots-Tag": "noai"})
-    result = await crawl([s.url("/reserved/a"), s.url("/x-robots")], {**TRAIN, "RFC9309_USAGE_HEADER": "mark"})
+    result = await crawl(
+        [s.url("/reserved/a"), s.url("/x-robots")], {"RFC9309_USAGE": {"purposes": ["train-ai"], "header": "mark"}}
+    )
     check_accounting(result)
     o = result.outcome(s.url("/reserved/a"))
     assert o.status == 200
@@ -402,7 +408,7 @@ async def test_report_mode_reads_every_source_and_enforces_nothing_new(servers, 
     s = every_source(servers)
     audit = tmp_path / "audit.jsonl"
     plan = [s.url("/reserved/a"), s.url("/x-robots"), follow_ups(s, "/meta")]
-    result = await crawl(plan, {"RFC9309_USAGE_REPORT": True, "RFC9309_AUDIT": str(audit)})
+    result = await crawl(plan, {"RFC9309_USAGE": {"report": True}, "RFC9309_AUDIT": str(audit)})
     check_accounting(result)
     assert s.count(TDM) == 1
     assert all(o.status == 200 for o in result.outcomes) and len(result.outcomes) == 5
@@ -591,16 +597,18 @@ async def test_a_file_one_product_token_may_not_fetch_is_not_fetched(servers):
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_stale_file_is_fetched_again_before_the_next_page_goes(servers):
+async def test_a_stale_file_is_fetched_again_before_the_next_page_goes(servers, monkeypatch):
     """tdmrep.json's lifetime ends mid-crawl: the origin's next page waits in the
     gate for the file fetched again, and the new file's rules decide it."""
     s = site(servers, "127.0.0.2")
     s.routes[TDM] = [tdm_file("[]", **{"Cache-Control": "max-age=1"}), tdm_file(FILE)]
     s.routes["/open/first.html"] = html()
     s.routes["/reserved/later.html"] = html()
-    # the first file lives 1 s (RFC9309_CACHE_MIN_SECONDS = 1 lets it): expired when the second page goes
+    # the first file lives 1 s (the floor under a server's freshness, a constant of 60 s, lowered
+    # to 1 s here): expired when the second page goes, while robots.txt (30 s) is still fresh
+    monkeypatch.setattr(settings_module, "CACHE_MIN_SECONDS", 1.0)
     plan = [Req(s.url("/open/first.html"), then=[Req(s.url("/reserved/later.html"), pause=1.6)])]
-    settings = {**TRAIN, "RFC9309_CACHE_MIN_SECONDS": 1, "RFC9309_CACHE_SECONDS": 30}
+    settings = {**TRAIN, "RFC9309_CACHE_SECONDS": 30}
     result = await crawl(plan, settings)
     check_accounting(result)
     assert s.count(TDM) == 2

@@ -435,7 +435,7 @@ def _restart_scenario(redis: PersistentRedis, servers, tmp_path: Path) -> None:
         server.routes["/robots.txt"] = robots(RULES)
     groups = [[before.url(f"/b{i}") for i in range(14)], [meanwhile.url(f"/m{i}") for i in range(3)]]
     groups += [[s.url(f"/o{i}") for i in range(3)] for s in plain]
-    settings = {"RFC9309_STORAGE_RETRY_SECONDS": 1}
+    settings = {"settings.STORAGE_RETRY_SECONDS": 1}  # the store tried again after 1 s, not 30
     with Cluster(redis.url, tmp_path / "cluster", settings=settings) as cluster:
         pushed = push(client, interleave(groups) + [meanwhile.url("/private/m")])
         cluster.start()

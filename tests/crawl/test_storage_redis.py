@@ -40,7 +40,7 @@ RULES = "User-agent: *\nCrawl-delay: 1\nDisallow: /private\n"
 
 
 def redis_settings(server: RedisServer, prefix: str = "test:") -> dict:
-    return {"RFC9309_STORAGE": server.url, "RFC9309_REDIS_PREFIX": prefix}
+    return {"RFC9309_STORAGE": f"{server.url}?prefix={prefix}"}
 
 
 def in_task(coro):

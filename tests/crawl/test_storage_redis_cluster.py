@@ -28,6 +28,8 @@ import time
 import pytest
 import pytest_twisted
 
+from scrapy_rfc9309 import settings as settings_module
+from scrapy_rfc9309.settings import Rfc9309Settings
 from scrapy_rfc9309.storage import RobotsEntry, build_storage
 from scrapy_rfc9309.storage.redis import LOCK_SECONDS, RedisStorage, key_of
 
@@ -105,8 +107,10 @@ def test_a_cluster_url_with_a_database_or_a_prefix_with_braces_is_refused():
     with pytest.raises(ValueError, match="database 0 only"):
         build_storage(Settings())
     Settings.storage, Settings.redis_prefix = "rediss+cluster://127.0.0.1:7000", "{crawl}:"
-    with pytest.raises(ValueError, match="no braces on a Redis Cluster"):
+    with pytest.raises(ValueError, match="the key prefix '{crawl}:' has braces"):
         build_storage(Settings())
+    with pytest.raises(ValueError, match=r"^RFC9309_STORAGE='rediss\+cluster://127.0.0.1:7000': the key prefix '{c}:'"):
+        Rfc9309Settings.from_settings({"RFC9309_STORAGE": "rediss+cluster://127.0.0.1:7000?prefix={c}:"})
     Settings.redis_prefix = "crawl:"
     store = build_storage(Settings())
     assert isinstance(store, RedisStorage) and store.cluster
@@ -139,7 +143,7 @@ def test_scrapy_redis_workers_with_robots_txt_on_the_cluster(cluster, servers, t
         client = queue.client()
         origins = build_origins(servers, delayed=True)
         push(client, interleave(list(o.expect) for o in origins))
-        settings = {"RFC9309_STORAGE": cluster.url, "RFC9309_REDIS_PREFIX": "sr:"}
+        settings = {"RFC9309_STORAGE": f"{cluster.url}?prefix=sr:"}
         with ScrapyRedisWorkers(queue.url, tmp_path / "workers", settings=settings) as workers:
             workers.start()
             urls = [url for o in origins for url in o.expect]
@@ -187,7 +191,7 @@ async def test_every_key_of_an_origin_is_in_one_slot_and_origins_spread_over_the
         site.routes["/robots.txt"] = slow_robots(site)
         site.routes["/a"] = page(site)
     urls = [site.url(path) for site in sites for path in ("/a", "/private/b")]
-    result = await crawl(urls, {"RFC9309_STORAGE": cluster.url, "RFC9309_REDIS_PREFIX": "slots:"})
+    result = await crawl(urls, {"RFC9309_STORAGE": f"{cluster.url}?prefix=slots:"})
     check_accounting(result)
     assert result.stat("fetch/count") == 12 and not result.stat("storage/errors")
     assert result.stat("requests/denied/disallowed_explicit") == 12
@@ -231,7 +235,7 @@ async def test_a_resolution_is_one_script_call_per_step_on_the_cluster(cluster, 
     for site in sites:
         site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
     urls = [site.url(path) for site in sites for path in ("/a", "/private/b")]
-    settings = {"RFC9309_STORAGE": cluster.url, "RFC9309_REDIS_PREFIX": "cost:"}
+    settings = {"RFC9309_STORAGE": f"{cluster.url}?prefix=cost:"}
     costs = []
     took = []
     for _ in range(2):
@@ -341,7 +345,7 @@ async def test_a_cluster_unreachable_at_start_stops_the_crawl(servers, caplog):
 # -- failover (last: it changes the cluster) -------------------------------------------------------
 @pytest_twisted.ensureDeferred
 async def test_the_master_of_an_origin_killed_mid_crawl_loses_no_request_and_the_cluster_is_used_again(
-    cluster, servers, caplog
+    cluster, servers, caplog, monkeypatch
 ):
     """``two`` (``Crawl-delay: 0.5``) is being crawled when the master that owns
     its keys is killed (SIGKILL).  Meanwhile a new origin (``three``) is resolved
@@ -349,6 +353,7 @@ async def test_the_master_of_an_origin_killed_mid_crawl_loses_no_request_and_the
     replica, then a new origin (``four``) is fetched once and stored in the
     cluster, and ``two``'s turns are taken there again."""
     prefix = "f:"
+    monkeypatch.setattr(settings_module, "STORAGE_RETRY_SECONDS", 1)  # the store tried again after 1 s, not 30
     start, two, four = (servers(f"127.0.0.{i}") for i in (3, 4, 6))
     victim = cluster.master_of(key_of(prefix, "robots", two.origin))
     # a new origin whose keys are on the victim too: its first lookup comes after the kill
@@ -403,9 +408,7 @@ async def test_the_master_of_an_origin_killed_mid_crawl_loses_no_request_and_the
         Req(two.url("/a"), then=[Req(two.url("/kill"), then=[*during, Req(start.url("/wait"), then=after)])]),
     ]
     settings = {
-        "RFC9309_STORAGE": cluster.url,
-        "RFC9309_REDIS_PREFIX": prefix,
-        "RFC9309_STORAGE_RETRY_SECONDS": 1,
+        "RFC9309_STORAGE": f"{cluster.url}?prefix={prefix}",
         "DOWNLOAD_TIMEOUT": FAILOVER_TIMEOUT + 10,
     }
     began = time.monotonic()

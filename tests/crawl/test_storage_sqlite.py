@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import pytest_twisted
 
+from scrapy_rfc9309 import settings as settings_module
 from scrapy_rfc9309.storage import entries
 
 from .harness import Req, check_accounting, crawl
@@ -92,22 +93,27 @@ async def test_a_second_run_within_24_hours_fetches_nothing_and_after_expiry_one
 
 
 @pytest.mark.parametrize(
-    ("older_by", "settings", "verdict"),
+    ("older_by", "constants", "verdict"),
     [
         (DAY + HOUR, {}, "disallowed_explicit"),  # stale, younger than 30 days: used
         (31 * DAY, {}, "unknown_unreachable"),  # too old to stand in
-        (DAY + HOUR, {"RFC9309_STALE_IF_UNREACHABLE": False}, "unknown_unreachable"),
+        (DAY + HOUR, {"STALE_IF_UNREACHABLE": False}, "unknown_unreachable"),
     ],
     ids=["25-hours", "31-days", "turned-off"],
 )
 @pytest_twisted.ensureDeferred
-async def test_a_stored_copy_stands_in_for_an_unreachable_file(servers, tmp_path, older_by, settings, verdict):
+async def test_a_stored_copy_stands_in_for_an_unreachable_file(
+    servers, tmp_path, monkeypatch, older_by, constants, verdict
+):
     """RFC 9309 section 2.3.1.4: when robots.txt is unreachable, a stored copy
-    younger than 30 days may be used instead of denying everything."""
+    younger than 30 days may be used instead of denying everything (always on:
+    turned off here through the settings module's constant)."""
+    for name, value in constants.items():
+        monkeypatch.setattr(settings_module, name, value)
     site = servers()
     site.routes["/robots.txt"] = [robots(DISALLOW_PRIVATE), Reply(503)]
     db = tmp_path / "robots.sqlite"
-    settings = {"RFC9309_STORAGE": sqlite_url(db), **settings}
+    settings = {"RFC9309_STORAGE": sqlite_url(db)}
     await crawl([site.url("/a")], settings)
     age(db, older_by)
 

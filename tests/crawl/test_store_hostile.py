@@ -128,7 +128,7 @@ def keys_of(server: RedisServer, prefix: str) -> RedisStorage:
 @pytest_twisted.ensureDeferred
 async def test_redis_garbage_keys_are_misses_fetched_again(redis_server, servers, caplog):
     sites = start_sites(servers, 6)
-    settings = {"RFC9309_STORAGE": redis_server.url, "RFC9309_REDIS_PREFIX": "h:"}
+    settings = {"RFC9309_STORAGE": f"{redis_server.url}?prefix=h:"}
     await crawl(pages(sites), settings)
     client = redis_server.client()
     names = keys_of(redis_server, "h:")
@@ -165,12 +165,12 @@ async def test_redis_garbage_keys_are_misses_fetched_again(redis_server, servers
 @pytest_twisted.ensureDeferred
 async def test_redis_lock_key_without_ttl_holds_nobody(redis_server, servers):
     """A lock key without a TTL used to hold its origin for the whole lease
-    wait (fetch timeout x (redirects + 1) + 10 s: 20 s here), then every
+    wait (fetch timeout x (redirects + 1) + 10 s: 40 s here), then every
     worker fetched; now it is taken over at once."""
     (locked,) = start_sites(servers, 1)
     client = redis_server.client()
     client.set(keys_of(redis_server, "p:")._key("lock", locked.origin), "a worker that never lets go")
-    settings = {"RFC9309_STORAGE": redis_server.url, "RFC9309_REDIS_PREFIX": "p:", "RFC9309_MAX_REDIRECTS": 1}
+    settings = {"RFC9309_STORAGE": f"{redis_server.url}?prefix=p:"}
     result = await crawl(pages([locked]), settings)
     check_pages(result, [locked])
     assert locked.count("/robots.txt") == 1
@@ -182,7 +182,7 @@ async def test_redis_lock_key_without_ttl_holds_nobody(redis_server, servers):
 async def test_redis_pace_keys_ahead_or_garbage_hold_nobody_past_the_floor(redis_server, servers):
     """A pace key an hour ahead held the origin's requests for the hour (the
     crawl never closed); garbage in one failed the script.  Now each holds a
-    request one floor (at most RFC9309_MAX_CRAWL_DELAY) and the Crawl-delay
+    request one floor (at most RFC9309_CRAWL_DELAY's cap) and the Crawl-delay
     is still kept."""
     ahead, garbage, hashed = start_sites(servers, 3)
     for site in (ahead, garbage, hashed):
@@ -193,7 +193,7 @@ async def test_redis_pace_keys_ahead_or_garbage_hold_nobody_past_the_floor(redis
     client.set(names._key("pace", ahead.origin), str((seconds + 3600) * 1_000_000 + micros))  # no TTL either
     client.set(names._key("pace", garbage.origin), "nan")
     client.hset(names._key("pace", hashed.origin), "start", "0")  # another type: WRONGTYPE for a GET
-    settings = {"RFC9309_STORAGE": redis_server.url, "RFC9309_REDIS_PREFIX": "p:"}
+    settings = {"RFC9309_STORAGE": f"{redis_server.url}?prefix=p:"}
     plan = [site.url(p) for site in (ahead, garbage, hashed) for p in ("/a", "/b", "/c")]
     running = Deferred.fromCoroutine(crawl(plan, settings)).addTimeout(60, clock())  # the old code: an hour
     result = await running

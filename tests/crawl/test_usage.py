@@ -71,7 +71,7 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     s = setup(servers)
     audit = tmp_path / "audit.jsonl"
     result = await crawl(
-        plan(s), {"RFC9309_USAGE": ["train-ai"], "RFC9309_AUDIT": str(audit), "RFC9309_AUDIT_ALLOWED": True}
+        plan(s), {"RFC9309_USAGE": ["train-ai"], "RFC9309_AUDIT": {"path": str(audit), "allowed": True}}
     )
     check_accounting(result)
     rules, conflict, signal, header, both = (s[k] for k in ("rules", "conflict", "signal", "header", "both"))
@@ -96,7 +96,7 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     # Content-Signal: ai-train=no is train-ai
     o = outcome(result, signal, "/x")
     assert o.message.endswith("robots.txt line 2: Content-Signal: search=yes, ai-train=no")
-    # the header: dropped after the download (RFC9309_USAGE_HEADER = "drop")
+    # the header: dropped after the download (RFC9309_USAGE's "header": "drop", the default)
     o = outcome(result, header, "/h-no")
     assert o.error == "IgnoreRequest"
     assert o.message == "Dropped by usage preferences: train-ai disallowed by header: Content-Usage: train-ai=n"
@@ -170,7 +170,7 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     assert f"{allowed + denied} request(s) decided by robots.txt ({allowed} allowed, {denied} denied, as below)" in head
     kinds = [r["type"] for r in recs]
     assert singles == (
-        f"records of single requests: {kinds.count('allowed')} allowed (written only with RFC9309_AUDIT_ALLOWED), "
+        f"records of single requests: {kinds.count('allowed')} allowed (written only with RFC9309_AUDIT's allowed), "
         f"{kinds.count('denied')} denied by robots.txt, 5 stopped by usage preferences (3 before the download, "
         "counted denied above; 2 after it, counted allowed)"
     )
@@ -224,8 +224,7 @@ async def test_mark_and_overrides(servers, caplog):
     s = setup(servers)
     rules, header = s["rules"], s["header"]
     settings = {
-        "RFC9309_USAGE": "train-ai",
-        "RFC9309_USAGE_HEADER": "mark",
+        "RFC9309_USAGE": {"purposes": "train-ai", "header": "mark"},
         "RFC9309_ORIGINS": {s["signal"].url(""): {"usage": []}},  # this origin: nothing declared
     }
     caplog.set_level(logging.INFO, logger="scrapy_rfc9309")
@@ -290,12 +289,12 @@ async def test_unknown_deny(servers):
     rules, header = s["rules"], s["header"]
     result = await crawl(
         [rules.url("/ai-ok/x"), header.url("/h-yes"), header.url("/plain")],
-        {"RFC9309_USAGE": ["train-ai"], "RFC9309_USAGE_UNKNOWN": "deny"},
+        {"RFC9309_USAGE": {"purposes": ["train-ai"], "unknown": "deny"}},
     )
     check_accounting(result)
     assert outcome(result, rules, "/ai-ok/x").status == 200
     assert outcome(result, header, "/h-yes").status == 200
     o = outcome(result, header, "/plain")  # no statement anywhere
     assert o.message == (
-        "Dropped by usage preferences: train-ai disallowed by no statement (RFC9309_USAGE_UNKNOWN = 'deny')"
+        "Dropped by usage preferences: train-ai disallowed by no statement (RFC9309_USAGE's unknown = 'deny')"
     )

@@ -25,7 +25,7 @@ from scrapy_rfc9309 import Verdict, robots_service
 from scrapy_rfc9309.lifecycle import rfc9309_settings
 from scrapy_rfc9309.origins import origin_of
 
-from ..cluster import PREFIX, REDIS_URL, cluster_table, record
+from ..cluster import REDIS_URL, cluster_table, record
 from ..table import PageRow
 from .base import dropped_row
 
@@ -42,9 +42,8 @@ CUSTOM_SETTINGS: dict[str, Any] = {
     # a worker that stops leaves the queue to the others (the default empties it)
     "SCHEDULER_PERSIST": True,
     # the one Redis server: scrapy-redis's and, since RFC9309_STORAGE is not set, the plugin's
+    # (its keys under the default prefix, rfc9309:, apart from scrapy-redis's)
     "REDIS_URL": REDIS_URL,
-    # the plugin's keys, apart from any other crawl on the server
-    "RFC9309_REDIS_PREFIX": PREFIX,
     # a worker stops after 10 s without work, and prints the table
     "MAX_IDLE_TIME_BEFORE_CLOSE": 10,
     # small workers, so that the demo's 26 pages are shared by three of them: a worker
