@@ -174,7 +174,7 @@ def test_every_documented_default_is_the_codes():
                 ok = number is not None and _same(float(number.group().replace(",", "")), default)
             if not ok:
                 problems.append(f"{where}: {name} (default {shown}), the code's {default!r}")
-    assert checked >= 40, checked  # the tables were found
+    assert checked >= 24, checked  # the tables were found (docs/middleware.md holds the one table of every setting)
     assert not problems, "\n".join(problems)
 
 
