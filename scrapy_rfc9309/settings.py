@@ -10,8 +10,11 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
 from typing import Any
+
+from scrapy.settings import Settings
 
 from .addresses import parse_networks
 from .masking import Secret, mask_text
@@ -27,7 +30,6 @@ MAX_CACHE_SECONDS = 86_400  # RFC 9309 section 2.4: a cached robots.txt is used 
 MIN_MAX_BYTES = 512_000  # RFC 9309 section 2.5: at least 500 KiB must be parsed
 AUDIT_KEY = "RFC9309_AUDIT_KEY"  # the environment variable giving the trail's key when RFC9309_AUDIT does not
 MIN_AUDIT_KEY_BYTES = 16  # a shorter key could be guessed from the trail (each record is an HMAC of known text)
-
 # -- constants (were settings; docs/middleware.md lists them) ---------------------------------
 MAX_REDIRECTS = 5  # redirects followed for one robots.txt: RFC 9309 section 2.2.2's minimum
 RETRY_UNREACHABLE_SECONDS = 300.0  # before an unreachable robots.txt is fetched again (<= CACHE_SECONDS)
@@ -38,8 +40,6 @@ STALE_IF_UNREACHABLE = True  # a copy younger than 30 days stands in for an unre
 UNREACHABLE_WAIT_SECONDS = 300.0  # RFC9309_UNREACHABLE = "wait": retried so long before denying
 MAX_CRAWL_DELAY_SECONDS = 60.0  # RFC9309_CRAWL_DELAY = True: the longest Crawl-delay (or Request-rate) obeyed
 FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT = 64, 4  # the default lane: max(64, 4 x CONCURRENT_REQUESTS)
-
-#: every setting with its default (docs/middleware.md says what each does)
 DEFAULTS: dict[str, Any] = {
     "RFC9309_ENABLED": True,
     "RFC9309_ORIGINS": {},  # {"https://host": {"obey", "user_agent", "unreachable", "usage"}}
@@ -67,19 +67,14 @@ USAGE_KEYS = ("purposes", "header", "unknown", "report", "nofollow")
 AUDIT_KEYS = ("path", "allowed", "sync", "key")
 #: Scrapy settings the plugin reads, with how Scrapy reads them: a value Scrapy cannot read
 #: (``-s CONCURRENT_REQUESTS=abc``) is refused as a bad RFC9309_* one is
-SCRAPY_SETTINGS = {
-    "ROBOTSTXT_OBEY": "getbool",
-    "CONCURRENT_REQUESTS": "getint",
-    "CONCURRENT_REQUESTS_PER_DOMAIN": "getint",
-    "CONCURRENT_REQUESTS_PER_IP": "getint",
-}
+_PER = ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN", "CONCURRENT_REQUESTS_PER_IP")
+SCRAPY_SETTINGS = {"ROBOTSTXT_OBEY": "getbool", **dict.fromkeys(_PER, "getint")}
 GATE = "scrapy_rfc9309.gate.GateScheduler"  # the add-on sets SCHEDULER to it
 SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
 
 
 class InvalidSetting(ValueError):
-    """A setting the plugin cannot run with; one line: the setting, its value (secrets masked,
-    shortened) and what is allowed.  The crawl (or ``scrapy robots``) stops on it."""
+    """A setting the plugin cannot run with, said in one line; the crawl (or ``scrapy robots``) stops."""
 
 
 def one_line(text: str) -> str:
@@ -112,7 +107,7 @@ class OriginPolicy:
 class Rfc9309Settings:
     enabled: bool = True
     max_bytes: int = 512_000
-    max_redirects: int = MAX_REDIRECTS
+    max_redirects: int = field(default_factory=lambda: MAX_REDIRECTS)  # (constants read when built)
     fetch_timeout: float = 30.0
     fetch_concurrency: int = 64
     unreachable: str = "deny"
@@ -124,8 +119,8 @@ class Rfc9309Settings:
     early_fetch: bool = False
     max_held: int = 100_000
     storage: str = "memory"  # the store URL, resolved; a Redis URL without its ?prefix= (redis_prefix)
-    storage_retry_seconds: float = STORAGE_RETRY_SECONDS
-    stale_if_unreachable: bool = STALE_IF_UNREACHABLE
+    storage_retry_seconds: float = field(default_factory=lambda: STORAGE_RETRY_SECONDS)
+    stale_if_unreachable: bool = field(default_factory=lambda: STALE_IF_UNREACHABLE)
     redis_prefix: str = factory.DEFAULT_REDIS_PREFIX
     user_agent: str = "Scrapy"
     user_agent_source: str = "USER_AGENT"
@@ -147,8 +142,7 @@ class Rfc9309Settings:
 
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
-        """Read and validate a Scrapy ``BaseSettings`` (or a plain mapping); :class:`InvalidSetting`
-        for the first bad value, naming it in one line."""
+        """Read and validate a Scrapy ``BaseSettings`` (or a plain mapping); :class:`InvalidSetting` for the first bad value."""
         try:
             return cls._read(settings)
         except ValueError as exc:
@@ -160,13 +154,12 @@ class Rfc9309Settings:
         if problem is not None:
             raise ValueError(problem)
         _refuse_unknown(settings)
-        get = _getter(settings)
+        get = partial(_get, settings)
         enabled = _bool(get("RFC9309_ENABLED"), "RFC9309_ENABLED")
         max_bytes = _number(get("RFC9309_MAX_BYTES"), "RFC9309_MAX_BYTES", int)
         if max_bytes < MIN_MAX_BYTES:
             raise ValueError(
-                f"RFC9309_MAX_BYTES={max_bytes} is below {MIN_MAX_BYTES:,}: RFC 9309 section 2.5 "
-                "requires parsing at least 500 KiB"
+                f"RFC9309_MAX_BYTES={max_bytes} is below {MIN_MAX_BYTES:,}: RFC 9309 section 2.5 requires parsing at least 500 KiB"
             )
         # the RFC's 24 hours is a cap, not a default
         cache_seconds = min(_number(get("RFC9309_CACHE_SECONDS"), "RFC9309_CACHE_SECONDS", float), MAX_CACHE_SECONDS)
@@ -186,7 +179,6 @@ class Rfc9309Settings:
         return cls(
             enabled=enabled,
             max_bytes=max_bytes,
-            max_redirects=MAX_REDIRECTS,
             fetch_timeout=_number(get("RFC9309_FETCH_TIMEOUT"), "RFC9309_FETCH_TIMEOUT", float, positive=True),
             fetch_concurrency=_fetch_concurrency(get("RFC9309_FETCH_CONCURRENCY"), get("CONCURRENT_REQUESTS")),
             unreachable=unreachable[0],
@@ -200,8 +192,6 @@ class Rfc9309Settings:
             early_fetch=_bool(get("RFC9309_EARLY_FETCH"), "RFC9309_EARLY_FETCH"),
             max_held=_number(get("RFC9309_MAX_HELD"), "RFC9309_MAX_HELD", int, positive=True),
             storage=storage,
-            storage_retry_seconds=STORAGE_RETRY_SECONDS,
-            stale_if_unreachable=STALE_IF_UNREACHABLE,
             redis_prefix=redis_prefix,
             user_agent=tokens[0],
             user_agents=tokens,
@@ -216,29 +206,26 @@ class Rfc9309Settings:
         )
 
     def __post_init__(self) -> None:
-        if not self.user_agents:
-            object.__setattr__(self, "user_agents", (self.user_agent,))
         from_ua = self.user_agent_source == "USER_AGENT"  # the policy is built once: for_origin runs per request
         policy = OriginPolicy(
             True, self.user_agent, self.unreachable, self.user_agents, from_ua, self.usage, self.unreachable_wait
         )
+        object.__setattr__(self, "user_agents", policy.user_agents)
         object.__setattr__(self, "_default_policy", policy)
 
     @property
     def declares_purposes(self) -> bool:
-        """Whether a purpose is declared for the crawl or for an origin (RFC9309_USAGE, RFC9309_ORIGINS)."""
+        """A purpose is declared for the crawl or for an origin (RFC9309_USAGE, RFC9309_ORIGINS)."""
         return bool(self.usage) or any(p.usage for p in self.origins.values())
 
     @property
     def reads_pages(self) -> bool:
-        """Whether any response may have its other usage sources read without a request's own
-        ``rfc9309_usage``: a purpose declared for the crawl or an origin, or the report asked."""
+        """Pages' other usage sources may be read without a request's ``rfc9309_usage`` (a purpose, or the report)."""
         return self.usage_report or self.declares_purposes
 
     @property
     def follows_nofollow(self) -> bool:
-        """Whether the nofollow spider middleware runs: RFC9309_USAGE's "nofollow" and a declared
-        purpose (a crawl that declares none pays nothing)."""
+        """The nofollow middleware runs: RFC9309_USAGE's "nofollow" and a declared purpose (else it costs nothing)."""
         return self.nofollow and self.declares_purposes
 
     def for_origin(self, origin: str) -> OriginPolicy:
@@ -247,9 +234,8 @@ class Rfc9309Settings:
 
 
 def unreadable_scrapy_setting(settings: Any, fix: bool = False) -> str | None:
-    """The first of :data:`SCRAPY_SETTINGS` Scrapy cannot read, in one line (None for a plain
-    mapping).  ``fix``: put Scrapy's default in place of each, at its priority (the add-on does,
-    so that Scrapy starts and the crawl is refused in order)."""
+    """The first of :data:`SCRAPY_SETTINGS` Scrapy cannot read, in one line; ``fix``: put Scrapy's default
+    in place of each, at its priority (the add-on does, so Scrapy starts and the crawl is refused in order)."""
     if not hasattr(settings, "getint"):
         return None
     problem = None
@@ -257,8 +243,6 @@ def unreadable_scrapy_setting(settings: Any, fix: bool = False) -> str | None:
         try:
             getattr(settings, getter)(name)
         except (TypeError, ValueError):
-            from scrapy.settings import Settings
-
             default = Settings().get(name) or (0 if getter == "getint" else False)  # (PER_IP: deprecated, unset)
             wanted = "a boolean: use True or False" if getter == "getbool" else "a whole number: give one"
             problem = problem or f"{name}={_shown(settings.get(name))} is not {wanted} (Scrapy's default is {default})"
@@ -277,8 +261,7 @@ def project_scheduler(settings: Any) -> Any:
 
 
 def audit_key(value: Any = None, where: str = "RFC9309_AUDIT['key']") -> Secret | None:
-    """The audit trail's HMAC key: ``value`` (str or bytes, ``where`` names it), else the
-    environment variable :data:`AUDIT_KEY`, else None.  No message names the value."""
+    """The trail's HMAC key: ``value`` (``where`` names it), else :data:`AUDIT_KEY` in the environment, else None."""
     if value is None or value == "":
         value, where = os.environ.get(AUDIT_KEY) or None, f"the environment variable {AUDIT_KEY}"
     if value is None:
@@ -289,15 +272,13 @@ def audit_key(value: Any = None, where: str = "RFC9309_AUDIT['key']") -> Secret 
         raise ValueError(f"{where} must be a string (or bytes), not {type(value).__name__}")
     if len(value) < MIN_AUDIT_KEY_BYTES:
         raise ValueError(
-            f"{where} is too short ({len(value)} bytes): at least {MIN_AUDIT_KEY_BYTES}, e.g. "
-            "python -c 'import secrets; print(secrets.token_hex(32))'"
+            f"{where} is too short ({len(value)} bytes): at least {MIN_AUDIT_KEY_BYTES}, e.g. python -c 'import secrets; print(secrets.token_hex(32))'"
         )
     return Secret(value)
 
 
 def _refuse_unknown(settings: Any) -> None:
-    """An ``RFC9309_*`` setting the plugin does not read (a typo, an old name) would change
-    nothing, silently: refused."""
+    """An ``RFC9309_*`` setting the plugin does not read (a typo, an old name) would change nothing, silently."""
     try:
         names = sorted(name for name in settings if isinstance(name, str) and name.startswith("RFC9309_"))
     except TypeError:
@@ -309,28 +290,21 @@ def _refuse_unknown(settings: Any) -> None:
             )
 
 
-def _getter(settings: Any):
-    def get(name: str) -> Any:
-        value = settings.get(name) if hasattr(settings, "get") else None
-        if value is None and name == "USER_AGENT":
-            return "Scrapy"  # Scrapy's default names its product so; only a plain mapping lacks it
-        return DEFAULTS.get(name) if value is None else value
-
-    return get
+def _get(settings: Any, name: str) -> Any:
+    value = settings.get(name) if hasattr(settings, "get") else None
+    if value is None and name == "USER_AGENT":
+        return "Scrapy"  # Scrapy's default names its product so; only a plain mapping lacks it
+    return DEFAULTS.get(name) if value is None else value
 
 
 def _bool(value: Any, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
-        return value.strip().lower() in ("true", "1")
+    text = str(value).strip().lower() if isinstance(value, (int, str)) else None  # (a bool is an int)
+    if text in ("true", "false", "1", "0"):
+        return text in ("true", "1")
     raise ValueError(f"{name}={_shown(value)} is not a boolean: use True or False")
 
 
 def _positive(value: Any) -> float | None:
-    """``value`` as a finite number above zero, else None."""
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -344,11 +318,9 @@ def _number(value: Any, name: str, kind: type, positive: bool = False) -> Any:
     for ``2.7``)."""
     wanted = f"give {'a whole number' if kind is int else 'a number'} {'above zero' if positive else 'of zero or more'}"
     number = value
-    if isinstance(value, bool):
-        raise ValueError(f"{name}={_shown(value)} is not a number: {wanted}")
-    if not isinstance(value, int):
+    if not isinstance(value, int) or isinstance(value, bool):
         try:
-            number = float(value)
+            number = float("bool" if isinstance(value, bool) else value)
         except (TypeError, ValueError):
             raise ValueError(f"{name}={_shown(value)} is not a number: {wanted}") from None
         if not math.isfinite(number):
@@ -368,8 +340,7 @@ def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
 
 
 def _json(value: Any, start: str, refuse: Callable[[ValueError], str]) -> Any:
-    """``value``, or what a JSON document given on the command line (``-s 'NAME={...}'``) starting
-    with ``start`` holds; ``ValueError(refuse(the parser's error))`` for bad JSON."""
+    """``value``, or the JSON document starting with ``start`` it holds (``-s 'NAME={...}'``)."""
     if isinstance(value, str) and value.lstrip().startswith(start):
         try:
             return json.loads(value)
@@ -392,8 +363,7 @@ def _dict_form(value: Any, name: str) -> Mapping[Any, Any] | None:
 
 
 def _listish(value: Any) -> Any:
-    """A JSON list given on the command line (``-s 'ROBOTSTXT_USER_AGENT=["A", "B"]'``) becomes a
-    list; anything else is kept (a comma is no separator: User-Agent strings hold commas)."""
+    """A JSON list (``-s 'ROBOTSTXT_USER_AGENT=["A", "B"]'``) as a list (no comma splits: User-Agents hold some)."""
     return _json(value, "[", lambda _: f"{_shown(value)} looks like a JSON list of user agents but is not valid JSON")
 
 
@@ -426,30 +396,25 @@ def unreachable_mode(value: Any, name: str) -> tuple[str, float]:
 
 def _crawl_delay(value: Any) -> tuple[bool, float]:
     """True (floors capped at :data:`MAX_CRAWL_DELAY_SECONDS`), False (none) or the cap in seconds."""
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        value = value.strip().lower() == "true"
-    if isinstance(value, bool):
-        return value, MAX_CRAWL_DELAY_SECONDS
+    if isinstance(value, (bool, str)) and str(value).strip().lower() in ("true", "false"):
+        return str(value).strip().lower() == "true", MAX_CRAWL_DELAY_SECONDS
     cap = _positive(value)
     if cap is None:
         raise ValueError(
-            f"RFC9309_CRAWL_DELAY={_shown(value)}: use True (floors, capped at 60 s), False (no floors) "
-            "or the longest floor in seconds, e.g. 30"
+            f"RFC9309_CRAWL_DELAY={_shown(value)}: use True (floors, capped at 60 s), False (no floors) or the longest floor in seconds, e.g. 30"
         )
     return True, cap
 
 
 def _audit(value: Any) -> dict[str, Any]:
-    """``RFC9309_AUDIT`` (None, a path or its dict form) as the ``audit*`` fields.  The key, given
-    or from the environment, is checked even without a path: a bad key is a bad setting."""
+    """``RFC9309_AUDIT`` as the ``audit*`` fields; the key is checked even without a path (a bad key is a bad setting)."""
     example = '{"path": "audit/%(name)s.jsonl", "allowed": true}'
     value = _json_dict(value, "RFC9309_AUDIT", example)
     if value is None or isinstance(value, str):
         return {"audit": value or None, "audit_key": audit_key(None)}
     if not isinstance(value, Mapping):
         raise ValueError(
-            f"RFC9309_AUDIT must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as "
-            f"{example}, not {type(value).__name__}"
+            f"RFC9309_AUDIT must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as {example}, not {type(value).__name__}"
         )
     _unknown_keys(value, "RFC9309_AUDIT", AUDIT_KEYS)
     path = value.get("path")
@@ -495,51 +460,41 @@ def usage_with_purposes(value: Any, purposes: list[str]) -> Any:
 
 
 def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
-    """Declared purposes (``["train-ai"]``, ``"train-ai,search"``, a JSON list) as usage
-    categories; ``ValueError`` naming ``name`` for an unknown one."""
+    """Declared purposes (``["train-ai"]``, ``"train-ai,search"``, a JSON list) as usage categories."""
     if value is None or value == "":
         return ()
+    value = _listish(value)
     if isinstance(value, str):
-        value = _listish(value)
-        if isinstance(value, str):
-            value = [part for part in (p.strip() for p in value.split(",")) if part]
+        value = [part for part in (p.strip() for p in value.split(",")) if part]
     if not isinstance(value, (list, tuple, set, frozenset)):
         raise ValueError(f"{name}={_shown(value)} must be a list of usage categories such as ['train-ai']")
-    purposes: list[str] = []
+    purposes: dict[str, None] = {}  # in order, once each
     for item in value:
         label = PURPOSES.get(str(item).strip().lower()) if isinstance(item, str) else None
         if label is None:
             raise ValueError(f"{name}: {_shown(item)} is not a usage category; known: {', '.join(sorted(PURPOSES))}")
-        if label not in purposes:
-            purposes.append(label)
+        purposes[label] = None
     return tuple(purposes)
 
 
 def _fetch_concurrency(value: Any, concurrent: Any) -> int:
     """By default as many as the early fetches may start (the service's prefetch cap is this bound)."""
-    if value is None or value == "":
-        try:
-            pages = int(concurrent or 0)
-        except (TypeError, ValueError):
-            pages = 0  # Scrapy itself refuses it
-        return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * pages)
+    if value is None or value == "":  # (a CONCURRENT_REQUESTS Scrapy cannot read was refused before)
+        return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * int(concurrent or 0))
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"RFC9309_FETCH_CONCURRENCY={_shown(value)} must be a whole number of fetches, e.g. 64")
     return int(_number(value, "RFC9309_FETCH_CONCURRENCY", int, positive=True))
 
 
 def _storage(value: Any, jobdir: Any, settings: Any) -> tuple[str, str]:
-    """RFC9309_STORAGE, else scrapy-redis's server when it schedules (its workers share robots.txt
-    and Crawl-delay), else a SQLite file in JOBDIR, else memory; as ``(url, Redis key prefix)``,
-    a Redis URL's ``?prefix=`` taken out (redis-py would pass it to its connections)."""
+    """RFC9309_STORAGE, else scrapy-redis's server when it schedules (its workers share robots.txt), else a
+    SQLite file in JOBDIR, else memory; as ``(url, key prefix)``: redis-py would pass ``?prefix=`` on."""
     if value:
         url = str(value).strip()
     else:
         cluster = factory.scrapy_redis_url(settings) if hasattr(settings, "get") else None
         url = cluster or ("sqlite://" + os.path.join(str(jobdir), factory.JOBDIR_FILE) if jobdir else "memory")
-    given = None
-    if url.lower().startswith(factory.REDIS_SCHEMES):
-        url, given = factory.split_prefix(url)
+    url, given = factory.split_prefix(url) if url.lower().startswith(factory.REDIS_SCHEMES) else (url, None)
     prefix = factory.DEFAULT_REDIS_PREFIX if given is None else given
     factory.check_storage(url, prefix)  # its form, before anything connects
     return url, prefix
