@@ -1,7 +1,6 @@
 """Every ``RFC9309_*`` setting, validated once at start-up (a bad value stops the crawl before its
 first request, in one line naming the setting) into frozen objects.  A mode of one thing is a form
-of its setting; what no crawl tunes is a module constant, read with the settings (a test may change one).
-"""
+of its setting; what no crawl tunes is a module constant, read with the settings (a test may change one)."""
 
 from __future__ import annotations
 
@@ -58,7 +57,6 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_USAGE": (),  # the purposes, or {"purposes", "header", "unknown", "report", "nofollow"}
     "RFC9309_EARLY_FETCH": False,
 }
-
 MESSAGE_CHARS = 1_000  # the longest a refused setting's message may be (a value in it is shortened first)
 _ORIGIN_KEYS = ("obey", "user_agent", "unreachable", "usage")
 USAGE_HEADER_CHOICES = ("drop", "mark")
@@ -313,9 +311,8 @@ def _positive(value: Any) -> float | None:
 
 
 def _number(value: Any, name: str, kind: type, positive: bool = False) -> Any:
-    """A finite number of ``kind`` (int or float), zero or more (or above zero).  nan compares
-    False with everything and inf removes a bound; an int setting refuses a fraction (no silent 2
-    for ``2.7``)."""
+    """A finite number of ``kind``, zero or more (or above zero): nan compares False with everything, inf
+    removes a bound, and an int setting refuses a fraction (no silent 2 for ``2.7``)."""
     wanted = f"give {'a whole number' if kind is int else 'a number'} {'above zero' if positive else 'of zero or more'}"
     number = value
     if not isinstance(value, int) or isinstance(value, bool):
@@ -369,7 +366,7 @@ def _listish(value: Any) -> Any:
 
 def _tokens(value: Any, name: str) -> tuple[str, ...]:
     try:
-        return tuple(derive_tokens(_listish(value)))
+        return derive_tokens(_listish(value))
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
 
@@ -381,8 +378,7 @@ def _unknown_keys(value: Mapping[Any, Any], name: str, known: tuple[str, ...]) -
 
 
 def unreachable_mode(value: Any, name: str) -> tuple[str, float]:
-    """``"deny"``, ``"allow"``, ``"wait"`` (:data:`UNREACHABLE_WAIT_SECONDS`) or
-    ``"wait:<seconds>"``, as ``(mode, seconds of wait)``."""
+    """``"deny"``, ``"allow"``, ``"wait"`` or ``"wait:<seconds>"``, as ``(mode, seconds of wait)``."""
     allowed = f"choose one of {', '.join(UNREACHABLE_POLICIES)}, or 'wait:<seconds>' (e.g. 'wait:60')"
     mode, colon, seconds = value.strip().lower().partition(":") if isinstance(value, str) else ("", "", "")
     mode = mode.strip()
@@ -501,7 +497,7 @@ def _storage(value: Any, jobdir: Any, settings: Any) -> tuple[str, str]:
 
 
 def _origins(
-    raw: Any, tokens: tuple[str, ...], unreachable: tuple[str, float], from_user_agent: bool, usage: tuple[str, ...]
+    raw: Any, tokens: tuple[str, ...], unreachable: tuple[str, float], from_ua: bool, usage: tuple[str, ...]
 ) -> dict[str, OriginPolicy]:
     raw = _json(raw, "", lambda exc: f"RFC9309_ORIGINS is not valid JSON ({exc}): {_shown(raw)}")
     if not isinstance(raw, Mapping):
@@ -516,10 +512,9 @@ def _origins(
         _unknown_keys(overrides, name, _ORIGIN_KEYS)
         obey = _bool(overrides.get("obey", True), f"{name}['obey']")
         user_agent = overrides.get("user_agent")
-        origin_tokens = _tokens(user_agent, f"{name}['user_agent']") if user_agent else tokens
-        policy = overrides.get("unreachable")
-        mode, wait = unreachable_mode(policy, f"{name}['unreachable']") if policy else unreachable
-        origin_usage = usage_purposes(overrides["usage"], f"{name}['usage']") if "usage" in overrides else usage
-        from_ua = from_user_agent and not user_agent
-        resolved[origin] = OriginPolicy(obey, origin_tokens[0], mode, origin_tokens, from_ua, origin_usage, wait)
+        agents = _tokens(user_agent, f"{name}['user_agent']") if user_agent else tokens
+        given = overrides.get("unreachable")
+        mode, wait = unreachable_mode(given, f"{name}['unreachable']") if given else unreachable
+        purposes = usage_purposes(overrides["usage"], f"{name}['usage']") if "usage" in overrides else usage
+        resolved[origin] = OriginPolicy(obey, agents[0], mode, agents, from_ua and not user_agent, purposes, wait)
     return resolved
