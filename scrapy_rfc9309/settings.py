@@ -57,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_USAGE": (),  # the purposes, or {"purposes", "header", "unknown", "report", "nofollow"}
     "RFC9309_EARLY_FETCH": False,
 }
+_FALLBACKS = {**DEFAULTS, "USER_AGENT": "Scrapy"}  # Scrapy's default USER_AGENT: only a plain mapping lacks it
 MESSAGE_CHARS = 1_000  # the longest a refused setting's message may be (a value in it is shortened first)
 _ORIGIN_KEYS = ("obey", "user_agent", "unreachable", "usage")
 USAGE_HEADER_CHOICES = ("drop", "mark")
@@ -290,9 +291,7 @@ def _refuse_unknown(settings: Any) -> None:
 
 def _get(settings: Any, name: str) -> Any:
     value = settings.get(name) if hasattr(settings, "get") else None
-    if value is None and name == "USER_AGENT":
-        return "Scrapy"  # Scrapy's default names its product so; only a plain mapping lacks it
-    return DEFAULTS.get(name) if value is None else value
+    return _FALLBACKS.get(name) if value is None else value
 
 
 def _bool(value: Any, name: str) -> bool:
@@ -479,7 +478,7 @@ def _fetch_concurrency(value: Any, concurrent: Any) -> int:
         return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * int(concurrent or 0))
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"RFC9309_FETCH_CONCURRENCY={_shown(value)} must be a whole number of fetches, e.g. 64")
-    return int(_number(value, "RFC9309_FETCH_CONCURRENCY", int, positive=True))
+    return _number(value, "RFC9309_FETCH_CONCURRENCY", int, positive=True)
 
 
 def _storage(value: Any, jobdir: Any, settings: Any) -> tuple[str, str]:
