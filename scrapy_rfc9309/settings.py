@@ -32,8 +32,7 @@ MIN_AUDIT_KEY_BYTES = 16  # a shorter key could be guessed from the trail (each 
 # -- constants (were settings; docs/middleware.md lists them) ---------------------------------
 MAX_REDIRECTS = 5  # redirects followed for one robots.txt: RFC 9309 section 2.2.2's minimum
 RETRY_UNREACHABLE_SECONDS = 300.0  # before an unreachable robots.txt is fetched again (<= CACHE_SECONDS)
-#: the shortest a file is kept whatever its Cache-Control says (<= CACHE_SECONDS): no fetch per page
-CACHE_MIN_SECONDS = 60.0
+CACHE_MIN_SECONDS = 60.0  # the shortest a file is kept, whatever its Cache-Control says (<= CACHE_SECONDS)
 STORAGE_RETRY_SECONDS = RETRY_AFTER  # between attempts to use a store again after it failed mid-crawl
 STALE_IF_UNREACHABLE = True  # a copy younger than 30 days stands in for an unreachable re-fetch (RFC 9309 2.4)
 UNREACHABLE_WAIT_SECONDS = 300.0  # RFC9309_UNREACHABLE = "wait": retried so long before denying
@@ -59,11 +58,6 @@ DEFAULTS: dict[str, Any] = {
 }
 _FALLBACKS = {**DEFAULTS, "USER_AGENT": "Scrapy"}  # Scrapy's default USER_AGENT: only a plain mapping lacks it
 MESSAGE_CHARS = 1_000  # the longest a refused setting's message may be (a value in it is shortened first)
-_ORIGIN_KEYS = ("obey", "user_agent", "unreachable", "usage")
-USAGE_HEADER_CHOICES = ("drop", "mark")
-USAGE_UNKNOWN_CHOICES = ("allow", "deny")
-USAGE_KEYS = ("purposes", "header", "unknown", "report", "nofollow")
-AUDIT_KEYS = ("path", "allowed", "sync", "key")
 #: Scrapy settings the plugin reads, with how Scrapy reads them: a value Scrapy cannot read
 #: (``-s CONCURRENT_REQUESTS=abc``) is refused as a bad RFC9309_* one is
 _PER = ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN", "CONCURRENT_REQUESTS_PER_IP")
@@ -411,7 +405,7 @@ def _audit(value: Any) -> dict[str, Any]:
         raise ValueError(
             f"RFC9309_AUDIT must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as {example}, not {type(value).__name__}"
         )
-    _unknown_keys(value, "RFC9309_AUDIT", AUDIT_KEYS)
+    _unknown_keys(value, "RFC9309_AUDIT", ("path", "allowed", "sync", "key"))
     path = value.get("path")
     if not isinstance(path, str) or not path:
         raise ValueError(
@@ -437,11 +431,11 @@ def _usage(value: Any) -> dict[str, Any]:
     value = _json_dict(value, "RFC9309_USAGE", '{"purposes": ["train-ai"], "unknown": "deny"}')
     if not isinstance(value, Mapping):
         return {"usage": usage_purposes(value, "RFC9309_USAGE")}
-    _unknown_keys(value, "RFC9309_USAGE", USAGE_KEYS)
-    unknown = _choice(value.get("unknown", "allow"), "RFC9309_USAGE['unknown']", USAGE_UNKNOWN_CHOICES)
+    _unknown_keys(value, "RFC9309_USAGE", ("purposes", "header", "unknown", "report", "nofollow"))
+    unknown = _choice(value.get("unknown", "allow"), "RFC9309_USAGE['unknown']", ("allow", "deny"))
     return {
         "usage": usage_purposes(value.get("purposes"), "RFC9309_USAGE['purposes']"),
-        "usage_header": _choice(value.get("header", "drop"), "RFC9309_USAGE['header']", USAGE_HEADER_CHOICES),
+        "usage_header": _choice(value.get("header", "drop"), "RFC9309_USAGE['header']", ("drop", "mark")),
         "usage_unknown_denies": unknown == "deny",
         "usage_report": _bool(value.get("report", False), "RFC9309_USAGE['report']"),
         "nofollow": _bool(value.get("nofollow", True), "RFC9309_USAGE['nofollow']"),
@@ -484,11 +478,9 @@ def _fetch_concurrency(value: Any, concurrent: Any) -> int:
 def _storage(value: Any, jobdir: Any, settings: Any) -> tuple[str, str]:
     """RFC9309_STORAGE, else scrapy-redis's server when it schedules (its workers share robots.txt), else a
     SQLite file in JOBDIR, else memory; as ``(url, key prefix)``: redis-py would pass ``?prefix=`` on."""
-    if value:
-        url = str(value).strip()
-    else:
-        cluster = factory.scrapy_redis_url(settings) if hasattr(settings, "get") else None
-        url = cluster or ("sqlite://" + os.path.join(str(jobdir), factory.JOBDIR_FILE) if jobdir else "memory")
+    cluster = None if value or not hasattr(settings, "get") else factory.scrapy_redis_url(settings)
+    local = "sqlite://" + os.path.join(str(jobdir), factory.JOBDIR_FILE) if jobdir else "memory"
+    url = str(value).strip() if value else cluster or local
     url, given = factory.split_prefix(url) if url.lower().startswith(factory.REDIS_SCHEMES) else (url, None)
     prefix = factory.DEFAULT_REDIS_PREFIX if given is None else given
     factory.check_storage(url, prefix)  # its form, before anything connects
@@ -508,7 +500,7 @@ def _origins(
             raise ValueError(f"RFC9309_ORIGINS: {_shown(key)} is not an http(s) origin such as 'https://example.com'")
         if not isinstance(overrides, Mapping):
             raise ValueError(f"{name} must be a dict such as {{'obey': False}}")
-        _unknown_keys(overrides, name, _ORIGIN_KEYS)
+        _unknown_keys(overrides, name, ("obey", "user_agent", "unreachable", "usage"))
         obey = _bool(overrides.get("obey", True), f"{name}['obey']")
         user_agent = overrides.get("user_agent")
         agents = _tokens(user_agent, f"{name}['user_agent']") if user_agent else tokens
