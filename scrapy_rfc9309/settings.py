@@ -468,8 +468,12 @@ def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
 
 def _fetch_concurrency(value: Any, concurrent: Any) -> int:
     """By default as many as the early fetches may start (the service's prefetch cap is this bound)."""
-    if value is None or value == "":  # (a CONCURRENT_REQUESTS Scrapy cannot read was refused before)
-        return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * int(concurrent or 0))
+    if value is None or value == "":
+        try:
+            pages = int(concurrent or 0)
+        except (TypeError, ValueError):
+            pages = 0  # Scrapy itself refuses it
+        return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * pages)
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"RFC9309_FETCH_CONCURRENCY={_shown(value)} must be a whole number of fetches, e.g. 64")
     return _number(value, "RFC9309_FETCH_CONCURRENCY", int, positive=True)
