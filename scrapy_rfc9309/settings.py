@@ -25,7 +25,7 @@ from .storage import factory
 from .storage.base import RETRY_AFTER
 from .useragent import derive_tokens
 
-MAX_CACHE_SECONDS = 86_400  # RFC 9309 section 2.4: a cached robots.txt is used for at most 24 hours
+MAX_CACHE_SECONDS = 86_400  # RFC 9309 section 2.4's 24 hours: a cap on RFC9309_CACHE_SECONDS, not a default
 MIN_MAX_BYTES = 512_000  # RFC 9309 section 2.5: at least 500 KiB must be parsed
 AUDIT_KEY = "RFC9309_AUDIT_KEY"  # the environment variable giving the trail's key when RFC9309_AUDIT does not
 MIN_AUDIT_KEY_BYTES = 16  # a shorter key could be guessed from the trail (each record is an HMAC of known text)
@@ -154,7 +154,6 @@ class Rfc9309Settings:
             raise ValueError(
                 f"RFC9309_MAX_BYTES={max_bytes} is below {MIN_MAX_BYTES:,}: RFC 9309 section 2.5 requires parsing at least 500 KiB"
             )
-        # the RFC's 24 hours is a cap, not a default
         cache_seconds = min(_number(get("RFC9309_CACHE_SECONDS"), "RFC9309_CACHE_SECONDS", float), MAX_CACHE_SECONDS)
         unreachable = unreachable_mode(get("RFC9309_UNREACHABLE"), "RFC9309_UNREACHABLE")
         ua_setting = get("ROBOTSTXT_USER_AGENT")
@@ -259,8 +258,7 @@ def audit_key(value: Any = None, where: str = "RFC9309_AUDIT['key']") -> Secret 
         value, where = os.environ.get(AUDIT_KEY) or None, f"the environment variable {AUDIT_KEY}"
     if value is None:
         return None
-    if isinstance(value, str):
-        value = value.encode("utf-8")
+    value = value.encode("utf-8") if isinstance(value, str) else value
     if not isinstance(value, bytes):
         raise ValueError(f"{where} must be a string (or bytes), not {type(value).__name__}")
     if len(value) < MIN_AUDIT_KEY_BYTES:
