@@ -283,13 +283,14 @@ class RobotsFetcher:
                 raise StopDownload(fail=False)
 
 
-def _encoding_aside(response: Response, request: Request) -> None:
+def _encoding_aside(response: Response, request: Request) -> Response:
     """Move the hop's ``Content-Encoding`` aside before HttpCompressionMiddleware sees it."""
     transfer = request.meta.get(FETCH_META_KEY)
     encodings = response.headers.getlist("Content-Encoding")
     if isinstance(transfer, _Transfer) and encodings:
         transfer.encodings = list(encodings)
         del response.headers["Content-Encoding"]
+    return response
 
 
 def _header(response: Response, name: str) -> str | None:
