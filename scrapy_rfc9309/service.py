@@ -1,20 +1,11 @@
 """One robots service per crawl: everything that is per origin.
 
-It answers "what governs this origin now?" for the middleware, the gate,
-``scrapy robots`` and the sitemaps helper, and owns the LRU cache of
-:class:`Known` results (the plugin's only per-origin structure), the store
-behind it (with a shared store: the fetch lease and the cluster-wide
-Crawl-delay turns), one resolution in flight per origin, the access-result
-rules (``unreachable`` policy, "wait" retries, a stale copy for an unreachable
-file), the floor of an origin, and the shutdown.
-
-One resolution fetches everything an origin publishes that its requests need
-before they may go on: robots.txt, then, where the crawl reads usage
-statements, ``/.well-known/tdmrep.json``.  A file other than robots.txt is
-fetched only where robots.txt allows it, each redirect hop too
-(:meth:`RobotsService.allows`), and takes its Crawl-delay turn like a page
-(:attr:`RobotsService.pacer`, the gate).  It imports no Scrapy module: the
-fetcher and the stats collector are handed in.
+It answers "what governs this origin now?" for the middleware, the gate, ``scrapy robots`` and the
+sitemaps helper.  It owns the LRU of :class:`Known` results and the store behind it (a shared store's
+fetch lease and cluster-wide Crawl-delay turns), resolves each origin once at a time (robots.txt, then
+``/.well-known/tdmrep.json`` where usage statements are read: fetched only where robots.txt allows
+it, each hop too, in the slot's Crawl-delay turn), and applies the access-result rules (``unreachable``
+policy, "wait" retries, stale copies).  It imports no Scrapy module: fetcher and stats are handed in.
 """
 
 from __future__ import annotations
@@ -48,13 +39,13 @@ logger = logging.getLogger(__name__)
 #: "wait" mode: first retry after this many seconds, doubling up to the cap
 WAIT_FIRST_DELAY = 1.0
 WAIT_MAX_DELAY = 60.0
-#: a shared store's fetch lease: poll for the holder's result this often (doubling)
+#: a shared store's fetch lease: poll for the holder's result this often (doubling), and wait for a
+#: live holder this long beyond its longest possible fetch
 CLAIM_POLL_FIRST = 0.05
 CLAIM_POLL_MAX = 0.5
-#: seconds waited for a live lease holder beyond its longest possible fetch
 CLAIM_MARGIN = 10.0
-#: a larger robots.txt body is parsed, and compiled for the origin's tokens, in steps of at
-#: most PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
+#: a larger robots.txt is parsed, and compiled for the origin's tokens, in steps of at most
+#: PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
 STEPPED_PARSE_BYTES = 8_192
 PARSE_STEP_SECONDS = 0.002
 #: the stats class of a fetch that ended on a redirect robots.txt disallows (not followed)
@@ -143,19 +134,17 @@ def store_key(origin: str) -> str:
 class _Pending:
     """The one resolution in flight for an origin, and the requests awaiting it."""
 
-    __slots__ = ("waiters", "known", "error", "done", "fetch", "task", "files")
+    __slots__ = ("waiters", "known", "error", "done", "internal", "task", "files")
 
-    def __init__(self) -> None:
+    def __init__(self, files: bool) -> None:
         self.waiters: list[Deferred] = []
         self.known: Known | None = None
         self.error: BaseException | None = None
-        self.done = False
-        #: the last fetch made for it (``scrapy robots`` describes it)
-        self.fetch: FetchResult | None = None
+        #: internal: its last fetch failed inside the crawl (logged once per resolution)
+        self.done = self.internal = False
         #: the task resolving it; once ``done`` it may still be storing the result
         self.task: Deferred | None = None
-        #: it resolves the origin's tdmrep.json too
-        self.files = False
+        self.files = files  # it resolves the origin's tdmrep.json too
 
     async def wait(self) -> Known:
         if not self.done:
@@ -168,30 +157,18 @@ class _Pending:
         return self.known
 
     def finish(self, known: Known | None, error: BaseException | None = None) -> None:
-        if self.done:
-            return
-        self.done, self.known, self.error = True, known, error
-        waiters, self.waiters = self.waiters, []
-        for waiter in waiters:
-            if error is not None:
-                waiter.errback(error)
-            else:
-                waiter.callback(known)
+        if not self.done:
+            self.done, self.known, self.error = True, known, error
+            for waiter in self.waiters:
+                waiter.errback(error) if error is not None else waiter.callback(known)
+            self.waiters = []
 
 
 class RobotsService:
     """Per-origin robots.txt resolution for one crawl (see the module docstring)."""
 
-    def __init__(
-        self,
-        settings: Rfc9309Settings,
-        fetcher: Fetcher,
-        storage: FallbackStorage,
-        stats: Any,
-    ) -> None:
-        self.settings = settings
-        self.fetcher = fetcher
-        self.storage = storage
+    def __init__(self, settings: Rfc9309Settings, fetcher: Fetcher, storage: FallbackStorage, stats: Any) -> None:
+        self.settings, self.fetcher, self.storage = settings, fetcher, storage
         self.counts = Counts(stats)
         self._stats = stats
         #: True once the spider began to close: no fetch starts, waiters get NotResolved
@@ -215,13 +192,12 @@ class RobotsService:
 
     # -- listeners ---------------------------------------------------------------------
     def on_ready(self, listener: ReadyListener) -> None:
-        """Call ``listener`` each time an origin's result takes effect, before the
-        requests waiting for it go on (it may be a coroutine function)."""
+        """Call ``listener`` (maybe a coroutine function) each time an origin's result takes effect,
+        before the requests waiting for it go on."""
         self._ready.append(listener)
 
     def on_fetch(self, listener: FetchListener) -> None:
-        """Call ``listener(origin, result)`` after each robots.txt fetch of the
-        crawl (retries included; not ``inspect``), before its result is used."""
+        """Call ``listener`` after each robots.txt fetch (retries too; not ``inspect``), before its result is used."""
         self._fetched.append(listener)
 
     def on_forget(self, listener: Callable[[str], None]) -> None:
@@ -229,8 +205,7 @@ class RobotsService:
         self._forget.append(listener)
 
     def on_file(self, listener: FileListener) -> None:
-        """Call ``listener(origin, file, entry, result)`` when an origin's
-        tdmrep.json takes effect (fetched, or read from the store: ``result`` None)."""
+        """Call ``listener`` when an origin's tdmrep.json takes effect (fetched, or from the store)."""
         self._files.append(listener)
 
     # -- asking ----------------------------------------------------------------------------
@@ -263,10 +238,9 @@ class RobotsService:
             self._start(origin, trigger, files)
 
     async def resolve(self, origin: str, trigger: Any = None, files: bool = False) -> Known:
-        """What governs ``origin``: from the cache, or from the one resolution in
-        flight (started if needed).  ``files``: with its tdmrep.json even where
-        the crawl does not read it (a request's own purposes).  Raises
-        :class:`NotResolved` once closing."""
+        """What governs ``origin``: cached, or from the one resolution in flight (started if needed).
+        ``files``: with its tdmrep.json even where the crawl does not read it (a request's own
+        purposes).  Raises :class:`NotResolved` once closing."""
         known = self.fresh(origin, files)
         if known is not None:
             return known
@@ -279,9 +253,8 @@ class RobotsService:
         return await (pending or self._start(origin, trigger, files)).wait()
 
     async def inspect(self, origin: str, unreachable: str | None = None) -> tuple[FetchResult, RobotsTxt]:
-        """Fetch ``origin``'s robots.txt once, now (no cache, no store, no
-        retries), and the policy it means under ``unreachable`` (the origin's
-        own by default): what ``scrapy robots`` shows."""
+        """Fetch ``origin``'s robots.txt once, now (no cache, store or retries), and the policy it
+        means under ``unreachable`` (the origin's own by default): what ``scrapy robots`` shows."""
         if unreachable is None:
             unreachable = self.settings.for_origin(origin).unreachable
         result = await self.fetcher.fetch(origin)
@@ -290,39 +263,26 @@ class RobotsService:
 
     # -- floors ---------------------------------------------------------------------------
     def floor_for(self, robots: RobotsTxt, token: str | tuple[str, ...]) -> tuple[float, float | None]:
-        """``(floor, capped_from)``: the seconds ``robots`` asks between two
-        requests of ``token`` (the larger of Crawl-delay and Request-rate; the
-        largest over the tokens when several), cut to
-        ``RFC9309_CRAWL_DELAY``'s cap; 0 when none or when floors are off."""
+        """``(floor, capped_from)``: the seconds ``robots`` asks between two requests of ``token`` (the
+        largest over Crawl-delay, Request-rate and the tokens), cut to ``RFC9309_CRAWL_DELAY``'s cap."""
         if not self.settings.crawl_delay:
             return 0.0, None
-        if isinstance(token, str):
-            delay = robots.min_delay(token)
-        else:
-            delay = max((robots.min_delay(t) or 0.0 for t in token), default=0.0)
+        tokens = (token,) if isinstance(token, str) else token
+        delay = max((robots.min_delay(t) or 0.0 for t in tokens), default=0.0)
         if not delay or delay <= 0:
             return 0.0, None
         cap = self.settings.max_crawl_delay
         return (delay, None) if delay <= cap else (cap, delay)
 
     async def wait_turn(self, origin: str, floor: float, since: float | None = None) -> None:
-        """With a shared store: return once a request may start on ``origin``,
-        at least ``floor`` after any worker's previous start (taken atomically
-        in the store, on its clock).  One request per origin asks at a time; the
-        caller hands the request on at once.  ``since`` (monotonic): when the
-        request began to wait, for the ``crawl_delay/cluster/*`` stats."""
-        lock = self._turns.get(origin)
-        if lock is None:
-            lock = self._turns[origin] = DeferredLock()
+        """With a shared store: return once a request may start on ``origin``, at least ``floor``
+        after any worker's previous start (taken atomically in the store, on its clock).  One request
+        per origin asks at a time.  ``since`` (monotonic): when it began to wait, for the stats."""
+        lock = self._turns.setdefault(origin, DeferredLock())
         await compat.wait_for(lock.acquire())
         began = time.monotonic() if since is None else since
         try:
-            while True:
-                if self.closed:  # a turn is never taken once the spider is closing
-                    raise NotResolved(origin)
-                wait = await self.storage.take_turn(origin, floor)
-                if wait <= 0:
-                    break
+            while (wait := await self._turn_wait(origin, floor)) > 0:
                 await self._sleep(wait, origin)
         finally:
             lock.release()
@@ -333,10 +293,14 @@ class RobotsService:
             self.counts.inc("crawl_delay/cluster/requests_held")
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
+    async def _turn_wait(self, origin: str, floor: float) -> float:
+        if self.closed:  # a turn is never taken once the spider is closing
+            raise NotResolved(origin)
+        return await self.storage.take_turn(origin, floor)
+
     async def note_start(self, origin: str, floor: float) -> None:
-        """A request whose cluster-wide turn was taken is done (or about to
-        start, without the gate): the next worker's turn counts a floor from
-        now (see :meth:`wait_turn`)."""
+        """A request whose cluster-wide turn was taken is done (or about to start, without the
+        gate): the next worker's turn counts a floor from now (see :meth:`wait_turn`)."""
         try:
             await self.storage.note_start(origin, floor)
         except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn
@@ -374,8 +338,7 @@ class RobotsService:
 
     # -- resolution --------------------------------------------------------------------
     def _start(self, origin: str, trigger: Any, files: bool = False) -> _Pending:
-        pending = self._pending[origin] = _Pending()
-        pending.files = files or self.reads(origin)
+        pending = self._pending[origin] = _Pending(files or self.reads(origin))
         task = pending.task = compat.spawn(self._resolve(origin, trigger, pending))
         self._tasks.add(task)
         task.addBoth(lambda _: self._tasks.discard(task))
@@ -383,23 +346,20 @@ class RobotsService:
 
     async def _resolve(self, origin: str, trigger: Any, pending: _Pending) -> None:
         try:
-            known = await self._obtain(origin, trigger, pending)
+            pending.finish(await self._obtain(origin, trigger, pending))
         except NotResolved as exc:
             pending.finish(None, exc)
         except Exception as exc:  # a bug, not a network problem: fail the waiters loudly
             logger.error("scrapy-rfc9309: could not resolve robots.txt of %s", origin, exc_info=True)
             pending.finish(None, exc)
-        else:
-            pending.finish(known)
         finally:
             pending.finish(None, NotResolved(origin))  # cancelled: nobody may hang (no-op when done)
             if self._pending.get(origin) is pending:
                 del self._pending[origin]
 
     async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
-        """robots.txt (the store's fresh entry, or a fetch made under the cluster
-        lease), then the origin's other files the crawl needs; published once
-        all are in, the store written after the waiting requests went on."""
+        """robots.txt (the store's fresh entry, or a fetch under the cluster lease), then the other
+        files the crawl needs; published once all are in, the store written after the waiters went on."""
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
         lease: Lease | None = None
@@ -425,9 +385,8 @@ class RobotsService:
     async def _robots(
         self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, pending: _Pending
     ) -> tuple[RobotsEntry, RobotsTxt, Lease | None]:
-        """robots.txt's entry and policy, and the store lease still to write it
-        under: two store steps at most (:meth:`~.storage.base.RobotsStorage.lookup`,
-        then :meth:`~.storage.base.RobotsStorage.store`), one round trip each."""
+        """robots.txt's entry and policy, and the store lease still to write it under: two store
+        steps at most (``lookup``, then ``store``), one round trip each."""
         stale = previous.entry if previous is not None else None
         stored, lease, fresh = await self.claim(origin, policy)
         if fresh:
@@ -455,6 +414,171 @@ class RobotsService:
             raise
         return entry, robots, lease
 
+    async def _fetch(
+        self, origin: str, trigger: Any, policy: OriginPolicy, stale: RobotsEntry | None, pending: _Pending
+    ) -> RobotsEntry:
+        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep."""
+        usable = self._stale_usable(stale)
+        result = await self._fetch_once(origin, trigger, pending)
+        if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not usable:
+            deadline = time.monotonic() + policy.unreachable_wait
+            delay = WAIT_FIRST_DELAY
+            while result.access is Access.UNREACHABLE and (left := deadline - time.monotonic()) > 0:
+                await self._sleep(min(delay, left), origin)
+                delay = min(delay * 2, WAIT_MAX_DELAY)
+                result = await self._fetch_once(origin, trigger, pending)
+        entry = self.entry_of(result)
+        if result.access is Access.UNREACHABLE and usable:
+            # RFC 9309 sections 2.3.1.4 and 2.4: an unreachable file may be replaced by a stored copy
+            # (younger than 30 days) until the next retry.  fetched_at stays that of the copy.
+            assert stale is not None
+            self.counts.inc("cache/stale_used")
+            return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
+        return entry
+
+    async def _fetch_once(self, origin: str, trigger: Any, pending: _Pending) -> FetchResult:
+        result = await self._get(origin, trigger)
+        self._count_fetch(origin, result, log_internal=result.internal and not pending.internal)
+        pending.internal = result.internal
+        for listener in self._fetched:
+            listener(origin, result)
+        return result
+
+    async def _get(self, origin: str, *args: Any) -> FetchResult:
+        """A fetch of a file of ``origin``: none starts, nor is kept, once the spider is closing."""
+        if self.closed:
+            raise NotResolved(origin)
+        result = await self.fetcher.fetch(origin, *args)
+        if self.closed:  # cut short by the shutdown: not a result to keep or share
+            raise NotResolved(origin)
+        return result
+
+    async def _sleep(self, seconds: float, origin: str) -> None:
+        await compat.sleep(seconds)
+        if self.closed:
+            raise NotResolved(origin)
+
+    async def claim(
+        self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
+    ) -> tuple[RobotsEntry | None, Lease | None, bool]:
+        """``(entry, lease, fresh)``: the store's fresh entry; or the right to fetch the file for
+        every process sharing the store, with the stale entry if any; or, after waiting longer than
+        any fetch can take for another holder, no lease (fetch anyway).  ``origin`` is a store key
+        (:func:`store_key` for tdmrep.json), ``what`` names the file in the log."""
+        deadline = bound = 0.0
+        delay = CLAIM_POLL_FIRST
+        while True:
+            now = time.time()
+            entry, lease = await self.storage.lookup(origin, now)
+            if entry is not None and entry.is_fresh(now):
+                if lease is not None:  # a custom store may grant both: not needed
+                    await self.storage.release(lease)
+                return entry, None, True
+            if lease is not None:
+                return entry, lease, False
+            if not deadline:
+                bound = self.settings.fetch_timeout * (self.settings.max_redirects + 1) + CLAIM_MARGIN
+                bound += policy.unreachable_wait if policy.unreachable == "wait" else 0.0
+                deadline = time.monotonic() + bound
+                self.counts.inc("storage/lock_waits")
+            elif time.monotonic() > deadline:
+                self.counts.inc("storage/lock_timeouts")
+                logger.warning(
+                    "%s of %s: another worker has been fetching it for %g s; fetching it here too",
+                    what, origin, bound,
+                )  # fmt: skip
+                return entry, None, False
+            await self._sleep(delay, origin)
+            delay = min(delay * 2, CLAIM_POLL_MAX)
+
+    def _stale_usable(self, entry: RobotsEntry | None) -> bool:
+        """Whether a stale entry may stand in for an unreachable file: a real file younger than
+        30 days (and settings.STALE_IF_UNREACHABLE on, as it always is)."""
+        return (
+            entry is not None
+            and self.settings.stale_if_unreachable
+            and entry.access == Access.SUCCESS.value
+            and entry.age() < STALE_MAX_SECONDS
+        )
+
+    def policy_of(self, entry: RobotsEntry, unreachable: str) -> RobotsTxt:
+        """The :class:`RobotsTxt` an entry means (parsed file, allow-all or deny-all)."""
+        access = Access(entry.access)
+        parsed = parse(entry.body, entry.content_type, self.settings.max_bytes) if access is Access.SUCCESS else None
+        return policy_for(access, unreachable, parsed)
+
+    async def _policy(self, origin: str, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
+        """:meth:`policy_of` as the crawl needs it: a large body is parsed, and compiled for the
+        origin's tokens, in short steps between which the reactor runs."""
+        if entry.access != Access.SUCCESS.value or len(entry.body) <= STEPPED_PARSE_BYTES:
+            return self.policy_of(entry, policy.unreachable)
+        self.counts.inc("parse/stepped")
+        logger.debug("robots.txt of %s: parsing %d bytes in steps", origin, len(entry.body))
+        began = time.monotonic()
+        tokens = policy.user_agents
+        steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, tokens[0])
+        parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
+        for token in tokens[1:]:  # several product tokens: each one's buckets too
+            await compat.in_steps(parsed.preparing(token), PARSE_STEP_SECONDS)
+        logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
+        return policy_for(Access.SUCCESS, policy.unreachable, parsed)
+
+    async def _publish(
+        self,
+        origin: str,
+        entry: RobotsEntry,
+        policy: OriginPolicy,
+        trigger: Any,
+        robots: RobotsTxt,
+        tdmrep: TdmRepFile | None,
+    ) -> Known:
+        """Remember the result and tell every listener, before the waiters go on."""
+        floor, capped_from = self.floor_for(robots, policy.user_agents)
+        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
+        expires = entry.expires_at if tdmrep is None else min(entry.expires_at, tdmrep.expires_at)
+        known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, tdmrep, expires)
+        previous = self._known.peek(origin)
+        self._known.put(origin, known)
+        if previous is not None and previous.entry is entry:
+            return known  # only another file changed: robots.txt's result took effect before
+        self.counts.inc(f"origins/{entry.access}")
+        if known.capped_from is not None:
+            if previous is None or previous.capped_from is None:
+                self.counts.inc("crawl_delay/capped")
+            if previous is None or previous.capped_from != known.capped_from:
+                logger.warning(
+                    "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
+                    "using RFC9309_CRAWL_DELAY's cap of %g s instead",
+                    origin, known.capped_from, known.floor,
+                )  # fmt: skip
+        if known.floor:
+            if previous is None or not previous.floor:
+                self.counts.inc("crawl_delay/origins")
+            self._stats.max_value(STATS + "crawl_delay/max_floor", known.floor)
+        for listener in self._ready:
+            outcome = listener(origin, known, previous, trigger)
+            if inspect.isawaitable(outcome):
+                await outcome
+        return known
+
+    def entry_of(self, result: FetchResult) -> RobotsEntry:
+        """The entry a fetch keeps (its body only for a success), fresh for the
+        cache lifetime the settings allow for its response."""
+        now, s = time.time(), self.settings
+        lifetime = cache_seconds(
+            result.access, result.fresh_for, cap=s.cache_seconds, floor=s.cache_min_seconds,
+            unreachable_retry=s.retry_unreachable_seconds,
+        )  # fmt: skip
+        body = result.body if result.access is Access.SUCCESS else b""
+        return RobotsEntry(
+            result.access.value, result.status, body, result.content_type, now, now + lifetime, result.url
+        )
+
+    def _evicted(self, origin: str) -> None:
+        self.counts.inc("cache/evictions")
+        for listener in self._forget:
+            listener(origin)
+
     # -- the other files of an origin ---------------------------------------------------
     async def _tdmrep(
         self,
@@ -466,9 +590,8 @@ class RobotsService:
         floor: float,
         previous: Known | None,
     ) -> TdmRepFile:
-        """The origin's tdmrep.json: kept while fresh; else the store's, or a
-        fetch where robots.txt allows it (each redirect hop too), in the slot's
-        Crawl-delay turn.  A file that cannot be had states nothing."""
+        """The origin's tdmrep.json: kept while fresh; else the store's, or a fetch where robots.txt
+        allows it (each redirect hop too), in the slot's Crawl-delay turn.  A missing file states nothing."""
         kept = previous.tdmrep if previous is not None else None
         if kept is not None and time.time() < kept.expires_at:
             return kept
@@ -476,8 +599,7 @@ class RobotsService:
             self.counts.inc("tdmrep/disallowed")
             logger.debug("tdmrep.json of %s: robots.txt disallows it; not fetched", origin)
             return TdmRepFile(EMPTY, entry.expires_at, "disallowed")
-        key = store_key(origin)
-        lease = None
+        key, lease = store_key(origin), None
         if self._stores_files:
             stored, lease, fresh = await self.claim(key, policy, "tdmrep.json")
             if fresh:
@@ -485,20 +607,27 @@ class RobotsService:
                 self.counts.inc("tdmrep/storage_hits")
                 return await self._file(origin, stored, None)
         try:
-            if self.closed:
-                raise NotResolved(origin)
             done = await self._turn(origin, trigger, floor)
             try:
                 allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
-                result = await self.fetcher.fetch(origin, trigger, PATH, allow, MAX_FILE_BYTES)
+                result = await self._get(origin, trigger, PATH, allow, MAX_FILE_BYTES)
             finally:
                 done()
-            if self.closed:
-                raise NotResolved(origin)
             file_entry = self.entry_of(result)
             if result.truncated_bytes:
                 file_entry = replace(file_entry, body=b"")  # a cut file is not read
-            self._count_file(origin, result)
+            self.counts.inc("tdmrep/fetch/count")
+            self.counts.inc(f"tdmrep/fetch/{result.outcome}")
+            if result.outcome == DISALLOWED_HOP:
+                self.counts.inc("tdmrep/disallowed")
+            if result.truncated_bytes:
+                logger.info(
+                    "tdmrep.json of %s is too large (over %d bytes): it states nothing", origin, len(result.body)
+                )
+            logger.debug(
+                "tdmrep.json of %s: %s, status %s, %d bytes (%s)",
+                origin, result.access.value, result.status, len(result.body), mask_url(result.url),
+            )  # fmt: skip
             file = await self._file(origin, file_entry, result)
             if lease is not None:
                 await self.storage.store(key, file_entry, lease)
@@ -509,9 +638,9 @@ class RobotsService:
                 await self.storage.release(lease)
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:
-        """Whether the plugin may fetch ``url``, a hop of a file of ``origin``
-        (whose robots.txt is ``robots``): robots.txt of the hop's own origin
-        (fetched first when not known) allows it for every product token."""
+        """Whether the plugin may fetch ``url``, a hop of a file of ``origin`` (whose robots.txt is
+        ``robots``): robots.txt of the hop's own origin (fetched first when not known) allows it for
+        every product token."""
         hop = origin_of(url)
         if hop is None:
             return False
@@ -525,13 +654,13 @@ class RobotsService:
         return all(robots.check(url, token).allowed for token in tokens)
 
     async def _turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
-        """Wait for the slot's Crawl-delay turn before a file of ``origin`` is
-        fetched; what to call once it is in."""
-        if not floor:
-            return _nothing
-        if self.pacer is not None:
+        """Wait for the slot's Crawl-delay turn before a file of ``origin`` is fetched; what to call
+        once it is in."""
+        if self.closed:
+            raise NotResolved(origin)
+        if floor and self.pacer is not None:
             return await self.pacer.file_turn(origin, trigger, floor)
-        if self.paces:
+        if floor and self.paces:
             await self.wait_turn(origin, floor)
             return lambda: None if compat.spawn(self.note_start(origin, floor)) else None
         return _nothing
@@ -554,216 +683,17 @@ class RobotsService:
             listener(origin, file, entry, result)
         return file
 
-    def _count_file(self, origin: str, result: FetchResult) -> None:
-        self.counts.inc("tdmrep/fetch/count")
-        self.counts.inc(f"tdmrep/fetch/{result.outcome}")
-        if result.outcome == DISALLOWED_HOP:
-            self.counts.inc("tdmrep/disallowed")
-        if result.truncated_bytes:
-            logger.info("tdmrep.json of %s is too large (over %d bytes): it states nothing", origin, len(result.body))
-        logger.debug(
-            "tdmrep.json of %s: %s, status %s, %d bytes (%s)",
-            origin, result.access.value, result.status, len(result.body), mask_url(result.url),
-        )  # fmt: skip
-
-    async def _fetch(
-        self, origin: str, trigger: Any, policy: OriginPolicy, stale: RobotsEntry | None, pending: _Pending
-    ) -> RobotsEntry:
-        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep."""
-        usable = self._stale_usable(stale)
-        result = await self._fetch_once(origin, trigger, pending)
-        if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not usable:
-            deadline = time.monotonic() + policy.unreachable_wait
-            delay = WAIT_FIRST_DELAY
-            while result.access is Access.UNREACHABLE and (left := deadline - time.monotonic()) > 0:
-                await self._sleep(min(delay, left), origin)
-                delay = min(delay * 2, WAIT_MAX_DELAY)
-                result = await self._fetch_once(origin, trigger, pending)
-        entry = self.entry_of(result)
-        if result.access is Access.UNREACHABLE and usable:
-            # RFC 9309 sections 2.3.1.4 and 2.4: an unreachable file may be replaced by a
-            # stored copy (younger than 30 days), kept until the next retry of the
-            # unreachable one.  fetched_at stays that of the copy.
-            assert stale is not None
-            self.counts.inc("cache/stale_used")
-            return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
-        return entry
-
-    async def _fetch_once(self, origin: str, trigger: Any, pending: _Pending) -> FetchResult:
-        if self.closed:
-            raise NotResolved(origin)
-        result = await self.fetcher.fetch(origin, trigger)
-        if self.closed:  # cut short by the shutdown: not a result to keep or share
-            raise NotResolved(origin)
-        first_internal = result.internal and not (pending.fetch is not None and pending.fetch.internal)
-        pending.fetch = result
-        self._count_fetch(origin, result, log_internal=first_internal)
-        for listener in self._fetched:
-            listener(origin, result)
-        return result
-
-    async def _sleep(self, seconds: float, origin: str) -> None:
-        await compat.sleep(seconds)
-        if self.closed:
-            raise NotResolved(origin)
-
-    async def claim(
-        self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
-    ) -> tuple[RobotsEntry | None, Lease | None, bool]:
-        """``(entry, lease, fresh)``: the store's fresh entry (``fresh``); or the
-        right to fetch ``origin``'s robots.txt for every process sharing the
-        store, with the stored entry if any (stale); or, after waiting longer
-        than any fetch can take for another process that holds it, no lease
-        (fetch anyway).  One :meth:`~.storage.base.RobotsStorage.lookup` per
-        look; a store of one process grants at once.  Another file of an
-        origin is kept under another key (its tdmrep.json: ``<origin>/.well-known/tdmrep.json``),
-        ``what`` naming it in the log."""
-        storage = self.storage
-        settings = self.settings
-        deadline = bound = 0.0
-        delay = CLAIM_POLL_FIRST
-        while True:
-            now = time.time()
-            entry, lease = await storage.lookup(origin, now)
-            if entry is not None and entry.is_fresh(now):
-                if lease is not None:  # a custom store may grant both: not needed
-                    await storage.release(lease)
-                return entry, None, True
-            if lease is not None:
-                return entry, lease, False
-            if not deadline:
-                bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
-                if policy.unreachable == "wait":
-                    bound += policy.unreachable_wait
-                deadline = time.monotonic() + bound
-                self.counts.inc("storage/lock_waits")
-            elif time.monotonic() > deadline:
-                self.counts.inc("storage/lock_timeouts")
-                logger.warning(
-                    "%s of %s: another worker has been fetching it for %g s; fetching it here too",
-                    what, origin, bound,
-                )  # fmt: skip
-                return entry, None, False
-            await self._sleep(delay, origin)
-            delay = min(delay * 2, CLAIM_POLL_MAX)
-
-    def _stale_usable(self, entry: RobotsEntry | None) -> bool:
-        """Whether a stale entry may stand in for an unreachable file: a real file,
-        younger than 30 days, and settings.STALE_IF_UNREACHABLE on (it always is)."""
-        return (
-            entry is not None
-            and self.settings.stale_if_unreachable
-            and entry.access == Access.SUCCESS.value
-            and entry.age() < STALE_MAX_SECONDS
-        )
-
-    def policy_of(self, entry: RobotsEntry, unreachable: str) -> RobotsTxt:
-        """The :class:`RobotsTxt` an entry means (parsed file, allow-all or deny-all)."""
-        access = Access(entry.access)
-        parsed = parse(entry.body, entry.content_type, self.settings.max_bytes) if access is Access.SUCCESS else None
-        return policy_for(access, unreachable, parsed)
-
-    async def _policy(self, origin: str, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
-        """:meth:`policy_of` as the crawl needs it: a large body is parsed, and
-        compiled for the origin's token, in short steps between which the
-        reactor runs, so that neither the parse nor the first checks (they only
-        look up then) hold it."""
-        if entry.access != Access.SUCCESS.value or len(entry.body) <= STEPPED_PARSE_BYTES:
-            return self.policy_of(entry, policy.unreachable)
-        self.counts.inc("parse/stepped")
-        logger.debug("robots.txt of %s: parsing %d bytes in steps", origin, len(entry.body))
-        began = time.monotonic()
-        tokens = policy.user_agents
-        steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, tokens[0])
-        parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
-        for token in tokens[1:]:  # several product tokens: each one's buckets too
-            await compat.in_steps(parsed.preparing(token), PARSE_STEP_SECONDS)
-        logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
-        return policy_for(Access.SUCCESS, policy.unreachable, parsed)
-
-    async def _publish(
-        self,
-        origin: str,
-        entry: RobotsEntry,
-        policy: OriginPolicy,
-        trigger: Any,
-        robots: RobotsTxt | None = None,
-        tdmrep: TdmRepFile | None = None,
-    ) -> Known:
-        """Remember the result and tell every listener, before the waiters go on."""
-        if robots is None:
-            robots = await self._policy(origin, entry, policy)
-        floor, capped_from = self.floor_for(robots, policy.user_agents)
-        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
-        expires = entry.expires_at if tdmrep is None else min(entry.expires_at, tdmrep.expires_at)
-        known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, tdmrep, expires)
-        previous = self._known.peek(origin)
-        self._known.put(origin, known)
-        if previous is not None and previous.entry is entry:
-            return known  # only another file changed: robots.txt's result took effect before
-        self.counts.inc(f"origins/{entry.access}")
-        self._note_floor(origin, known, previous)
-        for listener in self._ready:
-            outcome = listener(origin, known, previous, trigger)
-            if inspect.isawaitable(outcome):
-                await outcome
-        return known
-
-    def _note_floor(self, origin: str, known: Known, previous: Known | None) -> None:
-        """Count an origin's Crawl-delay floor, and say when the cap cut it."""
-        if known.capped_from is not None:
-            if previous is None or previous.capped_from is None:
-                self.counts.inc("crawl_delay/capped")
-            if previous is None or previous.capped_from != known.capped_from:
-                logger.warning(
-                    "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
-                    "using RFC9309_CRAWL_DELAY's cap of %g s instead",
-                    origin, known.capped_from, known.floor,
-                )  # fmt: skip
-        if known.floor:
-            if previous is None or not previous.floor:
-                self.counts.inc("crawl_delay/origins")
-            self._stats.max_value(STATS + "crawl_delay/max_floor", known.floor)
-
-    def entry_of(self, result: FetchResult) -> RobotsEntry:
-        """The entry a fetch keeps (its body only for a success), fresh for the
-        cache lifetime the settings allow for its response."""
-        now = time.time()
-        settings = self.settings
-        lifetime = cache_seconds(
-            result.access,
-            result.fresh_for,
-            cap=settings.cache_seconds,
-            floor=settings.cache_min_seconds,
-            unreachable_retry=settings.retry_unreachable_seconds,
-        )
-        return RobotsEntry(
-            access=result.access.value,
-            status=result.status,
-            body=result.body if result.access is Access.SUCCESS else b"",
-            content_type=result.content_type,
-            fetched_at=now,
-            expires_at=now + lifetime,
-            url=result.url,
-        )
-
-    def _evicted(self, origin: str) -> None:
-        self.counts.inc("cache/evictions")
-        for listener in self._forget:
-            listener(origin)
-
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
-        inc = self.counts.inc
-        inc("fetch/count")
+        """Count and log a robots.txt fetch (an internal failure only when ``log_internal``)."""
+        for key in ("fetch/count", f"fetch/{result.outcome}", f"access/{result.access.value}"):
+            self.counts.inc(key)
         for key in result.scrapy_stats():
             self.counts.inc_scrapy(key)
         if result.redirects:
-            inc("fetch/3xx", result.redirects)
-        inc(f"fetch/{result.outcome}")
-        inc(f"access/{result.access.value}")
+            self.counts.inc("fetch/3xx", result.redirects)
         if result.truncated_bytes:
-            inc("fetch/truncated")
-            inc("fetch/bytes_truncated", result.truncated_bytes)
+            self.counts.inc("fetch/truncated")
+            self.counts.inc("fetch/bytes_truncated", result.truncated_bytes)
             logger.info(
                 "robots.txt of %s is larger than %d bytes: the rest (at least %d bytes) was ignored",
                 origin, self.settings.max_bytes, result.truncated_bytes,
