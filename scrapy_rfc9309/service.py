@@ -15,7 +15,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet.defer import Deferred, DeferredLock
@@ -78,37 +78,33 @@ class NotResolved(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Known:
-    """What governs an origin: the stored result, the policy it means, and its floor."""
+    """What governs an origin: the stored ``entry``, the policy it means, the origin's product
+    ``token`` (``tokens``: all of them, that one first; requests need all to allow), its ``floor``
+    between two requests (Crawl-delay / Request-rate; ``capped_from``: what the file asked when the
+    cap cut it), the SHA-256 of a governing body, its tdmrep.json (None: not asked), and until when
+    all of it is fresh (time.time())."""
 
     entry: RobotsEntry
     robots: RobotsTxt
-    #: the product token of the origin (RFC9309_ORIGINS may name another)
     token: str
-    #: seconds between two requests (Crawl-delay / Request-rate, capped); 0 for none
     floor: float = 0.0
-    #: the value the file asked for when the cap cut it, else None
     capped_from: float | None = None
-    #: every product token of the origin (``token`` first); requests need all to allow
     tokens: tuple[str, ...] = ()
-    #: SHA-256 (hex) of the body that governs ("success" only), else None
     sha256: str | None = None
-    #: the origin's tdmrep.json, where the crawl reads usage statements; else None (not asked)
     tdmrep: TdmRepFile | None = None
-    #: until when all of it is fresh (time.time())
     expires_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class TdmRepFile:
-    """An origin's tdmrep.json as the crawl uses it: the parsed rules (:data:`EMPTY`
-    when it states nothing), until when it is fresh, and what was fetched."""
+    """An origin's tdmrep.json as the crawl uses it: the parsed rules (:data:`EMPTY` when it states
+    nothing), until when it is fresh, and what was fetched (``access``: an :class:`Access` value or
+    "disallowed", robots.txt forbidding it; ``sha256`` of a 2xx body)."""
 
     tdmrep: TdmRep
     expires_at: float
-    #: "success", "unavailable", "unreachable", or "disallowed" (robots.txt: not fetched)
     access: str
     status: int | None = None
-    #: SHA-256 (hex) of a 2xx body, else None
     sha256: str | None = None
     url: str = ""
 
@@ -131,20 +127,16 @@ def store_key(origin: str) -> str:
     return origin + PATH
 
 
+@dataclass(slots=True, eq=False)
 class _Pending:
     """The one resolution in flight for an origin, and the requests awaiting it."""
 
-    __slots__ = ("waiters", "known", "error", "done", "internal", "task", "files")
-
-    def __init__(self, files: bool) -> None:
-        self.waiters: list[Deferred] = []
-        self.known: Known | None = None
-        self.error: BaseException | None = None
-        #: internal: its last fetch failed inside the crawl (logged once per resolution)
-        self.done = self.internal = False
-        #: the task resolving it; once ``done`` it may still be storing the result
-        self.task: Deferred | None = None
-        self.files = files  # it resolves the origin's tdmrep.json too
+    files: bool  # it resolves the origin's tdmrep.json too
+    waiters: list[Deferred] = field(default_factory=list)
+    known: Known | None = None
+    error: BaseException | None = None
+    done: bool = False
+    task: Deferred | None = None  # once ``done`` it may still be storing the result
 
     async def wait(self) -> Known:
         if not self.done:
@@ -190,7 +182,6 @@ class RobotsService:
         #: tdmrep.json is kept in a persistent or shared store too (the LRU is this crawl's memory)
         self._stores_files = settings.storage != "memory"
 
-    # -- listeners ---------------------------------------------------------------------
     def on_ready(self, listener: ReadyListener) -> None:
         """Call ``listener`` (maybe a coroutine function) each time an origin's result takes effect,
         before the requests waiting for it go on."""
@@ -208,7 +199,6 @@ class RobotsService:
         """Call ``listener`` when an origin's tdmrep.json takes effect (fetched, or from the store)."""
         self._files.append(listener)
 
-    # -- asking ----------------------------------------------------------------------------
     def fresh(self, origin: str, files: bool = False) -> Known | None:
         """The fresh result of ``origin``, or None (the hot path: no I/O).
         ``files``: only a result that has the origin's other files too."""
@@ -261,7 +251,6 @@ class RobotsService:
         self._count_fetch(origin, result)
         return result, self.policy_of(self.entry_of(result), unreachable)
 
-    # -- floors ---------------------------------------------------------------------------
     def floor_for(self, robots: RobotsTxt, token: str | tuple[str, ...]) -> tuple[float, float | None]:
         """``(floor, capped_from)``: the seconds ``robots`` asks between two requests of ``token`` (the
         largest over Crawl-delay, Request-rate and the tokens), cut to ``RFC9309_CRAWL_DELAY``'s cap."""
@@ -282,7 +271,8 @@ class RobotsService:
         await compat.wait_for(lock.acquire())
         began = time.monotonic() if since is None else since
         try:
-            while (wait := await self._turn_wait(origin, floor)) > 0:
+            self._live(origin)  # a turn is never taken once the spider is closing
+            while (wait := await self.storage.take_turn(origin, floor)) > 0:
                 await self._sleep(wait, origin)
         finally:
             lock.release()
@@ -293,11 +283,6 @@ class RobotsService:
             self.counts.inc("crawl_delay/cluster/requests_held")
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
-    async def _turn_wait(self, origin: str, floor: float) -> float:
-        if self.closed:  # a turn is never taken once the spider is closing
-            raise NotResolved(origin)
-        return await self.storage.take_turn(origin, floor)
-
     async def note_start(self, origin: str, floor: float) -> None:
         """A request whose cluster-wide turn was taken is done (or about to start, without the
         gate): the next worker's turn counts a floor from now (see :meth:`wait_turn`)."""
@@ -306,7 +291,6 @@ class RobotsService:
         except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn
             logger.debug("could not note the start of a request of %s", origin, exc_info=True)
 
-    # -- life --------------------------------------------------------------------------
     async def open(self) -> None:
         """Open the store (``StorageUnavailable`` when it cannot be reached)."""
         await self.storage.open()
@@ -336,7 +320,6 @@ class RobotsService:
         self.counts.flush()
         await self.storage.close()
 
-    # -- resolution --------------------------------------------------------------------
     def _start(self, origin: str, trigger: Any, files: bool = False) -> _Pending:
         pending = self._pending[origin] = _Pending(files or self.reads(origin))
         task = pending.task = compat.spawn(self._resolve(origin, trigger, pending))
@@ -358,21 +341,33 @@ class RobotsService:
                 del self._pending[origin]
 
     async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
-        """robots.txt (the store's fresh entry, or a fetch under the cluster lease), then the other
-        files the crawl needs; published once all are in, the store written after the waiters went on."""
+        """robots.txt (kept while fresh, the store's fresh entry, or a fetch under the cluster lease),
+        then the other files; published once all are in, stored after the waiters went on."""
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
         lease: Lease | None = None
         try:
             if previous is not None and time.time() < previous.entry.expires_at:
-                entry, robots = previous.entry, previous.robots  # only a file of the origin expired
+                entry, robots, fetched = previous.entry, previous.robots, False  # only another file expired
             else:
-                entry, robots, lease = await self._robots(origin, trigger, policy, previous, pending)
-            tdmrep = None
-            if pending.files:
-                floor = self.floor_for(robots, policy.user_agents)[0]
-                tdmrep = await self._tdmrep(origin, trigger, policy, robots, entry, floor, previous)
-            known = await self._publish(origin, entry, policy, trigger, robots, tdmrep)
+                stored, lease, fresh = await self.claim(origin, policy)
+                if fresh:
+                    assert stored is not None
+                    self.counts.inc("cache/storage_hits")
+                entry = stored if fresh and stored else await self._fetch(origin, trigger, policy, previous, stored)
+                robots, fetched = await self._policy(origin, entry, policy), not fresh
+            floor = self.floor_for(robots, policy.user_agents)[0]
+            if floor and fetched and self.pacer is not None:  # the slot's next request goes a floor after this fetch
+                self.pacer.fetched(origin, trigger, floor)
+            if floor and fetched and self.paces:
+                # the store notes the fetch's start before the entry is visible: no request's turn,
+                # ours included, may follow the fetch too closely
+                await self.storage.store(origin, entry, lease, floor)
+                lease = None
+            kept = previous.tdmrep if previous is not None else None
+            if pending.files and (kept is None or time.time() >= kept.expires_at):
+                kept = await self._tdmrep(origin, trigger, policy, robots, entry.expires_at, floor)
+            known = await self._publish(origin, entry, policy, trigger, robots, kept if pending.files else None)
             pending.finish(known)  # the waiting requests go on first; the store's round trip is not on their way
             if lease is not None:
                 await self.storage.store(origin, entry, lease)
@@ -382,81 +377,64 @@ class RobotsService:
             if lease is not None:
                 await self.storage.release(lease)
 
-    async def _robots(
-        self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, pending: _Pending
-    ) -> tuple[RobotsEntry, RobotsTxt, Lease | None]:
-        """robots.txt's entry and policy, and the store lease still to write it under: two store
-        steps at most (``lookup``, then ``store``), one round trip each."""
+    async def _fetch(
+        self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, stored: RobotsEntry | None
+    ) -> RobotsEntry:
+        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep.  An unreachable file
+        may be replaced by a stored copy younger than 30 days until the next retry (RFC 9309 sections
+        2.3.1.4 and 2.4); fetched_at stays that of the copy."""
         stale = previous.entry if previous is not None else None
-        stored, lease, fresh = await self.claim(origin, policy)
-        if fresh:
-            assert stored is not None
-            self.counts.inc("cache/storage_hits")
-            return stored, await self._policy(origin, stored, policy), None
         if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
             stale = stored  # newer than ours: another worker's, or an earlier run's
         if stale is not None:
             self.counts.inc("cache/expiries")
-        try:
-            entry = await self._fetch(origin, trigger, policy, stale, pending)
-            robots = await self._policy(origin, entry, policy)
-            floor = self.floor_for(robots, policy.user_agents)[0]
-            if floor and self.pacer is not None:  # the slot's next request goes a floor after this fetch
-                self.pacer.fetched(origin, trigger, floor)
-            if floor and self.paces:
-                # the store notes the fetch's start before the entry is visible: no
-                # request's turn, ours included, may follow the fetch too closely
-                await self.storage.store(origin, entry, lease, floor)
-                return entry, robots, None
-        except BaseException:
-            if lease is not None:
-                await self.storage.release(lease)
-            raise
-        return entry, robots, lease
-
-    async def _fetch(
-        self, origin: str, trigger: Any, policy: OriginPolicy, stale: RobotsEntry | None, pending: _Pending
-    ) -> RobotsEntry:
-        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep."""
-        usable = self._stale_usable(stale)
-        result = await self._fetch_once(origin, trigger, pending)
-        if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not usable:
-            deadline = time.monotonic() + policy.unreachable_wait
-            delay = WAIT_FIRST_DELAY
-            while result.access is Access.UNREACHABLE and (left := deadline - time.monotonic()) > 0:
-                await self._sleep(min(delay, left), origin)
-                delay = min(delay * 2, WAIT_MAX_DELAY)
-                result = await self._fetch_once(origin, trigger, pending)
+        copy = stale is not None and stale.access == Access.SUCCESS.value and stale.age() < STALE_MAX_SECONDS
+        usable = copy and self.settings.stale_if_unreachable
+        deadline, delay, internal = 0.0, WAIT_FIRST_DELAY, False
+        while True:
+            result = await self._get(origin, trigger)
+            self._count_fetch(origin, result, log_internal=result.internal and not internal)
+            internal = result.internal  # an internal error is logged once per resolution
+            for listener in self._fetched:
+                listener(origin, result)
+            deadline = deadline or time.monotonic() + policy.unreachable_wait
+            left = deadline - time.monotonic()
+            if result.access is not Access.UNREACHABLE or policy.unreachable != "wait" or usable or left <= 0:
+                break
+            await self._sleep(min(delay, left), origin)
+            delay = min(delay * 2, WAIT_MAX_DELAY)
         entry = self.entry_of(result)
         if result.access is Access.UNREACHABLE and usable:
-            # RFC 9309 sections 2.3.1.4 and 2.4: an unreachable file may be replaced by a stored copy
-            # (younger than 30 days) until the next retry.  fetched_at stays that of the copy.
             assert stale is not None
             self.counts.inc("cache/stale_used")
             return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
         return entry
 
-    async def _fetch_once(self, origin: str, trigger: Any, pending: _Pending) -> FetchResult:
-        result = await self._get(origin, trigger)
-        self._count_fetch(origin, result, log_internal=result.internal and not pending.internal)
-        pending.internal = result.internal
-        for listener in self._fetched:
-            listener(origin, result)
+    async def _get(self, origin: str, trigger: Any, *args: Any, floor: float = 0.0) -> FetchResult:
+        """Fetch a file of ``origin``, in the slot's Crawl-delay turn when it has a ``floor`` (files
+        other than robots.txt); none starts, nor is kept, once the spider is closing."""
+        self._live(origin)
+        done: Callable[[], object] = _nothing
+        if floor and self.pacer is not None:
+            done = await self.pacer.file_turn(origin, trigger, floor)
+        elif floor and self.paces:
+            await self.wait_turn(origin, floor)
+            done = lambda: compat.spawn(self.note_start(origin, floor))  # noqa: E731
+        try:
+            result = await self.fetcher.fetch(origin, trigger, *args)
+        finally:
+            done()
+        self._live(origin)  # cut short by the shutdown: not a result to keep or share
         return result
 
-    async def _get(self, origin: str, *args: Any) -> FetchResult:
-        """A fetch of a file of ``origin``: none starts, nor is kept, once the spider is closing."""
+    def _live(self, origin: str) -> None:
         if self.closed:
             raise NotResolved(origin)
-        result = await self.fetcher.fetch(origin, *args)
-        if self.closed:  # cut short by the shutdown: not a result to keep or share
-            raise NotResolved(origin)
-        return result
 
     async def _sleep(self, seconds: float, origin: str) -> None:
+        self._live(origin)
         await compat.sleep(seconds)
-        if self.closed:
-            raise NotResolved(origin)
+        self._live(origin)
 
     async def claim(
         self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
@@ -490,16 +468,6 @@ class RobotsService:
                 return entry, None, False
             await self._sleep(delay, origin)
             delay = min(delay * 2, CLAIM_POLL_MAX)
-
-    def _stale_usable(self, entry: RobotsEntry | None) -> bool:
-        """Whether a stale entry may stand in for an unreachable file: a real file younger than
-        30 days (and settings.STALE_IF_UNREACHABLE on, as it always is)."""
-        return (
-            entry is not None
-            and self.settings.stale_if_unreachable
-            and entry.access == Access.SUCCESS.value
-            and entry.age() < STALE_MAX_SECONDS
-        )
 
     def policy_of(self, entry: RobotsEntry, unreachable: str) -> RobotsTxt:
         """The :class:`RobotsTxt` an entry means (parsed file, allow-all or deny-all)."""
@@ -579,26 +547,15 @@ class RobotsService:
         for listener in self._forget:
             listener(origin)
 
-    # -- the other files of an origin ---------------------------------------------------
     async def _tdmrep(
-        self,
-        origin: str,
-        trigger: Any,
-        policy: OriginPolicy,
-        robots: RobotsTxt,
-        entry: RobotsEntry,
-        floor: float,
-        previous: Known | None,
+        self, origin: str, trigger: Any, policy: OriginPolicy, robots: RobotsTxt, expires: float, floor: float
     ) -> TdmRepFile:
-        """The origin's tdmrep.json: kept while fresh; else the store's, or a fetch where robots.txt
-        allows it (each redirect hop too), in the slot's Crawl-delay turn.  A missing file states nothing."""
-        kept = previous.tdmrep if previous is not None else None
-        if kept is not None and time.time() < kept.expires_at:
-            return kept
+        """The origin's tdmrep.json: the store's, or a fetch where robots.txt allows it (each redirect
+        hop too), in the slot's Crawl-delay turn.  A file that cannot be had states nothing."""
         if not self._allowed(robots, resource_url(origin, PATH), policy.user_agents):
             self.counts.inc("tdmrep/disallowed")
             logger.debug("tdmrep.json of %s: robots.txt disallows it; not fetched", origin)
-            return TdmRepFile(EMPTY, entry.expires_at, "disallowed")
+            return TdmRepFile(EMPTY, expires, "disallowed")
         key, lease = store_key(origin), None
         if self._stores_files:
             stored, lease, fresh = await self.claim(key, policy, "tdmrep.json")
@@ -607,30 +564,25 @@ class RobotsService:
                 self.counts.inc("tdmrep/storage_hits")
                 return await self._file(origin, stored, None)
         try:
-            done = await self._turn(origin, trigger, floor)
-            try:
-                allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
-                result = await self._get(origin, trigger, PATH, allow, MAX_FILE_BYTES)
-            finally:
-                done()
-            file_entry = self.entry_of(result)
+            allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
+            result = await self._get(origin, trigger, PATH, allow, MAX_FILE_BYTES, floor=floor)
+            entry = self.entry_of(result)
             if result.truncated_bytes:
-                file_entry = replace(file_entry, body=b"")  # a cut file is not read
+                entry = replace(entry, body=b"")  # a cut file is not read
+                logger.info(
+                    "tdmrep.json of %s is too large (over %d bytes): it states nothing", origin, len(result.body)
+                )
             self.counts.inc("tdmrep/fetch/count")
             self.counts.inc(f"tdmrep/fetch/{result.outcome}")
             if result.outcome == DISALLOWED_HOP:
                 self.counts.inc("tdmrep/disallowed")
-            if result.truncated_bytes:
-                logger.info(
-                    "tdmrep.json of %s is too large (over %d bytes): it states nothing", origin, len(result.body)
-                )
             logger.debug(
                 "tdmrep.json of %s: %s, status %s, %d bytes (%s)",
                 origin, result.access.value, result.status, len(result.body), mask_url(result.url),
             )  # fmt: skip
-            file = await self._file(origin, file_entry, result)
+            file = await self._file(origin, entry, result)
             if lease is not None:
-                await self.storage.store(key, file_entry, lease)
+                await self.storage.store(key, entry, lease)
                 lease = None
             return file
         finally:
@@ -652,18 +604,6 @@ class RobotsService:
     @staticmethod
     def _allowed(robots: RobotsTxt, url: str, tokens: tuple[str, ...]) -> bool:
         return all(robots.check(url, token).allowed for token in tokens)
-
-    async def _turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
-        """Wait for the slot's Crawl-delay turn before a file of ``origin`` is fetched; what to call
-        once it is in."""
-        if self.closed:
-            raise NotResolved(origin)
-        if floor and self.pacer is not None:
-            return await self.pacer.file_turn(origin, trigger, floor)
-        if floor and self.paces:
-            await self.wait_turn(origin, floor)
-            return lambda: None if compat.spawn(self.note_start(origin, floor)) else None
-        return _nothing
 
     async def _file(self, origin: str, entry: RobotsEntry, result: FetchResult | None) -> TdmRepFile:
         """The file an entry means (parsed once, in steps), counted and told to the listeners."""
