@@ -1,11 +1,9 @@
 """One robots service per crawl: everything that is per origin.
 
-It answers "what governs this origin now?" for the middleware, the gate, ``scrapy robots`` and the
-sitemaps helper.  It owns the LRU of :class:`Known` results and the store behind it (a shared store's
-fetch lease and cluster-wide Crawl-delay turns), resolves each origin once at a time (robots.txt, then
-``/.well-known/tdmrep.json`` where usage statements are read: fetched only where robots.txt allows
-it, each hop too, in the slot's Crawl-delay turn), and applies the access-result rules (``unreachable``
-policy, "wait" retries, stale copies).  It imports no Scrapy module: fetcher and stats are handed in.
+It answers "what governs this origin now?" (middleware, gate, ``scrapy robots``, sitemaps) from an
+LRU of :class:`Known` results over the store (a shared one: fetch lease, cluster-wide Crawl-delay
+turns), resolving each origin once at a time: robots.txt, then tdmrep.json where usage statements are
+read (robots-checked hop by hop, paced like a page).  No Scrapy import: fetcher and stats are handed in.
 """
 
 from __future__ import annotations
@@ -78,11 +76,9 @@ class NotResolved(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Known:
-    """What governs an origin: the stored ``entry``, the policy it means, the origin's product
-    ``token`` (``tokens``: all of them, that one first; requests need all to allow), its ``floor``
-    between two requests (Crawl-delay / Request-rate; ``capped_from``: what the file asked when the
-    cap cut it), the SHA-256 of a governing body, its tdmrep.json (None: not asked), and until when
-    all of it is fresh (time.time())."""
+    """What governs an origin: ``entry``, the policy it means, the product ``token`` (``tokens``: all,
+    it first; all must allow), the ``floor`` between requests (``capped_from``: what the file asked when
+    the cap cut it), the governing body's SHA-256, its tdmrep.json (None: not asked), and until when."""
 
     entry: RobotsEntry
     robots: RobotsTxt
@@ -97,9 +93,8 @@ class Known:
 
 @dataclass(frozen=True, slots=True)
 class TdmRepFile:
-    """An origin's tdmrep.json as the crawl uses it: the parsed rules (:data:`EMPTY` when it states
-    nothing), until when it is fresh, and what was fetched (``access``: an :class:`Access` value or
-    "disallowed", robots.txt forbidding it; ``sha256`` of a 2xx body)."""
+    """An origin's tdmrep.json as used: the rules (:data:`EMPTY`: none), until when, and what was fetched
+    (``access``: an :class:`Access` value, or "disallowed" by robots.txt; ``sha256`` of a 2xx body)."""
 
     tdmrep: TdmRep
     expires_at: float
@@ -109,21 +104,15 @@ class TdmRepFile:
     url: str = ""
 
 
-#: listeners: (origin, known, previous known or None, the request that triggered the fetch or None)
+#: listeners: (origin, known, previous known or None, the request that triggered the fetch or None);
+#: (origin, the fetch just made); (origin, file, its entry, the fetch or None when read from the store)
 ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
-#: listeners: (origin, the fetch just made); called for every robots.txt fetch of the crawl
 FetchListener = Callable[[str, "FetchResult"], None]
-#: listeners: (origin, file, its entry, the fetch or None when read from the store)
 FileListener = Callable[[str, TdmRepFile, RobotsEntry, "FetchResult | None"], None]
 
 
-def _nothing() -> None:
-    return None
-
-
 def store_key(origin: str) -> str:
-    """The store key of an origin's tdmrep.json: ``http://example.com:80/.well-known/tdmrep.json``
-    (no origin key has a path: it cannot be taken for one)."""
+    """The store key of an origin's tdmrep.json (``<origin>/.well-known/tdmrep.json``: no origin key has a path)."""
     return origin + PATH
 
 
@@ -161,12 +150,9 @@ class RobotsService:
 
     def __init__(self, settings: Rfc9309Settings, fetcher: Fetcher, storage: FallbackStorage, stats: Any) -> None:
         self.settings, self.fetcher, self.storage = settings, fetcher, storage
-        self.counts = Counts(stats)
-        self._stats = stats
-        #: True once the spider began to close: no fetch starts, waiters get NotResolved
-        self.closed = False
-        #: a store shared with other processes paces requests cluster-wide
-        self.paces = storage.shared and settings.crawl_delay
+        self.counts, self._stats = Counts(stats), stats
+        self.closed = False  # the spider began to close: no fetch starts, waiters get NotResolved
+        self.paces = storage.shared and settings.crawl_delay  # a store shared with other processes paces
         self._known: LruDict[str, Known] = LruDict(settings.cache_max_origins, on_evict=self._evicted)
         self._pending: dict[str, _Pending] = {}
         self._tasks: set[Deferred] = set()
@@ -175,16 +161,12 @@ class RobotsService:
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
         self._files: list[FileListener] = []
-        #: early fetches in flight are capped (each takes a place of the robots.txt lane)
-        self.prefetch_cap = settings.fetch_concurrency
-        #: the Crawl-delay turns of the download slots (the gate), when the crawl has one
-        self.pacer: Pacer | None = None
-        #: tdmrep.json is kept in a persistent or shared store too (the LRU is this crawl's memory)
-        self._stores_files = settings.storage != "memory"
+        self.prefetch_cap = settings.fetch_concurrency  # each early fetch takes a place of the robots.txt lane
+        self.pacer: Pacer | None = None  # the Crawl-delay turns of the download slots (the gate), if any
+        self._stores_files = settings.storage != "memory"  # tdmrep.json kept in a lasting store too
 
     def on_ready(self, listener: ReadyListener) -> None:
-        """Call ``listener`` (maybe a coroutine function) each time an origin's result takes effect,
-        before the requests waiting for it go on."""
+        """Call ``listener`` (maybe a coroutine function) as an origin's result takes effect, before its waiters."""
         self._ready.append(listener)
 
     def on_fetch(self, listener: FetchListener) -> None:
@@ -200,16 +182,14 @@ class RobotsService:
         self._files.append(listener)
 
     def fresh(self, origin: str, files: bool = False) -> Known | None:
-        """The fresh result of ``origin``, or None (the hot path: no I/O).
-        ``files``: only a result that has the origin's other files too."""
+        """The fresh result of ``origin`` (with its other files too: ``files``), or None; no I/O."""
         known = self._known.get(origin)
         if known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files):
             return known
         return None
 
     def reads(self, origin: str) -> bool:
-        """Whether the crawl reads ``origin``'s usage statements (a purpose
-        declared for it, or the report asked): its tdmrep.json is resolved too."""
+        """Whether the crawl reads ``origin``'s usage statements: its tdmrep.json is resolved too."""
         return self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
 
     def known(self, origin: str) -> Known | None:
@@ -220,17 +200,15 @@ class RobotsService:
         return origin in self._pending
 
     def prefetch(self, origin: str, trigger: Any = None, files: bool = False) -> None:
-        """Start resolving ``origin`` now if it is neither known nor in flight,
-        while fewer than :attr:`prefetch_cap` resolutions run."""
+        """Start resolving ``origin`` if neither known nor in flight, under :attr:`prefetch_cap`."""
         if self.closed or origin in self._pending or len(self._pending) >= self.prefetch_cap:
             return
         if self.fresh(origin, files) is None:
             self._start(origin, trigger, files)
 
     async def resolve(self, origin: str, trigger: Any = None, files: bool = False) -> Known:
-        """What governs ``origin``: cached, or from the one resolution in flight (started if needed).
-        ``files``: with its tdmrep.json even where the crawl does not read it (a request's own
-        purposes).  Raises :class:`NotResolved` once closing."""
+        """What governs ``origin``: cached, or from the one resolution in flight (started if needed); ``files``:
+        with its tdmrep.json even where the crawl does not read it.  :class:`NotResolved` once closing."""
         known = self.fresh(origin, files)
         if known is not None:
             return known
@@ -243,8 +221,7 @@ class RobotsService:
         return await (pending or self._start(origin, trigger, files)).wait()
 
     async def inspect(self, origin: str, unreachable: str | None = None) -> tuple[FetchResult, RobotsTxt]:
-        """Fetch ``origin``'s robots.txt once, now (no cache, store or retries), and the policy it
-        means under ``unreachable`` (the origin's own by default): what ``scrapy robots`` shows."""
+        """Fetch ``origin``'s robots.txt once, now (no cache, store, retries), and its policy: ``scrapy robots``."""
         if unreachable is None:
             unreachable = self.settings.for_origin(origin).unreachable
         result = await self.fetcher.fetch(origin)
@@ -252,8 +229,7 @@ class RobotsService:
         return result, self.policy_of(self.entry_of(result), unreachable)
 
     def floor_for(self, robots: RobotsTxt, token: str | tuple[str, ...]) -> tuple[float, float | None]:
-        """``(floor, capped_from)``: the seconds ``robots`` asks between two requests of ``token`` (the
-        largest over Crawl-delay, Request-rate and the tokens), cut to ``RFC9309_CRAWL_DELAY``'s cap."""
+        """``(floor, capped_from)``: seconds between two requests of ``token`` (the largest), capped by the settings."""
         if not self.settings.crawl_delay:
             return 0.0, None
         tokens = (token,) if isinstance(token, str) else token
@@ -264,9 +240,8 @@ class RobotsService:
         return (delay, None) if delay <= cap else (cap, delay)
 
     async def wait_turn(self, origin: str, floor: float, since: float | None = None) -> None:
-        """With a shared store: return once a request may start on ``origin``, at least ``floor``
-        after any worker's previous start (taken atomically in the store, on its clock).  One request
-        per origin asks at a time.  ``since`` (monotonic): when it began to wait, for the stats."""
+        """With a shared store: return once a request may start on ``origin``, ``floor`` after any worker's
+        last start (in the store, on its clock); one request per origin asks at a time; ``since``: for stats."""
         lock = self._turns.setdefault(origin, DeferredLock())
         await compat.wait_for(lock.acquire())
         began = time.monotonic() if since is None else since
@@ -284,8 +259,7 @@ class RobotsService:
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
     async def note_start(self, origin: str, floor: float) -> None:
-        """A request whose cluster-wide turn was taken is done (or about to start, without the
-        gate): the next worker's turn counts a floor from now (see :meth:`wait_turn`)."""
+        """A request of a cluster-wide turn is done (or starting, without the gate): the next turn counts from now."""
         try:
             await self.storage.note_start(origin, floor)
         except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn
@@ -341,8 +315,7 @@ class RobotsService:
                 del self._pending[origin]
 
     async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
-        """robots.txt (kept while fresh, the store's fresh entry, or a fetch under the cluster lease),
-        then the other files; published once all are in, stored after the waiters went on."""
+        """robots.txt, then the other files: published once all are in, stored after the waiters went on."""
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
         lease: Lease | None = None
@@ -356,7 +329,7 @@ class RobotsService:
                     self.counts.inc("cache/storage_hits")
                 entry = stored if fresh and stored else await self._fetch(origin, trigger, policy, previous, stored)
                 robots, fetched = await self._policy(origin, entry, policy), not fresh
-            floor = self.floor_for(robots, policy.user_agents)[0]
+            floor, capped_from = self.floor_for(robots, policy.user_agents)
             if floor and fetched and self.pacer is not None:  # the slot's next request goes a floor after this fetch
                 self.pacer.fetched(origin, trigger, floor)
             if floor and fetched and self.paces:
@@ -367,7 +340,13 @@ class RobotsService:
             kept = previous.tdmrep if previous is not None else None
             if pending.files and (kept is None or time.time() >= kept.expires_at):
                 kept = await self._tdmrep(origin, trigger, policy, robots, entry.expires_at, floor)
-            known = await self._publish(origin, entry, policy, trigger, robots, kept if pending.files else None)
+            file = kept if pending.files else None
+            sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
+            expires = entry.expires_at if file is None else min(entry.expires_at, file.expires_at)
+            known = Known(
+                entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, file, expires
+            )
+            await self._publish(origin, known, trigger)
             pending.finish(known)  # the waiting requests go on first; the store's round trip is not on their way
             if lease is not None:
                 await self.storage.store(origin, entry, lease)
@@ -380,9 +359,8 @@ class RobotsService:
     async def _fetch(
         self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, stored: RobotsEntry | None
     ) -> RobotsEntry:
-        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep.  An unreachable file
-        may be replaced by a stored copy younger than 30 days until the next retry (RFC 9309 sections
-        2.3.1.4 and 2.4); fetched_at stays that of the copy."""
+        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep; an unreachable one may give way to
+        a stored copy under 30 days old, until the next retry (RFC 9309 2.3.1.4, 2.4)."""
         stale = previous.entry if previous is not None else None
         if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
             stale = stored  # newer than ours: another worker's, or an earlier run's
@@ -411,10 +389,9 @@ class RobotsService:
         return entry
 
     async def _get(self, origin: str, trigger: Any, *args: Any, floor: float = 0.0) -> FetchResult:
-        """Fetch a file of ``origin``, in the slot's Crawl-delay turn when it has a ``floor`` (files
-        other than robots.txt); none starts, nor is kept, once the spider is closing."""
+        """Fetch a file of ``origin`` (paced when it has a ``floor``); nothing starts, or is kept, once closing."""
         self._live(origin)
-        done: Callable[[], object] = _nothing
+        done: Callable[[], object] | None = None
         if floor and self.pacer is not None:
             done = await self.pacer.file_turn(origin, trigger, floor)
         elif floor and self.paces:
@@ -423,7 +400,8 @@ class RobotsService:
         try:
             result = await self.fetcher.fetch(origin, trigger, *args)
         finally:
-            done()
+            if done is not None:
+                done()
         self._live(origin)  # cut short by the shutdown: not a result to keep or share
         return result
 
@@ -439,10 +417,8 @@ class RobotsService:
     async def claim(
         self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
     ) -> tuple[RobotsEntry | None, Lease | None, bool]:
-        """``(entry, lease, fresh)``: the store's fresh entry; or the right to fetch the file for
-        every process sharing the store, with the stale entry if any; or, after waiting longer than
-        any fetch can take for another holder, no lease (fetch anyway).  ``origin`` is a store key
-        (:func:`store_key` for tdmrep.json), ``what`` names the file in the log."""
+        """``(entry, lease, fresh)`` for a store key: the fresh entry; or the lease to fetch it (with the stale
+        entry); or, after a live holder took longer than any fetch can, no lease: fetch anyway."""
         deadline = bound = 0.0
         delay = CLAIM_POLL_FIRST
         while True:
@@ -476,8 +452,7 @@ class RobotsService:
         return policy_for(access, unreachable, parsed)
 
     async def _policy(self, origin: str, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
-        """:meth:`policy_of` as the crawl needs it: a large body is parsed, and compiled for the
-        origin's tokens, in short steps between which the reactor runs."""
+        """:meth:`policy_of`, a large body parsed and compiled in short steps between which the loop runs."""
         if entry.access != Access.SUCCESS.value or len(entry.body) <= STEPPED_PARSE_BYTES:
             return self.policy_of(entry, policy.unreachable)
         self.counts.inc("parse/stepped")
@@ -491,25 +466,13 @@ class RobotsService:
         logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
         return policy_for(Access.SUCCESS, policy.unreachable, parsed)
 
-    async def _publish(
-        self,
-        origin: str,
-        entry: RobotsEntry,
-        policy: OriginPolicy,
-        trigger: Any,
-        robots: RobotsTxt,
-        tdmrep: TdmRepFile | None,
-    ) -> Known:
+    async def _publish(self, origin: str, known: Known, trigger: Any) -> None:
         """Remember the result and tell every listener, before the waiters go on."""
-        floor, capped_from = self.floor_for(robots, policy.user_agents)
-        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
-        expires = entry.expires_at if tdmrep is None else min(entry.expires_at, tdmrep.expires_at)
-        known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, tdmrep, expires)
         previous = self._known.peek(origin)
         self._known.put(origin, known)
-        if previous is not None and previous.entry is entry:
-            return known  # only another file changed: robots.txt's result took effect before
-        self.counts.inc(f"origins/{entry.access}")
+        if previous is not None and previous.entry is known.entry:
+            return  # only another file changed: robots.txt's result took effect before
+        self.counts.inc(f"origins/{known.entry.access}")
         if known.capped_from is not None:
             if previous is None or previous.capped_from is None:
                 self.counts.inc("crawl_delay/capped")
@@ -527,11 +490,9 @@ class RobotsService:
             outcome = listener(origin, known, previous, trigger)
             if inspect.isawaitable(outcome):
                 await outcome
-        return known
 
     def entry_of(self, result: FetchResult) -> RobotsEntry:
-        """The entry a fetch keeps (its body only for a success), fresh for the
-        cache lifetime the settings allow for its response."""
+        """The entry a fetch keeps (body only for a success), fresh as long as the settings allow."""
         now, s = time.time(), self.settings
         lifetime = cache_seconds(
             result.access, result.fresh_for, cap=s.cache_seconds, floor=s.cache_min_seconds,
@@ -550,8 +511,7 @@ class RobotsService:
     async def _tdmrep(
         self, origin: str, trigger: Any, policy: OriginPolicy, robots: RobotsTxt, expires: float, floor: float
     ) -> TdmRepFile:
-        """The origin's tdmrep.json: the store's, or a fetch where robots.txt allows it (each redirect
-        hop too), in the slot's Crawl-delay turn.  A file that cannot be had states nothing."""
+        """tdmrep.json: the store's, or a fetch that robots.txt allows (each hop too), paced; else states nothing."""
         if not self._allowed(robots, resource_url(origin, PATH), policy.user_agents):
             self.counts.inc("tdmrep/disallowed")
             logger.debug("tdmrep.json of %s: robots.txt disallows it; not fetched", origin)
@@ -590,9 +550,7 @@ class RobotsService:
                 await self.storage.release(lease)
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:
-        """Whether the plugin may fetch ``url``, a hop of a file of ``origin`` (whose robots.txt is
-        ``robots``): robots.txt of the hop's own origin (fetched first when not known) allows it for
-        every product token."""
+        """Whether robots.txt of ``url``'s origin allows a hop of a file of ``origin`` (``robots``) for every token."""
         hop = origin_of(url)
         if hop is None:
             return False
