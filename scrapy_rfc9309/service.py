@@ -8,6 +8,7 @@ read (robots-checked hop by hop, paced like a page).  No Scrapy import: fetcher 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import logging
@@ -129,8 +130,7 @@ class _Pending:
 
     async def wait(self) -> Known:
         if not self.done:
-            waiter: Deferred = Deferred()
-            self.waiters.append(waiter)
+            self.waiters.append(waiter := Deferred[Known]())
             return await compat.wait_for(waiter)
         if self.error is not None:
             raise self.error
@@ -287,10 +287,8 @@ class RobotsService:
     async def close(self) -> None:
         self.shutdown()
         for task in list(self._tasks):  # results still being stored: written before the store closes
-            try:
+            with contextlib.suppress(Exception):  # a failed store was counted and logged by the store
                 await compat.wait_for(task)
-            except Exception:  # noqa: S110 - a failed store was counted and logged by the store
-                pass
         self.counts.flush()
         await self.storage.close()
 
