@@ -184,9 +184,8 @@ class RobotsService:
     def fresh(self, origin: str, files: bool = False) -> Known | None:
         """The fresh result of ``origin`` (with its other files too: ``files``), or None; no I/O."""
         known = self._known.get(origin)
-        if known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files):
-            return known
-        return None
+        fresh = known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files)
+        return known if fresh else None
 
     def reads(self, origin: str) -> bool:
         """Whether the crawl reads ``origin``'s usage statements: its tdmrep.json is resolved too."""
@@ -201,9 +200,8 @@ class RobotsService:
 
     def prefetch(self, origin: str, trigger: Any = None, files: bool = False) -> None:
         """Start resolving ``origin`` if neither known nor in flight, under :attr:`prefetch_cap`."""
-        if self.closed or origin in self._pending or len(self._pending) >= self.prefetch_cap:
-            return
-        if self.fresh(origin, files) is None:
+        busy = self.closed or origin in self._pending or len(self._pending) >= self.prefetch_cap
+        if not busy and self.fresh(origin, files) is None:
             self._start(origin, trigger, files)
 
     async def resolve(self, origin: str, trigger: Any = None, files: bool = False) -> Known:
@@ -222,19 +220,16 @@ class RobotsService:
 
     async def inspect(self, origin: str, unreachable: str | None = None) -> tuple[FetchResult, RobotsTxt]:
         """Fetch ``origin``'s robots.txt once, now (no cache, store, retries), and its policy: ``scrapy robots``."""
-        if unreachable is None:
-            unreachable = self.settings.for_origin(origin).unreachable
         result = await self.fetcher.fetch(origin)
         self._count_fetch(origin, result)
+        unreachable = self.settings.for_origin(origin).unreachable if unreachable is None else unreachable
         return result, self.policy_of(self.entry_of(result), unreachable)
 
     def floor_for(self, robots: RobotsTxt, token: str | tuple[str, ...]) -> tuple[float, float | None]:
         """``(floor, capped_from)``: seconds between two requests of ``token`` (the largest), capped by the settings."""
-        if not self.settings.crawl_delay:
-            return 0.0, None
         tokens = (token,) if isinstance(token, str) else token
-        delay = max((robots.min_delay(t) or 0.0 for t in tokens), default=0.0)
-        if not delay or delay <= 0:
+        delay = max((robots.min_delay(t) or 0.0 for t in tokens), default=0.0) if self.settings.crawl_delay else 0.0
+        if delay <= 0:
             return 0.0, None
         cap = self.settings.max_crawl_delay
         return (delay, None) if delay <= cap else (cap, delay)
