@@ -1,30 +1,20 @@
 """One robots service per crawl: everything that is per origin.
 
-It answers "what governs this origin now?" for the middleware, the gate,
-``scrapy robots`` and the sitemaps helper, and owns the LRU cache of
-:class:`Known` results (the plugin's only per-origin structure), the store
-behind it (with a shared store: the fetch lease and the cluster-wide
-Crawl-delay turns), one resolution in flight per origin, the access-result
-rules (``unreachable`` policy, "wait" retries, a stale copy for an unreachable
-file), the floor of an origin, and the shutdown.
-
-One resolution fetches everything an origin publishes that its requests need
-before they may go on: robots.txt, then, where the crawl reads usage
-statements, ``/.well-known/tdmrep.json``.  A file other than robots.txt is
-fetched only where robots.txt allows it, each redirect hop too
-(:meth:`RobotsService.allows`), and takes its Crawl-delay turn like a page
-(:attr:`RobotsService.pacer`, the gate).  It imports no Scrapy module: the
-fetcher and the stats collector are handed in.
+It answers "what governs this origin now?" (middleware, gate, ``scrapy robots``, sitemaps) from an
+LRU of :class:`Known` results over the store (a shared one: fetch lease, cluster-wide Crawl-delay
+turns), resolving each origin once at a time: robots.txt, then tdmrep.json where usage statements are
+read (robots-checked hop by hop, paced like a page).  No Scrapy import: fetcher and stats are handed in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet.defer import Deferred, DeferredLock
@@ -48,13 +38,13 @@ logger = logging.getLogger(__name__)
 #: "wait" mode: first retry after this many seconds, doubling up to the cap
 WAIT_FIRST_DELAY = 1.0
 WAIT_MAX_DELAY = 60.0
-#: a shared store's fetch lease: poll for the holder's result this often (doubling)
+#: a shared store's fetch lease: poll for the holder's result this often (doubling), and wait for a
+#: live holder this long beyond its longest possible fetch
 CLAIM_POLL_FIRST = 0.05
 CLAIM_POLL_MAX = 0.5
-#: seconds waited for a live lease holder beyond its longest possible fetch
 CLAIM_MARGIN = 10.0
-#: a larger robots.txt body is parsed, and compiled for the origin's tokens, in steps of at
-#: most PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
+#: a larger robots.txt is parsed, and compiled for the origin's tokens, in steps of at most
+#: PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
 STEPPED_PARSE_BYTES = 8_192
 PARSE_STEP_SECONDS = 0.002
 #: the stats class of a fetch that ended on a redirect robots.txt disallows (not followed)
@@ -87,80 +77,60 @@ class NotResolved(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Known:
-    """What governs an origin: the stored result, the policy it means, and its floor."""
+    """What governs an origin: ``entry``, the policy it means, the product ``token`` (``tokens``: all,
+    it first; all must allow), the ``floor`` between requests (``capped_from``: what the file asked when
+    the cap cut it), the governing body's SHA-256, its tdmrep.json (None: not asked), and until when."""
 
     entry: RobotsEntry
     robots: RobotsTxt
-    #: the product token of the origin (RFC9309_ORIGINS may name another)
     token: str
-    #: seconds between two requests (Crawl-delay / Request-rate, capped); 0 for none
     floor: float = 0.0
-    #: the value the file asked for when the cap cut it, else None
     capped_from: float | None = None
-    #: every product token of the origin (``token`` first); requests need all to allow
     tokens: tuple[str, ...] = ()
-    #: SHA-256 (hex) of the body that governs ("success" only), else None
     sha256: str | None = None
-    #: the origin's tdmrep.json, where the crawl reads usage statements; else None (not asked)
     tdmrep: TdmRepFile | None = None
-    #: until when all of it is fresh (time.time())
     expires_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class TdmRepFile:
-    """An origin's tdmrep.json as the crawl uses it: the parsed rules (:data:`EMPTY`
-    when it states nothing), until when it is fresh, and what was fetched."""
+    """An origin's tdmrep.json as used: the rules (:data:`EMPTY`: none), until when, and what was fetched
+    (``access``: an :class:`Access` value, or "disallowed" by robots.txt; ``sha256`` of a 2xx body)."""
 
     tdmrep: TdmRep
     expires_at: float
-    #: "success", "unavailable", "unreachable", or "disallowed" (robots.txt: not fetched)
     access: str
     status: int | None = None
-    #: SHA-256 (hex) of a 2xx body, else None
     sha256: str | None = None
     url: str = ""
 
 
-#: listeners: (origin, known, previous known or None, the request that triggered the fetch or None)
+#: listeners: (origin, known, previous known or None, the request that triggered the fetch or None);
+#: (origin, the fetch just made); (origin, file, its entry, the fetch or None when read from the store)
 ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
-#: listeners: (origin, the fetch just made); called for every robots.txt fetch of the crawl
 FetchListener = Callable[[str, "FetchResult"], None]
-#: listeners: (origin, file, its entry, the fetch or None when read from the store)
 FileListener = Callable[[str, TdmRepFile, RobotsEntry, "FetchResult | None"], None]
 
 
-def _nothing() -> None:
-    return None
-
-
 def store_key(origin: str) -> str:
-    """The store key of an origin's tdmrep.json: ``http://example.com:80/.well-known/tdmrep.json``
-    (no origin key has a path: it cannot be taken for one)."""
+    """The store key of an origin's tdmrep.json (``<origin>/.well-known/tdmrep.json``: no origin key has a path)."""
     return origin + PATH
 
 
+@dataclass(slots=True, eq=False)
 class _Pending:
     """The one resolution in flight for an origin, and the requests awaiting it."""
 
-    __slots__ = ("waiters", "known", "error", "done", "fetch", "task", "files")
-
-    def __init__(self) -> None:
-        self.waiters: list[Deferred] = []
-        self.known: Known | None = None
-        self.error: BaseException | None = None
-        self.done = False
-        #: the last fetch made for it (``scrapy robots`` describes it)
-        self.fetch: FetchResult | None = None
-        #: the task resolving it; once ``done`` it may still be storing the result
-        self.task: Deferred | None = None
-        #: it resolves the origin's tdmrep.json too
-        self.files = False
+    files: bool  # it resolves the origin's tdmrep.json too
+    waiters: list[Deferred] = field(default_factory=list)
+    known: Known | None = None
+    error: BaseException | None = None
+    done: bool = False
+    task: Deferred | None = None  # once ``done`` it may still be storing the result
 
     async def wait(self) -> Known:
         if not self.done:
-            waiter: Deferred = Deferred()
-            self.waiters.append(waiter)
+            self.waiters.append(waiter := Deferred[Known]())
             return await compat.wait_for(waiter)
         if self.error is not None:
             raise self.error
@@ -168,36 +138,21 @@ class _Pending:
         return self.known
 
     def finish(self, known: Known | None, error: BaseException | None = None) -> None:
-        if self.done:
-            return
-        self.done, self.known, self.error = True, known, error
-        waiters, self.waiters = self.waiters, []
-        for waiter in waiters:
-            if error is not None:
-                waiter.errback(error)
-            else:
-                waiter.callback(known)
+        if not self.done:
+            self.done, self.known, self.error = True, known, error
+            for waiter in self.waiters:
+                waiter.errback(error) if error is not None else waiter.callback(known)
+            self.waiters = []
 
 
 class RobotsService:
     """Per-origin robots.txt resolution for one crawl (see the module docstring)."""
 
-    def __init__(
-        self,
-        settings: Rfc9309Settings,
-        fetcher: Fetcher,
-        storage: FallbackStorage,
-        stats: Any,
-    ) -> None:
-        self.settings = settings
-        self.fetcher = fetcher
-        self.storage = storage
-        self.counts = Counts(stats)
-        self._stats = stats
-        #: True once the spider began to close: no fetch starts, waiters get NotResolved
-        self.closed = False
-        #: a store shared with other processes paces requests cluster-wide
-        self.paces = storage.shared and settings.crawl_delay
+    def __init__(self, settings: Rfc9309Settings, fetcher: Fetcher, storage: FallbackStorage, stats: Any) -> None:
+        self.settings, self.fetcher, self.storage = settings, fetcher, storage
+        self.counts, self._stats = Counts(stats), stats
+        self.closed = False  # the spider began to close: no fetch starts, waiters get NotResolved
+        self.paces = storage.shared and settings.crawl_delay  # a store shared with other processes paces
         self._known: LruDict[str, Known] = LruDict(settings.cache_max_origins, on_evict=self._evicted)
         self._pending: dict[str, _Pending] = {}
         self._tasks: set[Deferred] = set()
@@ -206,22 +161,16 @@ class RobotsService:
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
         self._files: list[FileListener] = []
-        #: early fetches in flight are capped (each takes a place of the robots.txt lane)
-        self.prefetch_cap = settings.fetch_concurrency
-        #: the Crawl-delay turns of the download slots (the gate), when the crawl has one
-        self.pacer: Pacer | None = None
-        #: tdmrep.json is kept in a persistent or shared store too (the LRU is this crawl's memory)
-        self._stores_files = settings.storage != "memory"
+        self.prefetch_cap = settings.fetch_concurrency  # each early fetch takes a place of the robots.txt lane
+        self.pacer: Pacer | None = None  # the Crawl-delay turns of the download slots (the gate), if any
+        self._stores_files = settings.storage != "memory"  # tdmrep.json kept in a lasting store too
 
-    # -- listeners ---------------------------------------------------------------------
     def on_ready(self, listener: ReadyListener) -> None:
-        """Call ``listener`` each time an origin's result takes effect, before the
-        requests waiting for it go on (it may be a coroutine function)."""
+        """Call ``listener`` (maybe a coroutine function) as an origin's result takes effect, before its waiters."""
         self._ready.append(listener)
 
     def on_fetch(self, listener: FetchListener) -> None:
-        """Call ``listener(origin, result)`` after each robots.txt fetch of the
-        crawl (retries included; not ``inspect``), before its result is used."""
+        """Call ``listener`` after each robots.txt fetch (retries too; not ``inspect``), before its result is used."""
         self._fetched.append(listener)
 
     def on_forget(self, listener: Callable[[str], None]) -> None:
@@ -229,22 +178,17 @@ class RobotsService:
         self._forget.append(listener)
 
     def on_file(self, listener: FileListener) -> None:
-        """Call ``listener(origin, file, entry, result)`` when an origin's
-        tdmrep.json takes effect (fetched, or read from the store: ``result`` None)."""
+        """Call ``listener`` when an origin's tdmrep.json takes effect (fetched, or from the store)."""
         self._files.append(listener)
 
-    # -- asking ----------------------------------------------------------------------------
     def fresh(self, origin: str, files: bool = False) -> Known | None:
-        """The fresh result of ``origin``, or None (the hot path: no I/O).
-        ``files``: only a result that has the origin's other files too."""
+        """The fresh result of ``origin`` (with its other files too: ``files``), or None; no I/O."""
         known = self._known.get(origin)
-        if known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files):
-            return known
-        return None
+        fresh = known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files)
+        return known if fresh else None
 
     def reads(self, origin: str) -> bool:
-        """Whether the crawl reads ``origin``'s usage statements (a purpose
-        declared for it, or the report asked): its tdmrep.json is resolved too."""
+        """Whether the crawl reads ``origin``'s usage statements: its tdmrep.json is resolved too."""
         return self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
 
     def known(self, origin: str) -> Known | None:
@@ -255,18 +199,14 @@ class RobotsService:
         return origin in self._pending
 
     def prefetch(self, origin: str, trigger: Any = None, files: bool = False) -> None:
-        """Start resolving ``origin`` now if it is neither known nor in flight,
-        while fewer than :attr:`prefetch_cap` resolutions run."""
-        if self.closed or origin in self._pending or len(self._pending) >= self.prefetch_cap:
-            return
-        if self.fresh(origin, files) is None:
+        """Start resolving ``origin`` if neither known nor in flight, under :attr:`prefetch_cap`."""
+        busy = self.closed or origin in self._pending or len(self._pending) >= self.prefetch_cap
+        if not busy and self.fresh(origin, files) is None:
             self._start(origin, trigger, files)
 
     async def resolve(self, origin: str, trigger: Any = None, files: bool = False) -> Known:
-        """What governs ``origin``: from the cache, or from the one resolution in
-        flight (started if needed).  ``files``: with its tdmrep.json even where
-        the crawl does not read it (a request's own purposes).  Raises
-        :class:`NotResolved` once closing."""
+        """What governs ``origin``: cached, or from the one resolution in flight (started if needed); ``files``:
+        with its tdmrep.json even where the crawl does not read it.  :class:`NotResolved` once closing."""
         known = self.fresh(origin, files)
         if known is not None:
             return known
@@ -279,50 +219,30 @@ class RobotsService:
         return await (pending or self._start(origin, trigger, files)).wait()
 
     async def inspect(self, origin: str, unreachable: str | None = None) -> tuple[FetchResult, RobotsTxt]:
-        """Fetch ``origin``'s robots.txt once, now (no cache, no store, no
-        retries), and the policy it means under ``unreachable`` (the origin's
-        own by default): what ``scrapy robots`` shows."""
-        if unreachable is None:
-            unreachable = self.settings.for_origin(origin).unreachable
+        """Fetch ``origin``'s robots.txt once, now (no cache, store, retries), and its policy: ``scrapy robots``."""
         result = await self.fetcher.fetch(origin)
         self._count_fetch(origin, result)
+        unreachable = self.settings.for_origin(origin).unreachable if unreachable is None else unreachable
         return result, self.policy_of(self.entry_of(result), unreachable)
 
-    # -- floors ---------------------------------------------------------------------------
     def floor_for(self, robots: RobotsTxt, token: str | tuple[str, ...]) -> tuple[float, float | None]:
-        """``(floor, capped_from)``: the seconds ``robots`` asks between two
-        requests of ``token`` (the larger of Crawl-delay and Request-rate; the
-        largest over the tokens when several), cut to
-        ``RFC9309_CRAWL_DELAY``'s cap; 0 when none or when floors are off."""
-        if not self.settings.crawl_delay:
-            return 0.0, None
-        if isinstance(token, str):
-            delay = robots.min_delay(token)
-        else:
-            delay = max((robots.min_delay(t) or 0.0 for t in token), default=0.0)
-        if not delay or delay <= 0:
+        """``(floor, capped_from)``: seconds between two requests of ``token`` (the largest), capped by the settings."""
+        tokens = (token,) if isinstance(token, str) else token
+        delay = max((robots.min_delay(t) or 0.0 for t in tokens), default=0.0) if self.settings.crawl_delay else 0.0
+        if delay <= 0:
             return 0.0, None
         cap = self.settings.max_crawl_delay
         return (delay, None) if delay <= cap else (cap, delay)
 
     async def wait_turn(self, origin: str, floor: float, since: float | None = None) -> None:
-        """With a shared store: return once a request may start on ``origin``,
-        at least ``floor`` after any worker's previous start (taken atomically
-        in the store, on its clock).  One request per origin asks at a time; the
-        caller hands the request on at once.  ``since`` (monotonic): when the
-        request began to wait, for the ``crawl_delay/cluster/*`` stats."""
-        lock = self._turns.get(origin)
-        if lock is None:
-            lock = self._turns[origin] = DeferredLock()
+        """With a shared store: return once a request may start on ``origin``, ``floor`` after any worker's
+        last start (in the store, on its clock); one request per origin asks at a time; ``since``: for stats."""
+        lock = self._turns.setdefault(origin, DeferredLock())
         await compat.wait_for(lock.acquire())
         began = time.monotonic() if since is None else since
         try:
-            while True:
-                if self.closed:  # a turn is never taken once the spider is closing
-                    raise NotResolved(origin)
-                wait = await self.storage.take_turn(origin, floor)
-                if wait <= 0:
-                    break
+            self._live(origin)  # a turn is never taken once the spider is closing
+            while (wait := await self.storage.take_turn(origin, floor)) > 0:
                 await self._sleep(wait, origin)
         finally:
             lock.release()
@@ -334,15 +254,12 @@ class RobotsService:
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
     async def note_start(self, origin: str, floor: float) -> None:
-        """A request whose cluster-wide turn was taken is done (or about to
-        start, without the gate): the next worker's turn counts a floor from
-        now (see :meth:`wait_turn`)."""
+        """A request of a cluster-wide turn is done (or starting, without the gate): the next turn counts from now."""
         try:
             await self.storage.note_start(origin, floor)
         except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn
             logger.debug("could not note the start of a request of %s", origin, exc_info=True)
 
-    # -- life --------------------------------------------------------------------------
     async def open(self) -> None:
         """Open the store (``StorageUnavailable`` when it cannot be reached)."""
         await self.storage.open()
@@ -365,17 +282,13 @@ class RobotsService:
     async def close(self) -> None:
         self.shutdown()
         for task in list(self._tasks):  # results still being stored: written before the store closes
-            try:
+            with contextlib.suppress(Exception):  # a failed store was counted and logged by the store
                 await compat.wait_for(task)
-            except Exception:  # noqa: S110 - a failed store was counted and logged by the store
-                pass
         self.counts.flush()
         await self.storage.close()
 
-    # -- resolution --------------------------------------------------------------------
     def _start(self, origin: str, trigger: Any, files: bool = False) -> _Pending:
-        pending = self._pending[origin] = _Pending()
-        pending.files = files or self.reads(origin)
+        pending = self._pending[origin] = _Pending(files or self.reads(origin))
         task = pending.task = compat.spawn(self._resolve(origin, trigger, pending))
         self._tasks.add(task)
         task.addBoth(lambda _: self._tasks.discard(task))
@@ -383,36 +296,50 @@ class RobotsService:
 
     async def _resolve(self, origin: str, trigger: Any, pending: _Pending) -> None:
         try:
-            known = await self._obtain(origin, trigger, pending)
+            pending.finish(await self._obtain(origin, trigger, pending))
         except NotResolved as exc:
             pending.finish(None, exc)
         except Exception as exc:  # a bug, not a network problem: fail the waiters loudly
             logger.error("scrapy-rfc9309: could not resolve robots.txt of %s", origin, exc_info=True)
             pending.finish(None, exc)
-        else:
-            pending.finish(known)
         finally:
             pending.finish(None, NotResolved(origin))  # cancelled: nobody may hang (no-op when done)
             if self._pending.get(origin) is pending:
                 del self._pending[origin]
 
     async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
-        """robots.txt (the store's fresh entry, or a fetch made under the cluster
-        lease), then the origin's other files the crawl needs; published once
-        all are in, the store written after the waiting requests went on."""
+        """robots.txt, then the other files: published once all are in, stored after the waiters went on."""
         policy = self.settings.for_origin(origin)
         previous = self._known.peek(origin)
         lease: Lease | None = None
         try:
             if previous is not None and time.time() < previous.entry.expires_at:
-                entry, robots = previous.entry, previous.robots  # only a file of the origin expired
+                entry, robots, fetched = previous.entry, previous.robots, False  # only another file expired
             else:
-                entry, robots, lease = await self._robots(origin, trigger, policy, previous, pending)
-            tdmrep = None
-            if pending.files:
-                floor = self.floor_for(robots, policy.user_agents)[0]
-                tdmrep = await self._tdmrep(origin, trigger, policy, robots, entry, floor, previous)
-            known = await self._publish(origin, entry, policy, trigger, robots, tdmrep)
+                stored, lease, fresh = await self.claim(origin, policy)
+                if fresh:
+                    assert stored is not None
+                    self.counts.inc("cache/storage_hits")
+                entry = stored if fresh and stored else await self._fetch(origin, trigger, policy, previous, stored)
+                robots, fetched = await self._policy(origin, entry, policy), not fresh
+            floor, capped_from = self.floor_for(robots, policy.user_agents)
+            if floor and fetched and self.pacer is not None:  # the slot's next request goes a floor after this fetch
+                self.pacer.fetched(origin, trigger, floor)
+            if floor and fetched and self.paces:
+                # the store notes the fetch's start before the entry is visible: no request's turn,
+                # ours included, may follow the fetch too closely
+                await self.storage.store(origin, entry, lease, floor)
+                lease = None
+            kept = previous.tdmrep if previous is not None else None
+            if pending.files and (kept is None or time.time() >= kept.expires_at):
+                kept = await self._tdmrep(origin, trigger, policy, robots, entry.expires_at, floor)
+            file = kept if pending.files else None
+            sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
+            expires = entry.expires_at if file is None else min(entry.expires_at, file.expires_at)
+            known = Known(
+                entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, file, expires
+            )
+            await self._publish(origin, known, trigger)
             pending.finish(known)  # the waiting requests go on first; the store's round trip is not on their way
             if lease is not None:
                 await self.storage.store(origin, entry, lease)
@@ -422,62 +349,167 @@ class RobotsService:
             if lease is not None:
                 await self.storage.release(lease)
 
-    async def _robots(
-        self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, pending: _Pending
-    ) -> tuple[RobotsEntry, RobotsTxt, Lease | None]:
-        """robots.txt's entry and policy, and the store lease still to write it
-        under: two store steps at most (:meth:`~.storage.base.RobotsStorage.lookup`,
-        then :meth:`~.storage.base.RobotsStorage.store`), one round trip each."""
+    async def _fetch(
+        self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, stored: RobotsEntry | None
+    ) -> RobotsEntry:
+        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep; an unreachable one may give way to
+        a stored copy under 30 days old, until the next retry (RFC 9309 2.3.1.4, 2.4)."""
         stale = previous.entry if previous is not None else None
-        stored, lease, fresh = await self.claim(origin, policy)
-        if fresh:
-            assert stored is not None
-            self.counts.inc("cache/storage_hits")
-            return stored, await self._policy(origin, stored, policy), None
         if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
             stale = stored  # newer than ours: another worker's, or an earlier run's
         if stale is not None:
             self.counts.inc("cache/expiries")
-        try:
-            entry = await self._fetch(origin, trigger, policy, stale, pending)
-            robots = await self._policy(origin, entry, policy)
-            floor = self.floor_for(robots, policy.user_agents)[0]
-            if floor and self.pacer is not None:  # the slot's next request goes a floor after this fetch
-                self.pacer.fetched(origin, trigger, floor)
-            if floor and self.paces:
-                # the store notes the fetch's start before the entry is visible: no
-                # request's turn, ours included, may follow the fetch too closely
-                await self.storage.store(origin, entry, lease, floor)
-                return entry, robots, None
-        except BaseException:
-            if lease is not None:
-                await self.storage.release(lease)
-            raise
-        return entry, robots, lease
+        copy = stale is not None and stale.access == Access.SUCCESS.value and stale.age() < STALE_MAX_SECONDS
+        usable = copy and self.settings.stale_if_unreachable
+        deadline, delay, internal = 0.0, WAIT_FIRST_DELAY, False
+        while True:
+            result = await self._get(origin, trigger)
+            self._count_fetch(origin, result, log_internal=result.internal and not internal)
+            internal = result.internal  # an internal error is logged once per resolution
+            for listener in self._fetched:
+                listener(origin, result)
+            deadline = deadline or time.monotonic() + policy.unreachable_wait
+            left = deadline - time.monotonic()
+            if result.access is not Access.UNREACHABLE or policy.unreachable != "wait" or usable or left <= 0:
+                break
+            await self._sleep(min(delay, left), origin)
+            delay = min(delay * 2, WAIT_MAX_DELAY)
+        entry = self.entry_of(result)
+        if result.access is Access.UNREACHABLE and usable:
+            assert stale is not None
+            self.counts.inc("cache/stale_used")
+            return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
+        return entry
 
-    # -- the other files of an origin ---------------------------------------------------
+    async def _get(self, origin: str, trigger: Any, *args: Any, floor: float = 0.0) -> FetchResult:
+        """Fetch a file of ``origin`` (paced when it has a ``floor``); nothing starts, or is kept, once closing."""
+        self._live(origin)
+        done: Callable[[], object] | None = None
+        if floor and self.pacer is not None:
+            done = await self.pacer.file_turn(origin, trigger, floor)
+        elif floor and self.paces:
+            await self.wait_turn(origin, floor)
+            done = lambda: compat.spawn(self.note_start(origin, floor))  # noqa: E731
+        try:
+            result = await self.fetcher.fetch(origin, trigger, *args)
+        finally:
+            if done is not None:
+                done()
+        self._live(origin)  # cut short by the shutdown: not a result to keep or share
+        return result
+
+    def _live(self, origin: str) -> None:
+        if self.closed:
+            raise NotResolved(origin)
+
+    async def _sleep(self, seconds: float, origin: str) -> None:
+        self._live(origin)
+        await compat.sleep(seconds)
+        self._live(origin)
+
+    async def claim(
+        self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
+    ) -> tuple[RobotsEntry | None, Lease | None, bool]:
+        """``(entry, lease, fresh)`` for a store key: the fresh entry; or the lease to fetch it (with the stale
+        entry); or, after a live holder took longer than any fetch can, no lease: fetch anyway."""
+        deadline = bound = 0.0
+        delay = CLAIM_POLL_FIRST
+        while True:
+            now = time.time()
+            entry, lease = await self.storage.lookup(origin, now)
+            if entry is not None and entry.is_fresh(now):
+                if lease is not None:  # a custom store may grant both: not needed
+                    await self.storage.release(lease)
+                return entry, None, True
+            if lease is not None:
+                return entry, lease, False
+            if not deadline:
+                bound = self.settings.fetch_timeout * (self.settings.max_redirects + 1) + CLAIM_MARGIN
+                bound += policy.unreachable_wait if policy.unreachable == "wait" else 0.0
+                deadline = time.monotonic() + bound
+                self.counts.inc("storage/lock_waits")
+            elif time.monotonic() > deadline:
+                self.counts.inc("storage/lock_timeouts")
+                logger.warning(
+                    "%s of %s: another worker has been fetching it for %g s; fetching it here too",
+                    what, origin, bound,
+                )  # fmt: skip
+                return entry, None, False
+            await self._sleep(delay, origin)
+            delay = min(delay * 2, CLAIM_POLL_MAX)
+
+    def policy_of(self, entry: RobotsEntry, unreachable: str) -> RobotsTxt:
+        """The :class:`RobotsTxt` an entry means (parsed file, allow-all or deny-all)."""
+        access = Access(entry.access)
+        parsed = parse(entry.body, entry.content_type, self.settings.max_bytes) if access is Access.SUCCESS else None
+        return policy_for(access, unreachable, parsed)
+
+    async def _policy(self, origin: str, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
+        """:meth:`policy_of`, a large body parsed and compiled in short steps between which the loop runs."""
+        if entry.access != Access.SUCCESS.value or len(entry.body) <= STEPPED_PARSE_BYTES:
+            return self.policy_of(entry, policy.unreachable)
+        self.counts.inc("parse/stepped")
+        logger.debug("robots.txt of %s: parsing %d bytes in steps", origin, len(entry.body))
+        began = time.monotonic()
+        tokens = policy.user_agents
+        steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, tokens[0])
+        parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
+        for token in tokens[1:]:  # several product tokens: each one's buckets too
+            await compat.in_steps(parsed.preparing(token), PARSE_STEP_SECONDS)
+        logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
+        return policy_for(Access.SUCCESS, policy.unreachable, parsed)
+
+    async def _publish(self, origin: str, known: Known, trigger: Any) -> None:
+        """Remember the result and tell every listener, before the waiters go on."""
+        previous = self._known.peek(origin)
+        self._known.put(origin, known)
+        if previous is not None and previous.entry is known.entry:
+            return  # only another file changed: robots.txt's result took effect before
+        self.counts.inc(f"origins/{known.entry.access}")
+        if known.capped_from is not None:
+            if previous is None or previous.capped_from is None:
+                self.counts.inc("crawl_delay/capped")
+            if previous is None or previous.capped_from != known.capped_from:
+                logger.warning(
+                    "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
+                    "using RFC9309_CRAWL_DELAY's cap of %g s instead",
+                    origin, known.capped_from, known.floor,
+                )  # fmt: skip
+        if known.floor:
+            if previous is None or not previous.floor:
+                self.counts.inc("crawl_delay/origins")
+            self._stats.max_value(STATS + "crawl_delay/max_floor", known.floor)
+        for listener in self._ready:
+            outcome = listener(origin, known, previous, trigger)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    def entry_of(self, result: FetchResult) -> RobotsEntry:
+        """The entry a fetch keeps (body only for a success), fresh as long as the settings allow."""
+        now, s = time.time(), self.settings
+        lifetime = cache_seconds(
+            result.access, result.fresh_for, cap=s.cache_seconds, floor=s.cache_min_seconds,
+            unreachable_retry=s.retry_unreachable_seconds,
+        )  # fmt: skip
+        body = result.body if result.access is Access.SUCCESS else b""
+        return RobotsEntry(
+            result.access.value, result.status, body, result.content_type, now, now + lifetime, result.url
+        )
+
+    def _evicted(self, origin: str) -> None:
+        self.counts.inc("cache/evictions")
+        for listener in self._forget:
+            listener(origin)
+
     async def _tdmrep(
-        self,
-        origin: str,
-        trigger: Any,
-        policy: OriginPolicy,
-        robots: RobotsTxt,
-        entry: RobotsEntry,
-        floor: float,
-        previous: Known | None,
+        self, origin: str, trigger: Any, policy: OriginPolicy, robots: RobotsTxt, expires: float, floor: float
     ) -> TdmRepFile:
-        """The origin's tdmrep.json: kept while fresh; else the store's, or a
-        fetch where robots.txt allows it (each redirect hop too), in the slot's
-        Crawl-delay turn.  A file that cannot be had states nothing."""
-        kept = previous.tdmrep if previous is not None else None
-        if kept is not None and time.time() < kept.expires_at:
-            return kept
+        """tdmrep.json: the store's, or a fetch that robots.txt allows (each hop too), paced; else states nothing."""
         if not self._allowed(robots, resource_url(origin, PATH), policy.user_agents):
             self.counts.inc("tdmrep/disallowed")
             logger.debug("tdmrep.json of %s: robots.txt disallows it; not fetched", origin)
-            return TdmRepFile(EMPTY, entry.expires_at, "disallowed")
-        key = store_key(origin)
-        lease = None
+            return TdmRepFile(EMPTY, expires, "disallowed")
+        key, lease = store_key(origin), None
         if self._stores_files:
             stored, lease, fresh = await self.claim(key, policy, "tdmrep.json")
             if fresh:
@@ -485,23 +517,25 @@ class RobotsService:
                 self.counts.inc("tdmrep/storage_hits")
                 return await self._file(origin, stored, None)
         try:
-            if self.closed:
-                raise NotResolved(origin)
-            done = await self._turn(origin, trigger, floor)
-            try:
-                allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
-                result = await self.fetcher.fetch(origin, trigger, PATH, allow, MAX_FILE_BYTES)
-            finally:
-                done()
-            if self.closed:
-                raise NotResolved(origin)
-            file_entry = self.entry_of(result)
+            allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
+            result = await self._get(origin, trigger, PATH, allow, MAX_FILE_BYTES, floor=floor)
+            entry = self.entry_of(result)
             if result.truncated_bytes:
-                file_entry = replace(file_entry, body=b"")  # a cut file is not read
-            self._count_file(origin, result)
-            file = await self._file(origin, file_entry, result)
+                entry = replace(entry, body=b"")  # a cut file is not read
+                logger.info(
+                    "tdmrep.json of %s is too large (over %d bytes): it states nothing", origin, len(result.body)
+                )
+            self.counts.inc("tdmrep/fetch/count")
+            self.counts.inc(f"tdmrep/fetch/{result.outcome}")
+            if result.outcome == DISALLOWED_HOP:
+                self.counts.inc("tdmrep/disallowed")
+            logger.debug(
+                "tdmrep.json of %s: %s, status %s, %d bytes (%s)",
+                origin, result.access.value, result.status, len(result.body), mask_url(result.url),
+            )  # fmt: skip
+            file = await self._file(origin, entry, result)
             if lease is not None:
-                await self.storage.store(key, file_entry, lease)
+                await self.storage.store(key, entry, lease)
                 lease = None
             return file
         finally:
@@ -509,9 +543,7 @@ class RobotsService:
                 await self.storage.release(lease)
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:
-        """Whether the plugin may fetch ``url``, a hop of a file of ``origin``
-        (whose robots.txt is ``robots``): robots.txt of the hop's own origin
-        (fetched first when not known) allows it for every product token."""
+        """Whether robots.txt of ``url``'s origin allows a hop of a file of ``origin`` (``robots``) for every token."""
         hop = origin_of(url)
         if hop is None:
             return False
@@ -523,18 +555,6 @@ class RobotsService:
     @staticmethod
     def _allowed(robots: RobotsTxt, url: str, tokens: tuple[str, ...]) -> bool:
         return all(robots.check(url, token).allowed for token in tokens)
-
-    async def _turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
-        """Wait for the slot's Crawl-delay turn before a file of ``origin`` is
-        fetched; what to call once it is in."""
-        if not floor:
-            return _nothing
-        if self.pacer is not None:
-            return await self.pacer.file_turn(origin, trigger, floor)
-        if self.paces:
-            await self.wait_turn(origin, floor)
-            return lambda: None if compat.spawn(self.note_start(origin, floor)) else None
-        return _nothing
 
     async def _file(self, origin: str, entry: RobotsEntry, result: FetchResult | None) -> TdmRepFile:
         """The file an entry means (parsed once, in steps), counted and told to the listeners."""
@@ -554,216 +574,17 @@ class RobotsService:
             listener(origin, file, entry, result)
         return file
 
-    def _count_file(self, origin: str, result: FetchResult) -> None:
-        self.counts.inc("tdmrep/fetch/count")
-        self.counts.inc(f"tdmrep/fetch/{result.outcome}")
-        if result.outcome == DISALLOWED_HOP:
-            self.counts.inc("tdmrep/disallowed")
-        if result.truncated_bytes:
-            logger.info("tdmrep.json of %s is too large (over %d bytes): it states nothing", origin, len(result.body))
-        logger.debug(
-            "tdmrep.json of %s: %s, status %s, %d bytes (%s)",
-            origin, result.access.value, result.status, len(result.body), mask_url(result.url),
-        )  # fmt: skip
-
-    async def _fetch(
-        self, origin: str, trigger: Any, policy: OriginPolicy, stale: RobotsEntry | None, pending: _Pending
-    ) -> RobotsEntry:
-        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep."""
-        usable = self._stale_usable(stale)
-        result = await self._fetch_once(origin, trigger, pending)
-        if result.access is Access.UNREACHABLE and policy.unreachable == "wait" and not usable:
-            deadline = time.monotonic() + policy.unreachable_wait
-            delay = WAIT_FIRST_DELAY
-            while result.access is Access.UNREACHABLE and (left := deadline - time.monotonic()) > 0:
-                await self._sleep(min(delay, left), origin)
-                delay = min(delay * 2, WAIT_MAX_DELAY)
-                result = await self._fetch_once(origin, trigger, pending)
-        entry = self.entry_of(result)
-        if result.access is Access.UNREACHABLE and usable:
-            # RFC 9309 sections 2.3.1.4 and 2.4: an unreachable file may be replaced by a
-            # stored copy (younger than 30 days), kept until the next retry of the
-            # unreachable one.  fetched_at stays that of the copy.
-            assert stale is not None
-            self.counts.inc("cache/stale_used")
-            return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
-        return entry
-
-    async def _fetch_once(self, origin: str, trigger: Any, pending: _Pending) -> FetchResult:
-        if self.closed:
-            raise NotResolved(origin)
-        result = await self.fetcher.fetch(origin, trigger)
-        if self.closed:  # cut short by the shutdown: not a result to keep or share
-            raise NotResolved(origin)
-        first_internal = result.internal and not (pending.fetch is not None and pending.fetch.internal)
-        pending.fetch = result
-        self._count_fetch(origin, result, log_internal=first_internal)
-        for listener in self._fetched:
-            listener(origin, result)
-        return result
-
-    async def _sleep(self, seconds: float, origin: str) -> None:
-        await compat.sleep(seconds)
-        if self.closed:
-            raise NotResolved(origin)
-
-    async def claim(
-        self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
-    ) -> tuple[RobotsEntry | None, Lease | None, bool]:
-        """``(entry, lease, fresh)``: the store's fresh entry (``fresh``); or the
-        right to fetch ``origin``'s robots.txt for every process sharing the
-        store, with the stored entry if any (stale); or, after waiting longer
-        than any fetch can take for another process that holds it, no lease
-        (fetch anyway).  One :meth:`~.storage.base.RobotsStorage.lookup` per
-        look; a store of one process grants at once.  Another file of an
-        origin is kept under another key (its tdmrep.json: ``<origin>/.well-known/tdmrep.json``),
-        ``what`` naming it in the log."""
-        storage = self.storage
-        settings = self.settings
-        deadline = bound = 0.0
-        delay = CLAIM_POLL_FIRST
-        while True:
-            now = time.time()
-            entry, lease = await storage.lookup(origin, now)
-            if entry is not None and entry.is_fresh(now):
-                if lease is not None:  # a custom store may grant both: not needed
-                    await storage.release(lease)
-                return entry, None, True
-            if lease is not None:
-                return entry, lease, False
-            if not deadline:
-                bound = settings.fetch_timeout * (settings.max_redirects + 1) + CLAIM_MARGIN
-                if policy.unreachable == "wait":
-                    bound += policy.unreachable_wait
-                deadline = time.monotonic() + bound
-                self.counts.inc("storage/lock_waits")
-            elif time.monotonic() > deadline:
-                self.counts.inc("storage/lock_timeouts")
-                logger.warning(
-                    "%s of %s: another worker has been fetching it for %g s; fetching it here too",
-                    what, origin, bound,
-                )  # fmt: skip
-                return entry, None, False
-            await self._sleep(delay, origin)
-            delay = min(delay * 2, CLAIM_POLL_MAX)
-
-    def _stale_usable(self, entry: RobotsEntry | None) -> bool:
-        """Whether a stale entry may stand in for an unreachable file: a real file,
-        younger than 30 days, and settings.STALE_IF_UNREACHABLE on (it always is)."""
-        return (
-            entry is not None
-            and self.settings.stale_if_unreachable
-            and entry.access == Access.SUCCESS.value
-            and entry.age() < STALE_MAX_SECONDS
-        )
-
-    def policy_of(self, entry: RobotsEntry, unreachable: str) -> RobotsTxt:
-        """The :class:`RobotsTxt` an entry means (parsed file, allow-all or deny-all)."""
-        access = Access(entry.access)
-        parsed = parse(entry.body, entry.content_type, self.settings.max_bytes) if access is Access.SUCCESS else None
-        return policy_for(access, unreachable, parsed)
-
-    async def _policy(self, origin: str, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
-        """:meth:`policy_of` as the crawl needs it: a large body is parsed, and
-        compiled for the origin's token, in short steps between which the
-        reactor runs, so that neither the parse nor the first checks (they only
-        look up then) hold it."""
-        if entry.access != Access.SUCCESS.value or len(entry.body) <= STEPPED_PARSE_BYTES:
-            return self.policy_of(entry, policy.unreachable)
-        self.counts.inc("parse/stepped")
-        logger.debug("robots.txt of %s: parsing %d bytes in steps", origin, len(entry.body))
-        began = time.monotonic()
-        tokens = policy.user_agents
-        steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, tokens[0])
-        parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
-        for token in tokens[1:]:  # several product tokens: each one's buckets too
-            await compat.in_steps(parsed.preparing(token), PARSE_STEP_SECONDS)
-        logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
-        return policy_for(Access.SUCCESS, policy.unreachable, parsed)
-
-    async def _publish(
-        self,
-        origin: str,
-        entry: RobotsEntry,
-        policy: OriginPolicy,
-        trigger: Any,
-        robots: RobotsTxt | None = None,
-        tdmrep: TdmRepFile | None = None,
-    ) -> Known:
-        """Remember the result and tell every listener, before the waiters go on."""
-        if robots is None:
-            robots = await self._policy(origin, entry, policy)
-        floor, capped_from = self.floor_for(robots, policy.user_agents)
-        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
-        expires = entry.expires_at if tdmrep is None else min(entry.expires_at, tdmrep.expires_at)
-        known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, tdmrep, expires)
-        previous = self._known.peek(origin)
-        self._known.put(origin, known)
-        if previous is not None and previous.entry is entry:
-            return known  # only another file changed: robots.txt's result took effect before
-        self.counts.inc(f"origins/{entry.access}")
-        self._note_floor(origin, known, previous)
-        for listener in self._ready:
-            outcome = listener(origin, known, previous, trigger)
-            if inspect.isawaitable(outcome):
-                await outcome
-        return known
-
-    def _note_floor(self, origin: str, known: Known, previous: Known | None) -> None:
-        """Count an origin's Crawl-delay floor, and say when the cap cut it."""
-        if known.capped_from is not None:
-            if previous is None or previous.capped_from is None:
-                self.counts.inc("crawl_delay/capped")
-            if previous is None or previous.capped_from != known.capped_from:
-                logger.warning(
-                    "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
-                    "using RFC9309_CRAWL_DELAY's cap of %g s instead",
-                    origin, known.capped_from, known.floor,
-                )  # fmt: skip
-        if known.floor:
-            if previous is None or not previous.floor:
-                self.counts.inc("crawl_delay/origins")
-            self._stats.max_value(STATS + "crawl_delay/max_floor", known.floor)
-
-    def entry_of(self, result: FetchResult) -> RobotsEntry:
-        """The entry a fetch keeps (its body only for a success), fresh for the
-        cache lifetime the settings allow for its response."""
-        now = time.time()
-        settings = self.settings
-        lifetime = cache_seconds(
-            result.access,
-            result.fresh_for,
-            cap=settings.cache_seconds,
-            floor=settings.cache_min_seconds,
-            unreachable_retry=settings.retry_unreachable_seconds,
-        )
-        return RobotsEntry(
-            access=result.access.value,
-            status=result.status,
-            body=result.body if result.access is Access.SUCCESS else b"",
-            content_type=result.content_type,
-            fetched_at=now,
-            expires_at=now + lifetime,
-            url=result.url,
-        )
-
-    def _evicted(self, origin: str) -> None:
-        self.counts.inc("cache/evictions")
-        for listener in self._forget:
-            listener(origin)
-
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
-        inc = self.counts.inc
-        inc("fetch/count")
+        """Count and log a robots.txt fetch (an internal failure only when ``log_internal``)."""
+        for key in ("fetch/count", f"fetch/{result.outcome}", f"access/{result.access.value}"):
+            self.counts.inc(key)
         for key in result.scrapy_stats():
             self.counts.inc_scrapy(key)
         if result.redirects:
-            inc("fetch/3xx", result.redirects)
-        inc(f"fetch/{result.outcome}")
-        inc(f"access/{result.access.value}")
+            self.counts.inc("fetch/3xx", result.redirects)
         if result.truncated_bytes:
-            inc("fetch/truncated")
-            inc("fetch/bytes_truncated", result.truncated_bytes)
+            self.counts.inc("fetch/truncated")
+            self.counts.inc("fetch/bytes_truncated", result.truncated_bytes)
             logger.info(
                 "robots.txt of %s is larger than %d bytes: the rest (at least %d bytes) was ignored",
                 origin, self.settings.max_bytes, result.truncated_bytes,
