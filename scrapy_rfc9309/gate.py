@@ -1,11 +1,6 @@
-"""The gate: requests wait before the downloader, not inside it.
-
-A scheduler wrapping the project's own (``RFC9309_SCHEDULER``) that holds each
-request while its origin is resolved or its slot's Crawl-delay turn has not come
-(the crawl's one Crawl-delay mechanism, cluster-wide with a shared store).  Held
-requests take no ``CONCURRENT_REQUESTS`` place; released ones are scheduled again
-with ``engine.crawl()`` (``meta["rfc9309_released"]``).  docs/middleware.md, "The gate".
-"""
+"""The gate: a scheduler wrapping the project's own that holds each request, before the downloader and
+taking no ``CONCURRENT_REQUESTS`` place, while its origin is resolved or its slot's Crawl-delay turn has
+not come; then ``engine.crawl()`` schedules it again.  docs/middleware.md, "The gate"."""
 
 from __future__ import annotations
 
@@ -13,6 +8,7 @@ import heapq
 import inspect
 import itertools
 import logging
+import sys
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -93,12 +89,11 @@ class _Slot:
 
 @dataclass(slots=True)
 class _Tracked:
-    """A released request followed to the end of its download: counted against its slot
-    (``key``), or its cluster-wide turn noted when done (``origin``); kept alive so its id() stays its own."""
+    """A released request followed to the end of its download (kept alive: its id() stays its own)."""
 
     request: Any
-    key: str | None
-    origin: str | None
+    key: str | None  # counted against this slot
+    origin: str | None  # or: its cluster-wide turn noted when it is done
     floor: float
     since: float
     seen: bool = False
@@ -108,8 +103,7 @@ class GateScheduler:
     """Scheduler wrapper that holds requests before the downloader (see the module docstring)."""
 
     def __init__(self, crawler: Crawler, inner: Any) -> None:
-        self.crawler = crawler
-        self.inner = inner
+        self.crawler, self.inner = crawler, inner
         self.settings = rfc9309_settings(crawler)
         self.service = robots_service(crawler)
         self._counts = self.service.counts
@@ -119,33 +113,25 @@ class GateScheduler:
         self._releases: deque[tuple[Request, bool]] = deque()  # resolved: (request, counts against its slot)
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
-        #: the project scheduler's next request, taken out to compare priorities (or to wake the engine)
-        self._peek: Request | None = None
+        self._peek: Request | None = None  # the scheduler's next request, taken out to compare priorities
         self._releasing: set[int] = set()  # being scheduled again right now
-        #: released requests -> why they were held (read and removed by the middleware)
-        self.released: WeakKeyDictionary[Request, Held] = WeakKeyDictionary()
+        self.released: WeakKeyDictionary[Request, Held] = WeakKeyDictionary()  # why (the middleware reads it)
         self._tracked: dict[int, _Tracked] = {}
-        #: slot key -> the floored origins seen on it (the largest floor holds), and back
-        self._floored: dict[str, set[str]] = {}
-        self._keys_of: dict[str, set[str]] = {}
+        self._floored: dict[str, set[str]] = {}  # slot key -> the floored origins seen on it (the largest holds)
+        self._keys_of: dict[str, set[str]] = {}  # and back
         self._sweeper: Any = None
-        self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
-        #: the spider feeds itself when idle and stays open (scrapy-redis's RedisSpider): requests waiting
-        #: only for their turn are then not pending, so that the worker takes other work meanwhile
-        self._feeds_on_idle = False
-        self._reads_pages = self.settings.reads_pages
-        settings = crawler.settings  # does the scheduler keep what is handed back across the close?
-        redis = uses_scrapy_redis(project_scheduler(settings))
-        self._keeps = bool(settings.get("JOBDIR")) or (redis and settings.getbool("SCHEDULER_PERSIST"))
         self._offsite: Any = None
+        self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
+        self._feeds_on_idle = False  # scrapy-redis's RedisSpider: one waiting for its turn is not pending
+        self._reads_pages = self.settings.reads_pages
+        redis = uses_scrapy_redis(project_scheduler(crawler.settings))  # (keeps its queue across the close)
+        self._keeps = bool(crawler.settings.get("JOBDIR")) or (redis and crawler.settings.getbool("SCHEDULER_PERSIST"))
         crawl_state(crawler).gate = self
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
         inner = build_from_crawler(load_object(project_scheduler(crawler.settings)), crawler)
-        if not rfc9309_settings(crawler).enabled:
-            return inner  # the plugin is off in this crawl: the project's scheduler alone
-        return cls(crawler, inner)
+        return cls(crawler, inner) if rfc9309_settings(crawler).enabled else inner  # off: the project's alone
 
     @property
     def held(self) -> int:
@@ -158,12 +144,8 @@ class GateScheduler:
     # -- Scrapy's scheduler interface ------------------------------------------------------
     def open(self, spider: Any) -> Any:
         self._offsite = compat.offsite_filter(self.crawler)
-        try:
-            from scrapy_redis.spiders import RedisMixin
-
-            self._feeds_on_idle = isinstance(spider, RedisMixin)
-        except ImportError:
-            pass
+        redis = sys.modules.get("scrapy_redis.spiders")  # (imported if the spider is one)
+        self._feeds_on_idle = redis is not None and isinstance(spider, redis.RedisMixin)
         self.service.pacer = self
         self.service.on_ready(self._floor_changed)
         self.service.on_forget(self._forget)
@@ -183,8 +165,10 @@ class GateScheduler:
             else:
                 self._peek = request  # (_look_later took it out of _peek)
             return True
-        if self.settings.early_fetch:
-            self._prefetch(request)
+        if self.settings.early_fetch:  # a new origin's fetch starts when its first request is scheduled
+            origin, files = self._checked(request)
+            if origin and not self.service.pending(origin) and not (self._offsite and self._offsite(request)):
+                self.service.prefetch(origin, request, files)
         return bool(self.inner.enqueue_request(request))
 
     def next_request(self) -> Request | None:
@@ -199,7 +183,14 @@ class GateScheduler:
                 if gap < 0 or (gap == 0 and self._ties) or self._count >= self.settings.max_held:
                     return heapq.heappop(self._ready)[2]
             if self._count >= self.settings.max_held:
-                self._say_full()
+                if not self._full:  # one count and one line each time the bound is met
+                    self._full = True
+                    self._counts.inc("gate/full")
+                    logger.info(
+                        "scrapy-rfc9309: %d requests are held for their origin or their Crawl-delay turn "
+                        "(RFC9309_MAX_HELD); no more are taken from the scheduler until some go on",
+                        self._count,
+                    )
                 return None
             request = self._take()
             if request is None:
@@ -238,8 +229,12 @@ class GateScheduler:
         self._held.clear()
         self._releases.clear()
         self._slots.clear()
-        if self._keeps:
-            self._hand_back(kinds)
+        if self._keeps:  # what the scheduler refuses or cannot serialize stays, to be dropped
+            total = sum(map(len, kinds.values()))
+            kinds = {kind: [r for r in requests if not self._hand_back(r)] for kind, requests in kinds.items()}
+            if handed := total - sum(map(len, kinds.values())):
+                self._counts.inc("gate/handed_back", handed)
+                logger.info("scrapy-rfc9309: the spider closed; %d held requests handed back to the scheduler", handed)
         for kind, requests in kinds.items():
             if requests:
                 self._drop(requests, kind)
@@ -273,8 +268,7 @@ class GateScheduler:
         return False
 
     def _checked(self, request: Request) -> tuple[str | None, bool]:
-        """``(origin, files)``: the origin to resolve first (None: robots.txt does not govern
-        the request, nothing is fetched for it), and whether its usage files are needed too."""
+        """The origin to resolve first (None: robots.txt does not govern it), and whether its usage files too."""
         meta = request.meta
         if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt"):
             return None, False
@@ -301,8 +295,7 @@ class GateScheduler:
         self._release_batch()
 
     def _fits(self, waiting: list[Request]) -> bool:
-        """Whether an origin's released requests all fit in their slot's concurrency at once
-        (a broad crawl's common case): then they need not be followed through the downloader."""
+        """Whether released requests all fit in their slot's concurrency: then they need not be followed."""
         if not waiting or self._floored:
             return False
         key = self._key(waiting[0])
@@ -331,8 +324,7 @@ class GateScheduler:
             compat.call_later(0, self._release_batch)
 
     def _route(self, request: Request, origin: str, known: Known, for_robots: bool) -> bool:
-        """A request of a known origin: on now (True), or queued for its slot's turn.  Those a
-        resolution released go at most the slot's concurrency at a time; a floored slot's, one per floor."""
+        """A request of a known origin: on now (True), or queued for its slot's turn (or room: ``for_robots``)."""
         floor = known.floor
         key = None
         if floor or self._floored:
@@ -384,8 +376,7 @@ class GateScheduler:
         return max(((k.floor if (k := known(o)) is not None else 0.0) for o in self._floored.get(key, ())), default=0.0)
 
     def _allowed(self, request: Request, known: Known) -> bool:
-        """Whether the middleware will let ``request`` go on: robots.txt allows it
-        for the origin's tokens, and its usage preferences deny no declared purpose."""
+        """Whether the middleware will let ``request`` go on (robots.txt, declared purposes)."""
         url, robots, tokens = request.url, known.robots, known.tokens
         if not all(robots.check(url, token).allowed for token in tokens):
             return False
@@ -404,21 +395,9 @@ class GateScheduler:
         default = settings.getint("CONCURRENT_REQUESTS_PER_IP") or settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         return int(settings.getdict("DOWNLOAD_SLOTS").get(key, {}).get("concurrency", default)) or 1
 
-    def _say_full(self) -> None:
-        """One count and one line each time the bound is met."""
-        if not self._full:
-            self._full = True
-            self._counts.inc("gate/full")
-            logger.info(
-                "scrapy-rfc9309: %d requests are held for their origin or their Crawl-delay turn "
-                "(RFC9309_MAX_HELD); no more are taken from the scheduler until some go on",
-                self._count,
-            )
-
     # -- turns -----------------------------------------------------------------------------
     async def file_turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
-        """The slot's turn for a fetch of one of ``origin``'s files (the service's
-        :class:`~.service.Pacer`); call what it returns once the fetch is in."""
+        """The slot's turn for a fetch of ``origin``'s files (a :class:`~.service.Pacer`); call the result once in."""
         if self._closed:
             raise NotResolved(origin)
         key, slot = self._file_slot(origin, trigger)
@@ -456,8 +435,7 @@ class GateScheduler:
         return key, self._slots.get(key) or self._slots.setdefault(key, _Slot())
 
     def _wake(self, key: str, slot: _Slot) -> None:
-        """Look at the slot's next request when it may go: at its floor's time, after its
-        cluster-wide turn, or when a request of the slot leaves the downloader (:meth:`_done`)."""
+        """Look at the slot's next request at its floor's time or cluster-wide turn (or in :meth:`_done`)."""
         if slot.waking or not slot.queue or self._closed:
             return
         floor = self._floor_of(key, slot.queue[0])
@@ -500,7 +478,7 @@ class GateScheduler:
             del self._slots[key]
 
     def _go(self, key: str, slot: _Slot, floor: float, now: float, origin: str | None = None) -> None:
-        """The slot's first request (or ticket) goes on; with a floor, the next waits until it is done and a floor more."""
+        """The slot's first request goes on; with a floor, the next waits until it is done and a floor more."""
         item = slot.queue.popleft()
         if floor:
             slot.due = now + floor
@@ -515,8 +493,7 @@ class GateScheduler:
         self._release(item, Held(paced=True) if floor else Held(for_robots=True))
 
     async def _take_turns(self, key: str, slot: _Slot) -> None:
-        """With a shared store: each request of the slot takes its cluster-wide turn (the
-        store's clock), then goes on; the next counts from when it is done (:meth:`_done`)."""
+        """With a shared store: each request of the slot takes its cluster-wide turn (the store's clock)."""
         try:
             while slot.queue and not self._closed:
                 item = slot.queue[0]
@@ -599,8 +576,7 @@ class GateScheduler:
         self._fail(requests, error, exc)
 
     def _occupy(self, request: Request, key: str, slot: _Slot, floor: float, now: float, origin: Any = None) -> None:
-        """``request`` goes on, followed until it leaves the downloader: counted against its
-        slot, or (``origin``) its cluster-wide turn noted then."""
+        """``request`` goes on, counted against its slot (or its cluster turn: ``origin``) until it is done."""
         self._tracked[id(request)] = _Tracked(request, key if origin is None else None, origin, floor, now)
         self._listen()
         if origin is None:
@@ -649,37 +625,14 @@ class GateScheduler:
                 self._sweeper.stop()
             self._sweeper = None
 
-    def _prefetch(self, request: Request) -> None:
-        """RFC9309_EARLY_FETCH: a new origin's fetch starts when its first request is scheduled."""
-        origin, files = self._checked(request)
-        if origin is None or self.service.pending(origin):
-            return
-        if self._offsite is None or not self._offsite(request):
-            self.service.prefetch(origin, request, files)
-
     # -- the close -------------------------------------------------------------------------
-    def _hand_back(self, kinds: dict[str, list[Request]]) -> None:
-        """Give the held requests back to a scheduler that keeps its queue; what it refuses or
-        cannot serialize (``scheduler/unserializable``) stays in ``kinds``, to be dropped."""
-        stats = self.crawler.stats
-        handed = 0
-        for requests in kinds.values():
-            kept: list[Request] = []
-            for request in requests:
-                unserializable = stats.get_value("scheduler/unserializable", 0)
-                request.dont_filter = True  # already seen by the duplicate filter: kept anyway
-                request.meta.pop(RELEASED, None)
-                if (
-                    self.inner.enqueue_request(request)
-                    and stats.get_value("scheduler/unserializable", 0) == unserializable
-                ):
-                    handed += 1
-                else:
-                    kept.append(request)
-            requests[:] = kept
-        if handed:
-            self._counts.inc("gate/handed_back", handed)
-            logger.info("scrapy-rfc9309: the spider closed; %d held requests handed back to the scheduler", handed)
+    def _hand_back(self, request: Request) -> bool:
+        """Whether the scheduler (it keeps its queue across the close) took and could serialize ``request``."""
+        stats, bad = self.crawler.stats, "scheduler/unserializable"
+        before = stats.get_value(bad, 0)
+        request.dont_filter = True  # already seen by the duplicate filter: kept anyway
+        request.meta.pop(RELEASED, None)
+        return bool(self.inner.enqueue_request(request)) and stats.get_value(bad, 0) == before
 
     def _drop(self, requests: list[Request], kind: str) -> None:
         """The spider closed: each held request ends with an IgnoreRequest to its errback."""
@@ -706,8 +659,7 @@ def _call_errback(request: Request, failure: Failure) -> None:
         elif inspect.iscoroutine(result):
             compat.spawn(result)
         elif inspect.isgenerator(result):
-            for _ in result:
-                pass
+            deque(result, maxlen=0)  # (runs it to the end)
     except Exception:
         logger.exception("scrapy-rfc9309: the errback of %s failed", request)
 
