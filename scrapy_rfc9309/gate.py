@@ -26,6 +26,7 @@ from . import compat
 from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, rfc9309_settings, robots_service
 from .masking import mask_text
+from .middleware import declared_purposes
 from .origins import origin_of_request, robots_url
 from .robots.text import shorten
 from .robots.usage import usage_for
@@ -216,19 +217,13 @@ class GateScheduler:
         self._listen()
         kinds: dict[str, list[Request]] = {
             "origin": [r for rs in self._held.values() for r in rs] + [r for r, _ in self._releases],
-            "turn": [],
+            "turn": [item for slot in self._slots.values() for item in slot.queue if not isinstance(item, _Ticket)],
             "queued": [entry[2] for entry in self._ready] + ([self._peek] if self._peek is not None else []),
         }
-        for slot in self._slots.values():
-            for item in slot.queue:
-                if isinstance(item, _Ticket):
-                    item.waiter.errback(NotResolved(item.origin))
-                else:
-                    kinds["turn"].append(item)
-        self._ready, self._peek, self._count = [], None, 0
+        for ticket in [item for slot in self._slots.values() for item in slot.queue if isinstance(item, _Ticket)]:
+            ticket.waiter.errback(NotResolved(ticket.origin))
+        self._ready, self._peek, self._count, self._slots, self._releases = [], None, 0, {}, deque()
         self._held.clear()
-        self._releases.clear()
-        self._slots.clear()
         if self._keeps:  # what the scheduler refuses or cannot serialize stays, to be dropped
             total = sum(map(len, kinds.values()))
             kinds = {kind: [r for r in requests if not self._hand_back(r)] for kind, requests in kinds.items()}
@@ -249,13 +244,9 @@ class GateScheduler:
         """Whether ``request`` goes on now; else the gate keeps it."""
         origin, files = self._checked(request)
         if origin is None:  # robots.txt does not govern it: on now, or its floored slot's turn
-            if not self._floored:
-                return True
-            key = self._key(request)
-            floor = self._slot_floor(key)
+            floor = self._slot_floor(key := self._key(request)) if self._floored else 0.0
             return not floor or self._queue(request, key, floor)
-        known = self.service.fresh(origin, files)
-        if known is not None:
+        if (known := self.service.fresh(origin, files)) is not None:
             return self._route(request, origin, known, for_robots=False)
         if self._offsite is not None and self._offsite(request):
             return True  # OffsiteMiddleware drops it: no robots.txt for it
@@ -296,14 +287,9 @@ class GateScheduler:
 
     def _fits(self, waiting: list[Request]) -> bool:
         """Whether released requests all fit in their slot's concurrency: then they need not be followed."""
-        if not waiting or self._floored:
+        if not waiting or self._floored or (key := self._key(waiting[0])) in self._slots:
             return False
-        key = self._key(waiting[0])
-        return (
-            key not in self._slots
-            and len(waiting) <= self._concurrency(key)
-            and all(self._key(request) == key for request in waiting[1:])
-        )
+        return len(waiting) <= self._concurrency(key) and all(self._key(request) == key for request in waiting[1:])
 
     def _release_batch(self) -> None:
         """Route the resolved requests, :data:`RELEASE_BATCH` a turn of the loop."""
@@ -325,8 +311,7 @@ class GateScheduler:
 
     def _route(self, request: Request, origin: str, known: Known, for_robots: bool) -> bool:
         """A request of a known origin: on now (True), or queued for its slot's turn (or room: ``for_robots``)."""
-        floor = known.floor
-        key = None
+        floor, key = known.floor, None
         if floor or self._floored:
             key = self._key(request)
             if floor:
@@ -382,8 +367,6 @@ class GateScheduler:
             return False
         if not (usage := usage_for(robots, url, tokens, allowed=True)):
             return True
-        from .middleware import declared_purposes
-
         return not (purposes := declared_purposes(request, self.settings)) or usage.denies(purposes) is None
 
     def _key(self, request: Request) -> str:
@@ -436,13 +419,12 @@ class GateScheduler:
 
     def _wake(self, key: str, slot: _Slot) -> None:
         """Look at the slot's next request at its floor's time or cluster-wide turn (or in :meth:`_done`)."""
-        if slot.waking or not slot.queue or self._closed:
+        if slot.waking or not slot.queue or self._closed or not self._floor_of(key, slot.queue[0]):
             return
-        floor = self._floor_of(key, slot.queue[0])
-        if floor and self.service.paces:
+        if self.service.paces:
             slot.waking = True
             compat.spawn(self._take_turns(key, slot))
-        elif floor and not slot.out:
+        elif not slot.out:
             slot.waking = True
             compat.call_later(max(0.0, slot.due - time.monotonic()), lambda: self._turn(key, slot))
 
@@ -458,24 +440,20 @@ class GateScheduler:
         if self._closed or self._slots.get(key) is not slot:
             return
         try:
-            self._turn_now(key, slot)
+            now = time.monotonic()
+            while slot.queue:
+                floor = self._floor_of(key, slot.queue[0])  # (a ticket's is never 0)
+                if (now < slot.due or slot.out) if floor else (slot.out >= self._concurrency(key)):
+                    break
+                self._go(key, slot, floor, now)
+                if floor:
+                    break
+            if slot.queue:
+                self._wake(key, slot)
+            elif not slot.out and now >= slot.due:
+                del self._slots[key]
         except Exception as exc:  # a bug of the gate's: the slot's requests end, the crawl goes on
             self._fail_slot(key, slot, f"its Crawl-delay turn failed ({type(exc).__name__}: {exc})", exc)
-
-    def _turn_now(self, key: str, slot: _Slot) -> None:
-        now = time.monotonic()
-        while slot.queue:
-            item = slot.queue[0]
-            floor = self._floor_of(key, item)  # (a ticket's is never 0)
-            if (now < slot.due or slot.out) if floor else (slot.out >= self._concurrency(key)):
-                break
-            self._go(key, slot, floor, now)
-            if floor:
-                break
-        if slot.queue:
-            self._wake(key, slot)
-        elif not slot.out and now >= slot.due:
-            del self._slots[key]
 
     def _go(self, key: str, slot: _Slot, floor: float, now: float, origin: str | None = None) -> None:
         """The slot's first request goes on; with a floor, the next waits until it is done and a floor more."""
@@ -528,11 +506,8 @@ class GateScheduler:
 
     def _look_later(self) -> None:
         """After a batch of holds: schedule the next request again (``engine.crawl`` wakes the engine)."""
-        self._waking = False
-        if self._closed:
-            return
-        request = self._take()
-        if request is not None and not self._release(request, None):  # back in _peek, through enqueue_request
+        self._waking = False  # (released, it comes back to _peek through enqueue_request)
+        if not self._closed and (request := self._take()) is not None and not self._release(request, None):
             self._peek = request
 
     # -- releasing -------------------------------------------------------------------------
@@ -587,12 +562,11 @@ class GateScheduler:
         if tracked.origin is not None and noted:
             # its response is in: the server saw it before now, however late a busy loop sent it
             compat.spawn(self.service.note_start(tracked.origin, tracked.floor))
-        slot = self._slots.get(tracked.key) if tracked.key is not None else None
-        if slot is not None:
+        if tracked.key is not None and (slot := self._slots.get(tracked.key)) is not None:
             slot.out -= 1
             if tracked.floor and noted:  # a paced request is in: the next one a floor from now
                 slot.due = max(slot.due, time.monotonic() + tracked.floor)
-            self._turn(tracked.key, slot)  # type: ignore[arg-type]
+            self._turn(tracked.key, slot)
         self._listen()
 
     def _reached(self, request: Request, spider: Any = None) -> None:
@@ -612,8 +586,7 @@ class GateScheduler:
 
     def _listen(self) -> None:
         """Receive the downloader's per-request signals only while requests are tracked."""
-        wanted = bool(self._tracked)
-        if wanted is (self._sweeper is not None):
+        if (wanted := bool(self._tracked)) is (self._sweeper is not None):
             return
         wire = self.crawler.signals.connect if wanted else self.crawler.signals.disconnect
         wire(self._reached, signal=signals.request_reached_downloader)
