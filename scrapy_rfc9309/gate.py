@@ -26,7 +26,7 @@ from . import compat
 from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, rfc9309_settings, robots_service
 from .masking import mask_text
-from .middleware import declared_purposes
+from .middleware import META_USAGE, declared_purposes
 from .origins import origin_of_request, robots_url
 from .robots.text import shorten
 from .robots.usage import usage_for
@@ -45,8 +45,6 @@ logger = logging.getLogger(__name__)
 
 #: the meta key of a request the gate held and scheduled again (``request_scheduled`` is sent twice)
 RELEASED = "rfc9309_released"
-#: a request's own declared purposes (the middleware's META_USAGE)
-META_USAGE = "rfc9309_usage"
 #: a released request not in the downloader this long after (a middleware dropped it, a cache
 #: answered) no longer counts against its slot: a burst of one more vs a slot held idle
 UNSEEN_SECONDS = 0.25
@@ -142,7 +140,6 @@ class GateScheduler:
     def __len__(self) -> int:
         return self.held + (len(self.inner) if hasattr(type(self.inner), "__len__") else 0)
 
-    # -- Scrapy's scheduler interface ------------------------------------------------------
     def open(self, spider: Any) -> Any:
         self._offsite = compat.offsite_filter(self.crawler)
         redis = sys.modules.get("scrapy_redis.spiders")  # (imported if the spider is one)
@@ -235,7 +232,6 @@ class GateScheduler:
                 self._drop(requests, kind)
         return self.inner.close(reason) if hasattr(self.inner, "close") else None
 
-    # -- holding ---------------------------------------------------------------------------
     def _take(self) -> Request | None:
         request, self._peek = self._peek, None
         return request if request is not None else self.inner.next_request()
@@ -356,7 +352,6 @@ class GateScheduler:
                     del self._floored[key]
 
     def _slot_floor(self, key: str) -> float:
-        """The largest floor of the origins seen on slot ``key`` (0 for none)."""
         known = self.service.known
         return max(((k.floor if (k := known(o)) is not None else 0.0) for o in self._floored.get(key, ())), default=0.0)
 
@@ -370,7 +365,6 @@ class GateScheduler:
         return not (purposes := declared_purposes(request, self.settings)) or usage.denies(purposes) is None
 
     def _key(self, request: Request) -> str:
-        """The download slot key Scrapy gives ``request``."""
         return str(self.crawler.engine.downloader.get_slot_key(request))
 
     def _concurrency(self, key: str) -> int:
@@ -378,7 +372,6 @@ class GateScheduler:
         default = settings.getint("CONCURRENT_REQUESTS_PER_IP") or settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         return int(settings.getdict("DOWNLOAD_SLOTS").get(key, {}).get("concurrency", default)) or 1
 
-    # -- turns -----------------------------------------------------------------------------
     async def file_turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
         """The slot's turn for a fetch of ``origin``'s files (a :class:`~.service.Pacer`); call the result once in."""
         if self._closed:
@@ -429,7 +422,6 @@ class GateScheduler:
             compat.call_later(max(0.0, slot.due - time.monotonic()), lambda: self._turn(key, slot))
 
     def _floor_of(self, key: str, item: Any) -> float:
-        """The floor a queued request (or ticket) of slot ``key`` keeps."""
         if isinstance(item, _Ticket):
             return max(item.floor, self._slot_floor(key))
         known = self.service.known(origin_of_request(item) or "")
@@ -510,7 +502,6 @@ class GateScheduler:
         if not self._closed and (request := self._take()) is not None and not self._release(request, None):
             self._peek = request
 
-    # -- releasing -------------------------------------------------------------------------
     def _release(self, request: Request, held: Held | None) -> bool:
         """Schedule ``request`` again, to :attr:`_ready` (``held`` None: to :attr:`_peek`).  False once closing."""
         engine = self.crawler.engine
@@ -598,7 +589,6 @@ class GateScheduler:
                 self._sweeper.stop()
             self._sweeper = None
 
-    # -- the close -------------------------------------------------------------------------
     def _hand_back(self, request: Request) -> bool:
         """Whether the scheduler (it keeps its queue across the close) took and could serialize ``request``."""
         stats, bad = self.crawler.stats, "scheduler/unserializable"
