@@ -276,10 +276,9 @@ class GateScheduler:
         if error:
             self._count -= len(waiting)
             self._fail(waiting, error)
-            return
-        tracked = not self._fits(waiting)
-        self._releases.extend((request, tracked) for request in waiting)
-        self._release_batch()
+        else:
+            self._releases.extend(zip(waiting, itertools.repeat(not self._fits(waiting))))
+            self._release_batch()
 
     def _fits(self, waiting: list[Request]) -> bool:
         """Whether released requests all fit in their slot's concurrency: then they need not be followed."""
@@ -582,12 +581,9 @@ class GateScheduler:
         wire = self.crawler.signals.connect if wanted else self.crawler.signals.disconnect
         wire(self._reached, signal=signals.request_reached_downloader)
         wire(self._left, signal=signals.request_left_downloader)
-        if wanted:
-            self._sweeper = compat.every(UNSEEN_SECONDS, self._sweep)
-        else:
-            if self._sweeper.running:
-                self._sweeper.stop()
-            self._sweeper = None
+        if not wanted and self._sweeper.running:
+            self._sweeper.stop()
+        self._sweeper = compat.every(UNSEEN_SECONDS, self._sweep) if wanted else None
 
     def _hand_back(self, request: Request) -> bool:
         """Whether the scheduler (it keeps its queue across the close) took and could serialize ``request``."""
@@ -617,10 +613,8 @@ def _call_errback(request: Request, failure: Failure) -> None:
     """Call an errback as the scraper would; what it yields is dropped (the spider is closed)."""
     try:
         result = request.errback(failure)  # type: ignore[misc]
-        if inspect.isasyncgen(result):
-            compat.spawn(_drain(result))
-        elif inspect.iscoroutine(result):
-            compat.spawn(result)
+        if inspect.isasyncgen(result) or inspect.iscoroutine(result):
+            compat.spawn(_drain(result) if inspect.isasyncgen(result) else result)
         elif inspect.isgenerator(result):
             deque(result, maxlen=0)  # (runs it to the end)
     except Exception:
