@@ -1,21 +1,6 @@
-"""The gate: requests wait before the downloader, not inside it.
-
-A Scrapy scheduler that wraps the project's own (``RFC9309_SCHEDULER``; the
-add-on puts the gate in place).  Requests are enqueued there as usual; each one
-the engine asks for is held here while its origin is resolved (robots.txt, and
-the other files the crawl needs of it: :class:`~.service.RobotsService`), or
-while its download slot's Crawl-delay turn (cluster-wide with a shared store)
-has not come; otherwise it goes on.  The turns are the crawl's one Crawl-delay
-mechanism: every request of a floored slot takes one, pages and the plugin's
-own fetches of the origin's files alike, the next a floor after the previous
-one left the downloader.  A held request is pending to the engine and takes no
-``CONCURRENT_REQUESTS`` place; when it may go on it is scheduled again with
-``engine.crawl()`` (marked ``meta["rfc9309_released"]``) and handed out in the
-project scheduler's priority order.  At close, held requests go back to a
-scheduler that keeps its queue (``JOBDIR``, scrapy-redis with
-``SCHEDULER_PERSIST``) or are dropped with an ``IgnoreRequest`` to their
-errback.  docs/middleware.md, "The gate".
-"""
+"""The gate: a scheduler wrapping the project's own that holds each request, before the downloader and
+taking no ``CONCURRENT_REQUESTS`` place, while its origin is resolved or its slot's Crawl-delay turn has
+not come; then ``engine.crawl()`` schedules it again.  docs/middleware.md, "The gate"."""
 
 from __future__ import annotations
 
@@ -23,6 +8,7 @@ import heapq
 import inspect
 import itertools
 import logging
+import sys
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -40,6 +26,7 @@ from . import compat
 from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, rfc9309_settings, robots_service
 from .masking import mask_text
+from .middleware import META_USAGE, declared_purposes
 from .origins import origin_of_request, robots_url
 from .robots.text import shorten
 from .robots.usage import usage_for
@@ -58,14 +45,10 @@ logger = logging.getLogger(__name__)
 
 #: the meta key of a request the gate held and scheduled again (``request_scheduled`` is sent twice)
 RELEASED = "rfc9309_released"
-#: a request's own declared purposes (the middleware's META_USAGE)
-META_USAGE = "rfc9309_usage"
-#: a released request not in the downloader this long after (a middleware dropped it, a
-#: cache answered) no longer counts against its slot: it trades a burst of one more request
-#: on a loaded loop (too short) against a slot held idle that long per such request (too long)
+#: a released request not in the downloader this long after (a middleware dropped it, a cache
+#: answered) no longer counts against its slot: a burst of one more vs a slot held idle
 UNSEEN_SECONDS = 0.25
-#: requests held in one call of next_request, and requests released in one turn of the loop,
-#: at most: past this the gate gives the loop a turn before going on
+#: requests held per next_request call, and released per turn of the loop, at most
 HOLD_BATCH = 32
 RELEASE_BATCH = 256
 CLOSING = {
@@ -79,23 +62,18 @@ CLOSING = {
 class Held:
     """Why a request the gate released was held (the middleware reads it)."""
 
-    #: it waited for its origin's resolution: its look-up was a cache miss
-    for_robots: bool = False
-    #: it took its Crawl-delay turn here (cluster-wide with a shared store)
-    paced: bool = False
-    #: the gate's or the service's own work failed for it: the middleware drops it with this
-    error: str = ""
+    for_robots: bool = False  # it waited for its origin's resolution (a cache miss)
+    paced: bool = False  # it took its Crawl-delay turn here
+    error: str = ""  # the gate's or the service's own work failed: the middleware drops it
 
 
+@dataclass(slots=True, eq=False)
 class _Ticket:
     """A Crawl-delay turn asked for a fetch of the plugin's own (an origin's file)."""
 
-    __slots__ = ("waiter", "origin", "floor")
-
-    def __init__(self, origin: str, floor: float) -> None:
-        self.waiter: Deferred = Deferred()
-        self.origin = origin
-        self.floor = floor
+    origin: str
+    floor: float
+    waiter: Deferred = field(default_factory=Deferred)
 
 
 @dataclass(eq=False)
@@ -103,22 +81,18 @@ class _Slot:
     """The requests (and tickets) of one download slot that wait for their turn."""
 
     queue: deque[Any] = field(default_factory=deque)
-    #: monotonic time before which no request of the slot leaves (its floor)
-    due: float = 0.0
-    #: released and not yet out of the downloader
-    out: int = 0
+    due: float = 0.0  # monotonic time before which none of the slot leaves (its floor)
+    out: int = 0  # released and not yet out of the downloader
     waking: bool = False
 
 
 @dataclass(slots=True)
 class _Tracked:
-    """A released request followed to the end of its download: counted against its
-    slot (``key``), or its cluster-wide turn noted when it is done (``origin``).  The
-    request is kept alive meanwhile, so that its ``id()`` is not another's."""
+    """A released request followed to the end of its download (kept alive: its id() stays its own)."""
 
     request: Any
-    key: str | None
-    origin: str | None
+    key: str | None  # counted against this slot
+    origin: str | None  # or: its cluster-wide turn noted when it is done
     floor: float
     since: float
     seen: bool = False
@@ -128,47 +102,35 @@ class GateScheduler:
     """Scheduler wrapper that holds requests before the downloader (see the module docstring)."""
 
     def __init__(self, crawler: Crawler, inner: Any) -> None:
-        self.crawler = crawler
-        self.inner = inner
+        self.crawler, self.inner = crawler, inner
         self.settings = rfc9309_settings(crawler)
         self.service = robots_service(crawler)
         self._counts = self.service.counts
         self._held: defaultdict[str, list[Request]] = defaultdict(list)  # origin -> waiting for its resolution
         self._slots: dict[str, _Slot] = {}
         self._count = 0  # held: in _held, _releases and the slots' queues
-        #: resolved, to be routed a batch per turn of the loop (with: whether each counts against its slot)
-        self._releases: deque[tuple[Request, bool]] = deque()
+        self._releases: deque[tuple[Request, bool]] = deque()  # resolved: (request, counts against its slot)
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
-        #: the project scheduler's next request, taken out and not looked at yet (to compare its
-        #: priority with the released ones', or scheduled again to wake the engine after HOLD_BATCH)
-        self._peek: Request | None = None
+        self._peek: Request | None = None  # the scheduler's next request, taken out to compare priorities
         self._releasing: set[int] = set()  # being scheduled again right now
-        #: released requests -> why they were held (read and removed by the middleware)
-        self.released: WeakKeyDictionary[Request, Held] = WeakKeyDictionary()
+        self.released: WeakKeyDictionary[Request, Held] = WeakKeyDictionary()  # why (the middleware reads it)
         self._tracked: dict[int, _Tracked] = {}
-        #: slot key -> the floored origins seen on it (a slot keeps the largest floor), and back;
-        #: an origin the service's cache forgets is forgotten here too
-        self._floored: dict[str, set[str]] = {}
-        self._keys_of: dict[str, set[str]] = {}
+        self._floored: dict[str, set[str]] = {}  # slot key -> the floored origins seen on it (the largest holds)
+        self._keys_of: dict[str, set[str]] = {}  # and back
         self._sweeper: Any = None
-        self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
-        #: the spider feeds itself when idle and keeps itself open (scrapy-redis's RedisSpider)
-        self._feeds_on_idle = False
-        self._reads_pages = self.settings.reads_pages
-        #: the scheduler keeps what is handed back across the close
-        settings = crawler.settings
-        redis = uses_scrapy_redis(project_scheduler(settings))
-        self._keeps = bool(settings.get("JOBDIR")) or (redis and settings.getbool("SCHEDULER_PERSIST"))
         self._offsite: Any = None
+        self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
+        self._feeds_on_idle = False  # scrapy-redis's RedisSpider: one waiting for its turn is not pending
+        self._reads_pages = self.settings.reads_pages
+        redis = uses_scrapy_redis(project_scheduler(crawler.settings))  # (keeps its queue across the close)
+        self._keeps = bool(crawler.settings.get("JOBDIR")) or (redis and crawler.settings.getbool("SCHEDULER_PERSIST"))
         crawl_state(crawler).gate = self
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
         inner = build_from_crawler(load_object(project_scheduler(crawler.settings)), crawler)
-        if not rfc9309_settings(crawler).enabled:
-            return inner  # the plugin is off in this crawl: the project's scheduler alone
-        return cls(crawler, inner)
+        return cls(crawler, inner) if rfc9309_settings(crawler).enabled else inner  # off: the project's alone
 
     @property
     def held(self) -> int:
@@ -176,13 +138,12 @@ class GateScheduler:
         return self._count + len(self._ready) + (self._peek is not None)
 
     def __len__(self) -> int:
-        inner = len(self.inner) if hasattr(type(self.inner), "__len__") else 0
-        return self.held + inner
+        return self.held + (len(self.inner) if hasattr(type(self.inner), "__len__") else 0)
 
-    # -- Scrapy's scheduler interface ------------------------------------------------------
     def open(self, spider: Any) -> Any:
         self._offsite = compat.offsite_filter(self.crawler)
-        self._feeds_on_idle = _feeds_on_idle(spider)
+        redis = sys.modules.get("scrapy_redis.spiders")  # (imported if the spider is one)
+        self._feeds_on_idle = redis is not None and isinstance(spider, redis.RedisMixin)
         self.service.pacer = self
         self.service.on_ready(self._floor_changed)
         self.service.on_forget(self._forget)
@@ -190,7 +151,7 @@ class GateScheduler:
 
     def has_pending_requests(self) -> bool:
         held = self.held
-        if held and self._feeds_on_idle:  # (only requests waiting for their turn: the spider may feed itself)
+        if held and self._feeds_on_idle:  # only waiting for their turn: not pending, the spider may feed itself
             held -= sum(1 for slot in self._slots.values() for item in slot.queue if not isinstance(item, _Ticket))
         return bool(held) or self.inner.has_pending_requests()
 
@@ -202,27 +163,32 @@ class GateScheduler:
             else:
                 self._peek = request  # (_look_later took it out of _peek)
             return True
-        if self.settings.early_fetch:
-            self._prefetch(request)
+        if self.settings.early_fetch:  # a new origin's fetch starts when its first request is scheduled
+            origin, files = self._checked(request)
+            if origin and not self.service.pending(origin) and not (self._offsite and self._offsite(request)):
+                self.service.prefetch(origin, request, files)
         return bool(self.inner.enqueue_request(request))
 
     def next_request(self) -> Request | None:
         held = self._count
         while True:
             if self._ready:
-                upcoming = self._upcoming()
-                first = self._ready[0][0]
-                if upcoming is not None and first == -upcoming.priority:
+                if self._peek is None:
+                    self._peek = self.inner.next_request()
+                gap = self._ready[0][0] + self._peek.priority if self._peek is not None else -1
+                if gap == 0:
                     self._ties = not self._ties  # equal priorities: released and queued in turn
-                if (
-                    upcoming is None
-                    or first < -upcoming.priority
-                    or self._count >= self.settings.max_held
-                    or (first == -upcoming.priority and self._ties)
-                ):
+                if gap < 0 or (gap == 0 and self._ties) or self._count >= self.settings.max_held:
                     return heapq.heappop(self._ready)[2]
             if self._count >= self.settings.max_held:
-                self._say_full()
+                if not self._full:  # one count and one line each time the bound is met
+                    self._full = True
+                    self._counts.inc("gate/full")
+                    logger.info(
+                        "scrapy-rfc9309: %d requests are held for their origin or their Crawl-delay turn "
+                        "(RFC9309_MAX_HELD); no more are taken from the scheduler until some go on",
+                        self._count,
+                    )
                 return None
             request = self._take()
             if request is None:
@@ -246,50 +212,37 @@ class GateScheduler:
         self.service.shutdown()
         self._tracked.clear()
         self._listen()
-        kinds: dict[str, list[Request]] = {"origin": [], "turn": [], "queued": []}
-        kinds["queued"] += [entry[2] for entry in self._ready]
-        if self._peek is not None:
-            kinds["queued"].append(self._peek)
-        kinds["origin"] += [r for rs in self._held.values() for r in rs] + [r for r, _ in self._releases]
-        for slot in self._slots.values():
-            for item in slot.queue:
-                if isinstance(item, _Ticket):
-                    item.waiter.errback(NotResolved(item.origin))
-                else:
-                    kinds["turn"].append(item)
-        self._ready.clear()
-        self._peek = None
+        kinds: dict[str, list[Request]] = {
+            "origin": [r for rs in self._held.values() for r in rs] + [r for r, _ in self._releases],
+            "turn": [item for slot in self._slots.values() for item in slot.queue if not isinstance(item, _Ticket)],
+            "queued": [entry[2] for entry in self._ready] + ([self._peek] if self._peek is not None else []),
+        }
+        for ticket in [item for slot in self._slots.values() for item in slot.queue if isinstance(item, _Ticket)]:
+            ticket.waiter.errback(NotResolved(ticket.origin))
+        self._ready, self._peek, self._count, self._slots, self._releases = [], None, 0, {}, deque()
         self._held.clear()
-        self._releases.clear()
-        self._slots.clear()
-        self._count = 0
-        if self._keeps:
-            self._hand_back(kinds)
+        if self._keeps:  # what the scheduler refuses or cannot serialize stays, to be dropped
+            total = sum(map(len, kinds.values()))
+            kinds = {kind: [r for r in requests if not self._hand_back(r)] for kind, requests in kinds.items()}
+            if handed := total - sum(map(len, kinds.values())):
+                self._counts.inc("gate/handed_back", handed)
+                logger.info("scrapy-rfc9309: the spider closed; %d held requests handed back to the scheduler", handed)
         for kind, requests in kinds.items():
             if requests:
                 self._drop(requests, kind)
         return self.inner.close(reason) if hasattr(self.inner, "close") else None
 
-    # -- holding ---------------------------------------------------------------------------
-    def _upcoming(self) -> Request | None:
-        """The project scheduler's next request, taken out (and kept) to compare its priority."""
-        if self._peek is None:
-            self._peek = self.inner.next_request()
-        return self._peek
-
     def _take(self) -> Request | None:
         request, self._peek = self._peek, None
-        if request is None:
-            request = self.inner.next_request()
-        return request
+        return request if request is not None else self.inner.next_request()
 
     def _admit(self, request: Request) -> bool:
         """Whether ``request`` goes on now; else the gate keeps it."""
         origin, files = self._checked(request)
-        if origin is None:
-            return self._unchecked(request)
-        known = self.service.fresh(origin, files)
-        if known is not None:
+        if origin is None:  # robots.txt does not govern it: on now, or its floored slot's turn
+            floor = self._slot_floor(key := self._key(request)) if self._floored else 0.0
+            return not floor or self._queue(request, key, floor)
+        if (known := self.service.fresh(origin, files)) is not None:
             return self._route(request, origin, known, for_robots=False)
         if self._offsite is not None and self._offsite(request):
             return True  # OffsiteMiddleware drops it: no robots.txt for it
@@ -302,10 +255,7 @@ class GateScheduler:
         return False
 
     def _checked(self, request: Request) -> tuple[str | None, bool]:
-        """``(origin, files)``: the origin to resolve before ``request`` goes on (None:
-        robots.txt does not govern it: ``dont_obey_robotstxt``, ``{"obey": False}``;
-        nothing of the origin is fetched for it then), and whether the origin's other
-        files are needed too (its usage statements are read)."""
+        """The origin to resolve first (None: robots.txt does not govern it), and whether its usage files too."""
         meta = request.meta
         if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt"):
             return None, False
@@ -313,14 +263,6 @@ class GateScheduler:
         if origin is None or not self.settings.for_origin(origin).obey:
             return None, False
         return origin, (self._reads_pages and self.service.reads(origin)) or META_USAGE in meta
-
-    def _unchecked(self, request: Request) -> bool:
-        """A request robots.txt does not govern: on now, or its floored slot's turn."""
-        if not self._floored:
-            return True
-        key = self._key(request)
-        floor = self._slot_floor(key)
-        return not floor or self._queue(request, key, floor)
 
     async def _resolve(self, origin: str, trigger: Request, files: bool) -> None:
         error = ""
@@ -331,41 +273,30 @@ class GateScheduler:
         except Exception as exc:  # logged by the service: each request ends with it
             error = f"its origin could not be resolved ({type(exc).__name__}: {shorten(mask_text(str(exc)))})"
         waiting = self._held.pop(origin, [])
-        self._count -= len(waiting)
         if error:
+            self._count -= len(waiting)
             self._fail(waiting, error)
-            return
-        self._count += len(waiting)
-        tracked = not self._fits(waiting)
-        self._releases.extend((request, tracked) for request in waiting)
-        self._release_batch()
+        else:
+            self._releases.extend(zip(waiting, itertools.repeat(not self._fits(waiting))))
+            self._release_batch()
 
     def _fits(self, waiting: list[Request]) -> bool:
-        """Whether an origin's released requests all fit in their slot's concurrency at
-        once (the common case of a broad crawl, a few pages a site): then they need
-        not be followed through the downloader, and no receiver is connected for them."""
-        if not waiting or self._floored:
+        """Whether released requests all fit in their slot's concurrency: then they need not be followed."""
+        if not waiting or self._floored or (key := self._key(waiting[0])) in self._slots:
             return False
-        key = self._key(waiting[0])
-        if key in self._slots or len(waiting) > self._concurrency(key):
-            return False
-        return all(self._key(request) == key for request in waiting[1:])
+        return len(waiting) <= self._concurrency(key) and all(self._key(request) == key for request in waiting[1:])
 
     def _release_batch(self) -> None:
         """Route the resolved requests, :data:`RELEASE_BATCH` a turn of the loop."""
-        self._releasing_batch = False
-        if self._closed:
-            return
+        self._releasing_batch = False  # (close() empties _releases)
         for _ in range(min(RELEASE_BATCH, len(self._releases))):
             request, tracked = self._releases.popleft()
             self._count -= 1
             try:
                 origin, files = self._checked(request)
                 known = self.service.fresh(origin, files) if origin is not None else None
-                if known is None:  # expired meanwhile, or no longer checked: looked at again
-                    if self._admit(request):
-                        self._release(request, Held(for_robots=True))
-                elif self._route(request, origin, known, for_robots=tracked):  # type: ignore[arg-type]
+                # expired meanwhile, or no longer checked: looked at again
+                if self._route(request, origin, known, tracked) if origin and known else self._admit(request):
                     self._release(request, Held(for_robots=True))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
@@ -374,47 +305,38 @@ class GateScheduler:
             compat.call_later(0, self._release_batch)
 
     def _route(self, request: Request, origin: str, known: Known, for_robots: bool) -> bool:
-        """A request of a known origin: on now (True), or queued for its slot's turn.
-        Requests an origin's resolution released go at most the slot's
-        concurrency at a time; a slot with a floor, one per floor."""
-        floor = known.floor
-        key = None
+        """A request of a known origin: on now (True), or queued for its slot's turn (or room: ``for_robots``)."""
+        floor, key = known.floor, None
         if floor or self._floored:
             key = self._key(request)
             if floor:
                 self._link(key, origin)
             floor = max(floor, self._slot_floor(key))
-        if not (floor or for_robots):
-            return True  # the hot path: a known origin, no floor on its slot
-        if not self._allowed(request, known):
-            return True  # denied: it never reaches the downloader, so it takes no turn and no place
-        if key is None:
-            key = self._key(request)
-        if floor:
-            return self._queue(request, key, floor)
+        # the hot path: a known origin, no floor on its slot; a denied request takes no turn and no place
+        if not (floor or for_robots) or not self._allowed(request, known):
+            return True
+        return self._queue(request, self._key(request) if key is None else key, floor)
+
+    def _queue(self, request: Request, key: str, floor: float) -> bool:
+        """On now if its slot has room (a floored slot: its turn has come), else queued for its turn."""
         slot = self._slots.get(key) or self._slots.setdefault(key, _Slot())
-        if not slot.queue and slot.out < self._concurrency(key):
-            self._track(_Tracked(request, key, None, 0.0, time.monotonic()))
-            slot.out += 1
+        now = time.monotonic()
+        if self._free(slot, now) if floor else (not slot.queue and slot.out < self._concurrency(key)):
+            if floor:  # the next waits until this one left the downloader and a floor more
+                slot.due = now + floor
+                self.released[request] = Held(paced=True)
+            self._occupy(request, key, slot, floor, now)
             return True
         slot.queue.append(request)
         self._count += 1
+        if floor:
+            self._counts.inc("crawl_delay/requests_delayed")
         self._wake(key, slot)
         return False
 
-    def _queue(self, request: Request, key: str, floor: float) -> bool:
-        """A request of a floored slot: on now if its turn has come, else queued."""
-        slot = self._slots.get(key) or self._slots.setdefault(key, _Slot())
-        now = time.monotonic()
-        if not slot.queue and now >= slot.due and not slot.out and not self.service.paces:
-            self._pace(request, key, slot, floor, now)
-            self.released[request] = Held(paced=True)
-            return True
-        slot.queue.append(request)
-        self._count += 1
-        self._counts.inc("crawl_delay/requests_delayed")
-        self._wake(key, slot)
-        return False
+    def _free(self, slot: _Slot, now: float) -> bool:
+        """Whether a floored slot's turn is free now (with a shared store, the cluster's turns decide)."""
+        return not slot.queue and now >= slot.due and not slot.out and not self.service.paces
 
     def _link(self, key: str, origin: str) -> None:
         """Note that floored ``origin`` is served by slot ``key`` (its every request keeps the floor)."""
@@ -423,37 +345,25 @@ class GateScheduler:
 
     def _forget(self, origin: str) -> None:
         for key in self._keys_of.pop(origin, ()):
-            origins = self._floored.get(key)
-            if origins is not None:
+            if (origins := self._floored.get(key)) is not None:
                 origins.discard(origin)
                 if not origins:
                     del self._floored[key]
 
     def _slot_floor(self, key: str) -> float:
-        """The largest floor of the origins seen on slot ``key`` (0 for none)."""
-        origins = self._floored.get(key)
-        if not origins:
-            return 0.0
         known = self.service.known
-        return max(((k.floor if (k := known(o)) is not None else 0.0) for o in origins), default=0.0)
+        return max(((k.floor if (k := known(o)) is not None else 0.0) for o in self._floored.get(key, ())), default=0.0)
 
     def _allowed(self, request: Request, known: Known) -> bool:
-        """Whether the middleware will let ``request`` go on: robots.txt allows it
-        for the origin's tokens, and its usage preferences deny no declared purpose."""
-        url = request.url
-        robots, tokens = known.robots, known.tokens
+        """Whether the middleware will let ``request`` go on (robots.txt, declared purposes)."""
+        url, robots, tokens = request.url, known.robots, known.tokens
         if not all(robots.check(url, token).allowed for token in tokens):
             return False
-        usage = usage_for(robots, url, tokens, allowed=True)
-        if not usage:
+        if not (usage := usage_for(robots, url, tokens, allowed=True)):
             return True
-        from .middleware import declared_purposes
-
-        purposes = declared_purposes(request, self.settings)
-        return not purposes or usage.denies(purposes) is None
+        return not (purposes := declared_purposes(request, self.settings)) or usage.denies(purposes) is None
 
     def _key(self, request: Request) -> str:
-        """The download slot key Scrapy gives ``request``."""
         return str(self.crawler.engine.downloader.get_slot_key(request))
 
     def _concurrency(self, key: str) -> int:
@@ -461,32 +371,16 @@ class GateScheduler:
         default = settings.getint("CONCURRENT_REQUESTS_PER_IP") or settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         return int(settings.getdict("DOWNLOAD_SLOTS").get(key, {}).get("concurrency", default)) or 1
 
-    def _say_full(self) -> None:
-        """One count and one line each time the bound is met."""
-        if not self._full:
-            self._full = True
-            self._counts.inc("gate/full")
-            logger.info(
-                "scrapy-rfc9309: %d requests are held for their origin or their Crawl-delay turn "
-                "(RFC9309_MAX_HELD); no more are taken from the scheduler until some go on",
-                self._count,
-            )
-
-    # -- turns -----------------------------------------------------------------------------
     async def file_turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
-        """The slot's turn for a fetch of one of ``origin``'s files (the
-        service's :class:`~.service.Pacer`); call what it returns once the
-        fetch is in, and the slot's next request goes a floor later."""
+        """The slot's turn for a fetch of ``origin``'s files (a :class:`~.service.Pacer`); call the result once in."""
         if self._closed:
             raise NotResolved(origin)
-        key = self._file_key(origin, trigger)
-        self._link(key, origin)
-        slot = self._slots.get(key) or self._slots.setdefault(key, _Slot())
-        ticket = _Ticket(origin, floor)
+        key, slot = self._file_slot(origin, trigger)
         now = time.monotonic()
-        if not slot.queue and now >= slot.due and not slot.out and not self.service.paces:
+        if self._free(slot, now):
             slot.due, slot.out = now + floor, slot.out + 1
         else:
+            ticket = _Ticket(origin, floor)
             slot.queue.append(ticket)
             self._wake(key, slot)
             await compat.wait_for(ticket.waiter)
@@ -505,35 +399,31 @@ class GateScheduler:
 
     def fetched(self, origin: str, trigger: Any, floor: float) -> None:
         """A fetch of ``origin``'s robots.txt just came in: its slot's next request goes a floor later."""
-        key = self._file_key(origin, trigger)
-        self._link(key, origin)
-        slot = self._slots.get(key) or self._slots.setdefault(key, _Slot())
+        key, slot = self._file_slot(origin, trigger)
         slot.due = max(slot.due, time.monotonic() + floor)
         if not self.service.paces:
             compat.call_later(floor, lambda: self._turn(key, slot))  # (forgets the slot if nothing came)
 
-    def _file_key(self, origin: str, trigger: Any) -> str:
-        return self._key(trigger if isinstance(trigger, Request) else Request(robots_url(origin)))
+    def _file_slot(self, origin: str, trigger: Any) -> tuple[str, _Slot]:
+        key = self._key(trigger if isinstance(trigger, Request) else Request(robots_url(origin)))
+        self._link(key, origin)
+        return key, self._slots.get(key) or self._slots.setdefault(key, _Slot())
 
     def _wake(self, key: str, slot: _Slot) -> None:
-        """Look at the slot's next request when it may go: at its floor's time, after
-        its cluster-wide turn, or when a request of the slot leaves the downloader."""
-        if slot.waking or not slot.queue or self._closed:
+        """Look at the slot's next request at its floor's time or cluster-wide turn (or in :meth:`_done`)."""
+        if slot.waking or not slot.queue or self._closed or not self._floor_of(key, slot.queue[0]):
             return
-        floor = self._floor_of(key, slot.queue[0])
-        if floor and self.service.paces:
+        if self.service.paces:
             slot.waking = True
             compat.spawn(self._take_turns(key, slot))
-        elif floor and not slot.out:  # (with one out, its leaving wakes the slot: _done)
+        elif not slot.out:
             slot.waking = True
             compat.call_later(max(0.0, slot.due - time.monotonic()), lambda: self._turn(key, slot))
 
     def _floor_of(self, key: str, item: Any) -> float:
-        """The floor a queued request (or ticket) of slot ``key`` keeps."""
         if isinstance(item, _Ticket):
             return max(item.floor, self._slot_floor(key))
-        origin = origin_of_request(item)
-        known = self.service.known(origin) if origin is not None else None
+        known = self.service.known(origin_of_request(item) or "")
         return max(known.floor if known is not None else 0.0, self._slot_floor(key))
 
     def _turn(self, key: str, slot: _Slot) -> None:
@@ -541,49 +431,38 @@ class GateScheduler:
         if self._closed or self._slots.get(key) is not slot:
             return
         try:
-            self._turn_now(key, slot)
+            now = time.monotonic()
+            while slot.queue:
+                floor = self._floor_of(key, slot.queue[0])  # (a ticket's is never 0)
+                if (now < slot.due or slot.out) if floor else (slot.out >= self._concurrency(key)):
+                    break
+                self._go(key, slot, floor, now)
+                if floor:
+                    break
+            if slot.queue:
+                self._wake(key, slot)
+            elif not slot.out and now >= slot.due:
+                del self._slots[key]
         except Exception as exc:  # a bug of the gate's: the slot's requests end, the crawl goes on
             self._fail_slot(key, slot, f"its Crawl-delay turn failed ({type(exc).__name__}: {exc})", exc)
 
-    def _turn_now(self, key: str, slot: _Slot) -> None:
-        now = time.monotonic()
-        while slot.queue:
-            item = slot.queue[0]
-            floor = self._floor_of(key, item)
-            if (now < slot.due or slot.out) if floor else (slot.out >= self._concurrency(key)):
-                break
-            slot.queue.popleft()
-            if isinstance(item, _Ticket):
-                slot.due, slot.out = now + floor, slot.out + 1
-                item.waiter.callback(None)
-                break
-            self._count -= 1
-            if floor:
-                self._pace(item, key, slot, floor, now)
-                self._release(item, Held(paced=True))
-                break
-            known = self.service.known(origin_of_request(item) or "")
-            if known is None or self._allowed(item, known):  # (a denied one takes no place)
-                self._track(_Tracked(item, key, None, 0.0, now))
-                slot.out += 1
-            self._release(item, Held(for_robots=True))
-        if slot.queue:
-            self._wake(key, slot)
-        elif not slot.out and now >= slot.due:
-            del self._slots[key]
-
-    def _pace(self, request: Request, key: str, slot: _Slot, floor: float, now: float) -> None:
-        """A paced request goes on: the slot's next one waits until this one has
-        left the downloader and a floor more (so the server sees them at least a
-        floor apart however late a busy loop sends this one), as the cluster's turns do."""
-        slot.due = now + floor
-        self._track(_Tracked(request, key, None, floor, now))
-        slot.out += 1
+    def _go(self, key: str, slot: _Slot, floor: float, now: float, origin: str | None = None) -> None:
+        """The slot's first request goes on; with a floor, the next waits until it is done and a floor more."""
+        item = slot.queue.popleft()
+        if floor:
+            slot.due = now + floor
+        if isinstance(item, _Ticket):
+            slot.out += 1
+            item.waiter.callback(None)
+            return
+        self._count -= 1
+        known = None if floor else self.service.known(origin_of_request(item) or "")
+        if known is None or self._allowed(item, known):  # (a denied one takes no place)
+            self._occupy(item, key, slot, floor, now, origin)
+        self._release(item, Held(paced=True) if floor else Held(for_robots=True))
 
     async def _take_turns(self, key: str, slot: _Slot) -> None:
-        """With a shared store: each request of the slot in turn takes its
-        cluster-wide turn (the store's clock), then goes on; the next turn counts
-        from when it is done (noted when it leaves the downloader)."""
+        """With a shared store: each request of the slot takes its cluster-wide turn (the store's clock)."""
         try:
             while slot.queue and not self._closed:
                 item = slot.queue[0]
@@ -597,15 +476,7 @@ class GateScheduler:
                 await self.service.wait_turn(origin, floor, since)
                 if self._closed or not slot.queue or slot.queue[0] is not item:
                     break
-                slot.queue.popleft()
-                slot.due = time.monotonic() + floor
-                if isinstance(item, _Ticket):
-                    slot.out += 1
-                    item.waiter.callback(None)
-                    continue
-                self._count -= 1
-                self._track(_Tracked(item, None, origin, floor, time.monotonic()))
-                self._release(item, Held(paced=True))
+                self._go(key, slot, floor, time.monotonic(), origin)
         except NotResolved:
             return
         except Exception as exc:  # the store failed otherwise: the slot's requests end, the crawl goes on
@@ -625,19 +496,13 @@ class GateScheduler:
                     self._turn(key, slot)
 
     def _look_later(self) -> None:
-        """After a batch of holds: schedule the next request again (``engine.crawl``
-        wakes the engine), to be looked at, with what follows, in the next call."""
-        self._waking = False
-        if self._closed:
-            return
-        request = self._take()
-        if request is not None and not self._release(request, None):  # back in _peek, through enqueue_request
+        """After a batch of holds: schedule the next request again (``engine.crawl`` wakes the engine)."""
+        self._waking = False  # (released, it comes back to _peek through enqueue_request)
+        if not self._closed and (request := self._take()) is not None and not self._release(request, None):
             self._peek = request
 
-    # -- releasing -------------------------------------------------------------------------
     def _release(self, request: Request, held: Held | None) -> bool:
-        """Schedule ``request`` again: the engine wakes and takes it from :attr:`_ready`
-        (``held`` None: it is the next to be looked at, :attr:`_peek`).  False once closing."""
+        """Schedule ``request`` again, to :attr:`_ready` (``held`` None: to :attr:`_peek`).  False once closing."""
         engine = self.crawler.engine
         if self._closed or engine is None or self.crawler.spider is None:
             return False
@@ -652,8 +517,7 @@ class GateScheduler:
         return True
 
     def _fail(self, requests: list[Request], error: str, exc: BaseException | None = None) -> None:
-        """The gate's or the service's own work failed for ``requests``: each goes
-        to the middleware, which drops it with ``error`` (errback, count, log line)."""
+        """The gate's or the service's own work failed for ``requests``: the middleware drops each with ``error``."""
         if not requests:
             return
         logger.error(
@@ -676,31 +540,31 @@ class GateScheduler:
             del self._slots[key]
         self._fail(requests, error, exc)
 
-    def _track(self, tracked: _Tracked) -> None:
-        self._tracked[id(tracked.request)] = tracked
+    def _occupy(self, request: Request, key: str, slot: _Slot, floor: float, now: float, origin: Any = None) -> None:
+        """``request`` goes on, counted against its slot (or its cluster turn: ``origin``) until it is done."""
+        self._tracked[id(request)] = _Tracked(request, key if origin is None else None, origin, floor, now)
         self._listen()
+        if origin is None:
+            slot.out += 1
 
     def _done(self, request_id: int, noted: bool) -> None:
         tracked = self._tracked.pop(request_id)
         if tracked.origin is not None and noted:
             # its response is in: the server saw it before now, however late a busy loop sent it
             compat.spawn(self.service.note_start(tracked.origin, tracked.floor))
-        slot = self._slots.get(tracked.key) if tracked.key is not None else None
-        if slot is not None:
+        if tracked.key is not None and (slot := self._slots.get(tracked.key)) is not None:
             slot.out -= 1
             if tracked.floor and noted:  # a paced request is in: the next one a floor from now
                 slot.due = max(slot.due, time.monotonic() + tracked.floor)
-            self._turn(tracked.key, slot)  # type: ignore[arg-type]
+            self._turn(tracked.key, slot)
         self._listen()
 
     def _reached(self, request: Request, spider: Any = None) -> None:
-        tracked = self._tracked.get(id(request))
-        if tracked is not None and tracked.request is request:
+        if (tracked := self._tracked.get(id(request))) is not None and tracked.request is request:
             tracked.seen = True
 
     def _left(self, request: Request, spider: Any = None) -> None:
-        tracked = self._tracked.get(id(request))
-        if tracked is not None and tracked.request is request:
+        if (tracked := self._tracked.get(id(request))) is not None and tracked.request is request:
             self._done(id(request), noted=True)
 
     def _sweep(self) -> None:
@@ -712,53 +576,22 @@ class GateScheduler:
 
     def _listen(self) -> None:
         """Receive the downloader's per-request signals only while requests are tracked."""
-        wanted = bool(self._tracked)
-        if wanted is (self._sweeper is not None):
+        if (wanted := bool(self._tracked)) is (self._sweeper is not None):
             return
-        manager = self.crawler.signals
-        if wanted:
-            manager.connect(self._reached, signal=signals.request_reached_downloader)
-            manager.connect(self._left, signal=signals.request_left_downloader)
-            self._sweeper = compat.every(UNSEEN_SECONDS, self._sweep)
-        else:
-            manager.disconnect(self._reached, signal=signals.request_reached_downloader)
-            manager.disconnect(self._left, signal=signals.request_left_downloader)
-            if self._sweeper.running:
-                self._sweeper.stop()
-            self._sweeper = None
+        wire = self.crawler.signals.connect if wanted else self.crawler.signals.disconnect
+        wire(self._reached, signal=signals.request_reached_downloader)
+        wire(self._left, signal=signals.request_left_downloader)
+        if not wanted and self._sweeper.running:
+            self._sweeper.stop()
+        self._sweeper = compat.every(UNSEEN_SECONDS, self._sweep) if wanted else None
 
-    def _prefetch(self, request: Request) -> None:
-        """RFC9309_EARLY_FETCH: a new origin's fetch starts when its first request is scheduled."""
-        origin, files = self._checked(request)
-        if origin is None or self.service.pending(origin):
-            return
-        if self._offsite is None or not self._offsite(request):
-            self.service.prefetch(origin, request, files)
-
-    # -- the close -------------------------------------------------------------------------
-    def _hand_back(self, kinds: dict[str, list[Request]]) -> None:
-        """Give the held requests back to a scheduler that keeps its queue across the
-        close; what it refuses or cannot serialize (Scrapy counts it in
-        ``scheduler/unserializable``) stays in ``kinds``, to be dropped."""
-        stats = self.crawler.stats
-        handed = 0
-        for requests in kinds.values():
-            kept: list[Request] = []
-            for request in requests:
-                unserializable = stats.get_value("scheduler/unserializable", 0)
-                request.dont_filter = True  # already seen by the duplicate filter: kept anyway
-                request.meta.pop(RELEASED, None)
-                if (
-                    self.inner.enqueue_request(request)
-                    and stats.get_value("scheduler/unserializable", 0) == unserializable
-                ):
-                    handed += 1
-                else:
-                    kept.append(request)
-            requests[:] = kept
-        if handed:
-            self._counts.inc("gate/handed_back", handed)
-            logger.info("scrapy-rfc9309: the spider closed; %d held requests handed back to the scheduler", handed)
+    def _hand_back(self, request: Request) -> bool:
+        """Whether the scheduler (it keeps its queue across the close) took and could serialize ``request``."""
+        stats, bad = self.crawler.stats, "scheduler/unserializable"
+        before = stats.get_value(bad, 0)
+        request.dont_filter = True  # already seen by the duplicate filter: kept anyway
+        request.meta.pop(RELEASED, None)
+        return bool(self.inner.enqueue_request(request)) and stats.get_value(bad, 0) == before
 
     def _drop(self, requests: list[Request], kind: str) -> None:
         """The spider closed: each held request ends with an IgnoreRequest to its errback."""
@@ -776,29 +609,14 @@ class GateScheduler:
         )  # fmt: skip
 
 
-def _feeds_on_idle(spider: Any) -> bool:
-    """Whether ``spider`` takes more work from its source when the engine is idle and
-    keeps itself open meanwhile (scrapy-redis's ``RedisSpider``): requests waiting
-    only for their Crawl-delay turn are then not reported pending, so that the
-    worker takes other origins' work while they wait, as scrapy-redis intends."""
-    try:
-        from scrapy_redis.spiders import RedisMixin
-    except ImportError:
-        return False
-    return isinstance(spider, RedisMixin)
-
-
 def _call_errback(request: Request, failure: Failure) -> None:
     """Call an errback as the scraper would; what it yields is dropped (the spider is closed)."""
     try:
         result = request.errback(failure)  # type: ignore[misc]
-        if inspect.isasyncgen(result):
-            compat.spawn(_drain(result))
-        elif inspect.iscoroutine(result):
-            compat.spawn(result)
+        if inspect.isasyncgen(result) or inspect.iscoroutine(result):
+            compat.spawn(_drain(result) if inspect.isasyncgen(result) else result)
         elif inspect.isgenerator(result):
-            for _ in result:
-                pass
+            deque(result, maxlen=0)  # (runs it to the end)
     except Exception:
         logger.exception("scrapy-rfc9309: the errback of %s failed", request)
 
