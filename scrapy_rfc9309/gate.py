@@ -121,7 +121,7 @@ class GateScheduler:
         self._sweeper: Any = None
         self._offsite: Any = None
         self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
-        self._feeds_on_idle = False  # scrapy-redis's RedisSpider: one waiting for its turn is not pending
+        self._feed: Any = None  # scrapy-redis's RedisSpider takes more work: schedule_next_requests
         self._reads_pages = self.settings.reads_pages
         redis = uses_scrapy_redis(project_scheduler(crawler.settings))  # (keeps its queue across the close)
         self._keeps = bool(crawler.settings.get("JOBDIR")) or (redis and crawler.settings.getbool("SCHEDULER_PERSIST"))
@@ -143,17 +143,15 @@ class GateScheduler:
     def open(self, spider: Any) -> Any:
         self._offsite = compat.offsite_filter(self.crawler)
         redis = sys.modules.get("scrapy_redis.spiders")  # (imported if the spider is one)
-        self._feeds_on_idle = redis is not None and isinstance(spider, redis.RedisMixin)
+        if redis is not None and isinstance(spider, redis.RedisMixin):
+            self._feed = spider.schedule_next_requests
         self.service.pacer = self
         self.service.on_ready(self._floor_changed)
         self.service.on_forget(self._forget)
         return self.inner.open(spider) if hasattr(self.inner, "open") else None
 
     def has_pending_requests(self) -> bool:
-        held = self.held
-        if held and self._feeds_on_idle:  # only waiting for their turn: not pending, the spider may feed itself
-            held -= sum(1 for slot in self._slots.values() for item in slot.queue if not isinstance(item, _Ticket))
-        return bool(held) or self.inner.has_pending_requests()
+        return bool(self.held) or self.inner.has_pending_requests()
 
     def enqueue_request(self, request: Request) -> bool:
         if id(request) in self._releasing:  # one of ours, scheduled again
@@ -192,6 +190,8 @@ class GateScheduler:
                 return None
             request = self._take()
             if request is None:
+                if self._feed is not None and self._count and not self._held and not self._releases:
+                    self._feed()  # only turns to wait for (pending, so no spider_idle): its next work
                 return None
             try:
                 admitted = self._admit(request)

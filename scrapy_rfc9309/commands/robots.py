@@ -98,6 +98,8 @@ EXIT_UNFINISHED = 4
 class Command(ScrapyCommand):
     requires_project = False
     _spider: type[Spider] | None = None
+    #: the project's RFC9309_AUDIT and its priority, before the command's own crawl turns it off
+    _audit_setting: tuple[Any, Any] = (None, None)
     # Logs go to stderr; stdout carries only the report. -L DEBUG shows each robots.txt request.
     default_settings = {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False}
 
@@ -285,7 +287,7 @@ class Command(ScrapyCommand):
 
         from ..settings import audit_setting_key
 
-        value, priority = getattr(self, "_audit_setting", (None, None))
+        value, priority = self._audit_setting
         settings = BaseSettings()
         settings.set("RFC9309_AUDIT", value, priority=priority or "default")
         if self._spider is not None:

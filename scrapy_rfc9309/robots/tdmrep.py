@@ -221,6 +221,13 @@ class TdmRep:
         ]
         self._build(kept, tuple(diagnostics), 0)
 
+    @classmethod
+    def _made(cls, rules: list[_Kept], diagnostics: tuple[Diagnostic, ...], omitted: int) -> TdmRep:
+        """A file built from what :meth:`parsing` kept (not through ``__init__``)."""
+        self = cls.__new__(cls)
+        self._build(rules, diagnostics, omitted)
+        return self
+
     def _build(self, rules: list[_Kept], diagnostics: tuple[Diagnostic, ...], omitted: int) -> None:
         self._numbers: tuple[int, ...] = tuple(r[0] for r in rules)
         self._locations: tuple[str, ...] = tuple(r[1] for r in rules)
@@ -264,9 +271,7 @@ class TdmRep:
         except Exception as exc:  # noqa: BLE001 - hostile input: never raise; pragma: no cover (none known)
             rules = []
             problems.add(0, "tdmrep_not_json", repr(exc)[:100])
-        rep = cls.__new__(cls)
-        rep._build(rules, problems.kept(), problems.omitted)
-        return rep
+        return cls._made(rules, problems.kept(), problems.omitted)
 
     @property
     def rules(self) -> tuple[_Rule, ...]:
