@@ -318,3 +318,16 @@ async def test_delayed_requests_are_counted_in_batches_as_every_other_count(site
     assert stat(crawler, "requests_delayed") == 20
     assert _CountingStats.calls["rfc9309/crawl_delay/requests_delayed"] < 10, _CountingStats.calls
     assert _CountingStats.calls["rfc9309/requests/checked"] < 10, _CountingStats.calls
+
+
+@pytest_twisted.ensureDeferred
+async def test_switching_floors_off_with_the_add_on_is_said_at_most_at_info(sites, caplog):
+    """Issue 38: `-s RFC9309_CRAWL_DELAY=False`, a documented switch used as documented,
+    logged "WARNING: Disabled ...CrawlDelayExtension"; the floors now live in the gate,
+    and nothing of the plugin or Scrapy warns about the switch."""
+    site = sites("127.0.0.2", "User-agent: *\nCrawl-delay: 1\n")
+    with caplog.at_level(logging.INFO):
+        await crawl(pages(site, 2), RFC9309_CRAWL_DELAY=False, ADDONS={"scrapy_rfc9309.Addon": 0})
+    assert len(site.page_hits()) == 2
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert loud == [], loud
