@@ -13,10 +13,8 @@ STATS_FLUSH_SECONDS = 1.0
 
 
 class Counts:
-    """Stat increments batched in a dict, added to Scrapy's stats every second.
-
-    Keys are under ``rfc9309/``; :meth:`inc_scrapy` counts the ``robotstxt/*``
-    keys of Scrapy's own middleware, with their meaning (docs/middleware.md)."""
+    """Keys under ``rfc9309/``; :meth:`inc_scrapy` counts the ``robotstxt/*`` keys of Scrapy's own
+    middleware, with their meaning (docs/middleware.md)."""
 
     def __init__(self, stats: Any) -> None:
         self._stats = stats
@@ -38,10 +36,9 @@ class Counts:
 
     def flush(self) -> None:
         counts, self._counts = self._counts, defaultdict(int)
+        scrapy, self._scrapy = self._scrapy, defaultdict(int)
         self._flushed_at = time.monotonic()
         for key, count in counts.items():
             self._stats.inc_value(STATS + key, count)
-        if self._scrapy:
-            scrapy, self._scrapy = self._scrapy, defaultdict(int)
-            for key, count in scrapy.items():
-                self._stats.inc_value(key, count)
+        for key, count in scrapy.items():
+            self._stats.inc_value(key, count)

@@ -1,13 +1,8 @@
-"""Scrapy's ``robots_parsed`` signal, for extensions written for the built-in
-middleware.
+"""Scrapy's ``robots_parsed`` signal, for extensions written for the built-in middleware.
 
-Scrapy sends ``robots_parsed`` with a ``robotparser`` object that answers
-``allowed(url, user_agent)`` and ``crawl_delay(user_agent)``, where
-``user_agent`` is whatever the extension holds: a product token, a full
-User-Agent string, or bytes.  :class:`RobotParserAdapter` answers both from a
-:class:`~scrapy_rfc9309.RobotsTxt`, deriving the token the same way the
-middleware does.  It also satisfies Scrapy's ``RobotParser`` interface, so it
-can serve as ``ROBOTSTXT_PARSER`` for code that builds parsers itself.
+Its ``robotparser`` answers ``allowed(url, user_agent)`` and ``crawl_delay(user_agent)`` for whatever
+``user_agent`` an extension holds (a token, a full User-Agent, bytes): :class:`RobotParserAdapter`
+answers both from a :class:`~scrapy_rfc9309.RobotsTxt`, and can serve as ``ROBOTSTXT_PARSER`` too.
 """
 
 from __future__ import annotations
@@ -27,15 +22,13 @@ class RobotParserAdapter(RobotParser):
     """A :class:`RobotsTxt` behind Scrapy's ``RobotParser`` interface."""
 
     def __init__(self, robots: RobotsTxt, default_token: str) -> None:
-        #: the governing file or policy, for code that knows this plugin
-        self.robots = robots
+        self.robots = robots  # the governing file or policy, for code that knows this plugin
         self.default_token = default_token
 
     @classmethod
     def from_crawler(cls, crawler: Crawler | None, robotstxt_body: bytes) -> RobotParserAdapter:
-        """Parse ``robotstxt_body`` with the crawl's settings; with no crawler
-        (Scrapy's own parser tests build every backend as
-        ``build_from_crawler(cls, None, body)``), with the default settings."""
+        """Parse ``robotstxt_body`` with the crawl's settings, or the defaults without a crawler (as
+        Scrapy's own parser tests build every backend: ``build_from_crawler(cls, None, body)``)."""
         from scrapy.settings import Settings
 
         from .settings import Rfc9309Settings

@@ -1,19 +1,11 @@
-"""The downloader middleware: the decision, and its log lines.
-
-A request the gate (:mod:`.gate`) let through has a resolved origin and has
-taken its Crawl-delay turn: the check is a synchronous look-up and match.  A
-request that reached the downloader without the gate (an extension's
-``engine.download_async``, a project without the gate, a cache entry that
-expired on the way) waits here for its origin's resolution and its turn.
-What a response states about its use is read in ``process_response`` with
-what the resolution already holds (the origin's tdmrep.json): nothing waits
-there.  Stats: docs/middleware.md.
-"""
+"""The downloader middleware: the decision, its log lines and counts, the usage model on responses.
+A request the gate (:mod:`.gate`) released is a synchronous look-up; one that came without it waits
+here for its origin's resolution and its Crawl-delay turn.  Stats: docs/middleware.md."""
 
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import signals
@@ -28,7 +20,6 @@ from .masking import mask_url
 from .origins import origin_of_request
 from .page_usage import read_response
 from .robots import Decision, Verdict
-from .robots.access import Access
 from .robots.tdmrep import EMPTY
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
@@ -43,9 +34,7 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-
-    # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing_extensions import Self  # (typing.Self requires Python 3.11)
 
     from .settings import Rfc9309Settings
 
@@ -57,37 +46,36 @@ META_USAGE = "rfc9309_usage"
 _ALLOWED = {v: f"requests/allowed/{v.value}" for v in Verdict}
 _DENIED = {v: f"requests/denied/{v.value}" for v in Verdict}
 DROPPED_CLOSING = "requests/dropped/spider_closing"
-#: the gate's or the service's own work failed for the request
-DROPPED_ERROR = "requests/dropped/error"
-#: allowed by robots.txt, not downloaded: its usage preferences disallow a declared purpose
-DENIED_USAGE = "requests/denied/usage_preferences"
-#: Scrapy's own stat for every request robots.txt drops, counted beside ours
-FORBIDDEN = "robotstxt/forbidden"
+DROPPED_ERROR = "requests/dropped/error"  # the gate's or the service's own work failed for the request
+DENIED_USAGE = "requests/denied/usage_preferences"  # allowed by robots.txt, not by its usage preferences
+FORBIDDEN = "robotstxt/forbidden"  # Scrapy's own stat for every request robots.txt drops, counted beside ours
+Checked = tuple[Decision, str, Usage]  # what RobotsTxtMiddleware._check found
 
 
 class RobotsTxtMiddleware:
     """RFC 9309 robots.txt for Scrapy; replaces Scrapy's RobotsTxtMiddleware."""
 
     def __init__(self, crawler: Crawler, settings: Rfc9309Settings | None = None) -> None:
-        """``RobotsTxtMiddleware(crawler)``, Scrapy's constructor, works too;
-        ``NotConfigured`` when the plugin is off in this crawl."""
         if settings is None:
             settings = rfc9309_settings(crawler)
             if not settings.enabled:
                 raise NotConfigured  # said once, at INFO, by rfc9309_settings
             if not refused(crawler):  # refused: the ERROR line said why; these are only the defaults
-                _announce_settings(crawler, settings)
+                logger.info(
+                    "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
+                    "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
+                    settings.user_agent_source, settings.unreachable, settings.cache_seconds, settings.cache_max_origins,
+                    extra={"spider": crawler.spider},
+                )  # fmt: skip
         self.crawler = crawler
         self.settings = settings
         self.service = service = robots_service(crawler)
-        #: the crawl's gate, once the engine built its scheduler (None without one)
-        self._gate: Any = None
+        self._gate: Any = None  # the crawl's gate, once the engine built its scheduler
         self._counts = service.counts
         #: provenance, changes and the audit trail (scrapy_rfc9309.audit)
         self.recorder = recorder = Recorder(crawler, service, settings)
         service.on_file(lambda *args: recorder.tdmrep(*args) if recorder.active else None)
-        #: whether any response may be read for usage sources
-        self._reads_pages = settings.reads_pages
+        self._reads_pages = settings.reads_pages  # whether any response may be read for usage sources
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -95,15 +83,12 @@ class RobotsTxtMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    # -- the decision ----------------------------------------------------------
     @compat.request_method  # the spider argument of Scrapy 2.13
     def process_request(self, request: Request) -> Coroutine[Any, Any, None] | None:
         meta = request.meta
-        if FETCH_META_KEY in meta:
-            return None  # our own robots.txt fetch
         origin = origin_of_request(request)
-        if origin is None:
-            return None  # data:, file: and other non-HTTP URLs are never checked
+        if FETCH_META_KEY in meta or origin is None:
+            return None  # our own robots.txt fetch; data:, file: and other non-HTTP URLs are never checked
         counts = self._counts
         counts.inc("requests/checked")
         counts.tick()
@@ -113,165 +98,108 @@ class RobotsTxtMiddleware:
             counts.inc(DROPPED_ERROR)
             self._drop(request, f"Dropped: {held.error}")
         policy = self.settings.for_origin(origin)
+        tokens = policy.user_agents
         if meta.get("dont_obey_robotstxt") or not policy.obey:
             counts.inc(_ALLOWED[Verdict.ALLOWED_NOT_OBEYED])
-            meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, policy.user_agents, UNKNOWN)
+            meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, tokens, UNKNOWN)
             return None
-        tokens = policy.user_agents
         if meta.get(META_USER_AGENT):
             tokens = self._request_tokens(request, origin, meta[META_USER_AGENT], META_USER_AGENT)
         elif policy.from_user_agent and request.headers and (header := request.headers.get(b"User-Agent")):
             # (most requests have no header yet here: UserAgentMiddleware comes later)
             tokens = self._request_tokens(request, origin, header, "User-Agent header")
-
         files = self._reads_pages or META_USAGE in meta
         known = self.service.fresh(origin, files)
         if known is not None and (held is not None and held.paced or not self._floor(known, tokens)):
             # the hot path: known, and no Crawl-delay turn to take here
             counts.inc("cache/misses" if held is not None and held.for_robots else "cache/hits")
-            self._allow(request, origin, known, tokens, *self._check(request, origin, known, tokens))
+            self._allow(request, origin, known, tokens, self._check(request, origin, known, tokens))
             return None
-        if known is not None:
-            counts.inc("cache/hits")
-        else:
-            counts.inc("cache/misses")
+        counts.inc("cache/hits" if known is not None else "cache/misses")
         return self._wait(request, origin, tokens, known, files)
 
     async def _wait(
         self, request: Request, origin: str, tokens: tuple[str, ...], known: Known | None, files: bool
     ) -> None:
-        """A request that came without the gate: wait for its origin's resolution
-        and its Crawl-delay turn, in its downloader place."""
+        """A request that came without the gate waits, in its downloader place, for its origin's
+        resolution and its Crawl-delay turn (the gate's, else a shared store's)."""
         try:
             if known is None:
                 try:
                     known = await self.service.resolve(origin, request, files)
-                except NotResolved:
-                    self._drop_closing(request)
-                except Exception:
-                    self._counts.inc("requests/errors")
+                except Exception as exc:
+                    if not isinstance(exc, NotResolved):
+                        self._counts.inc("requests/errors")
                     raise
-            decision, token, usage = self._check(request, origin, known, tokens)
-            floor = self._floor(known, tokens) if decision.verdict is not Verdict.ALLOWED_ROBOTS_TXT else 0
-            if floor:  # (robots.txt itself takes no turn)
-                await self._take_turn(request, origin, floor)
+            checked = self._check(request, origin, known, tokens)
+            floor = self._floor(known, tokens) if checked[0].verdict is not Verdict.ALLOWED_ROBOTS_TXT else 0
+            if floor and self._gate is not None:  # (robots.txt itself takes no turn)
+                (await self._gate.file_turn(origin, request, floor))()  # (its download is on its way now)
+            elif floor:  # (a shared store paces the cluster)
+                await self.service.wait_turn(origin, floor)
+                compat.spawn(self.service.note_start(origin, floor))
         except NotResolved:
-            self._drop_closing(request)
-        self._allow(request, origin, known, tokens, decision, token, usage)
-
-    async def _take_turn(self, request: Request, origin: str, floor: float) -> None:
-        """A request that bypassed the gate takes its slot's turn: the gate's (which
-        is cluster-wide with a shared store); without a gate, the cluster's only."""
-        if self._gate is not None:
-            done = await self._gate.file_turn(origin, request, floor)
-            done()  # (its download is on its way now)
-        elif self.service.paces:
-            await self.service.wait_turn(origin, floor)
-            compat.spawn(self.service.note_start(origin, floor))
+            self._counts.inc(DROPPED_CLOSING)
+            self._drop(request, "Dropped: the spider closed before robots.txt allowed it")
+        self._allow(request, origin, known, tokens, checked)
 
     def _floor(self, known: Known, tokens: tuple[str, ...]) -> float:
-        """The floor a request of ``tokens`` keeps, where a turn is taken: with the
-        gate, or cluster-wide (a shared store)."""
+        """The floor ``tokens`` keep where a turn is taken: with the gate, or a shared store."""
         if not known.floor or (self._gate is None and not self.service.paces):
             return 0.0
         return known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
 
-    def _check(
-        self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]
-    ) -> tuple[Decision, str, Usage]:
-        """The decision, the token it names and the usage preferences robots.txt
-        states for the URL; a denied request (by robots.txt, or by preferences
-        that disallow a declared purpose) is counted, recorded and raises
-        ``IgnoreRequest``.  With several tokens every one must allow; a denial
-        names the token."""
+    def _check(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Checked:
+        """The decision, the token it names and robots.txt's usage preferences for the URL; a denial
+        (by robots.txt for any token, or against a declared purpose) is counted, recorded and raised."""
         if len(tokens) == 1:
             token = tokens[0]
             decision = known.robots.check(request.url, token)
         else:
             decision, token = decide_all(known.robots, request.url, tokens)
-        if decision.allowed:
-            usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
-            if usage or META_USAGE in request.meta:  # (a bad meta value is refused at once)
-                purposes = self._purposes(request, origin)
-                denied = usage.denies(purposes) if purposes else None
-                if denied is not None:
-                    self._deny_usage(request, origin, known, token, *denied)
-            return decision, token, usage
-        if self.recorder.active:
-            self.recorder.decided(request.url, origin, known, decision, token)
-        self._counts.inc(_DENIED[decision.verdict])
-        self._counts.inc_scrapy(FORBIDDEN)
-        self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
+        if not decision.allowed:
+            if self.recorder.active:
+                self.recorder.decided(request.url, origin, known, decision, token)
+            self._counts.inc(_DENIED[decision.verdict])
+            self._counts.inc_scrapy(FORBIDDEN)
+            self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
+        usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
+        purposes = self._purposes(request, origin) if usage or META_USAGE in request.meta else ()  # (a bad one raises)
+        denied = usage.denies(purposes) if purposes else None
+        if denied is not None:
+            label, sources = denied
+            self._counts.inc(f"usage/denied/{label}")
+            self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
+            if self.recorder.active:
+                self.recorder.usage_decided(request.url, origin, known, token, "denied", "robots.txt", label, sources)
+            self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {_where(sources)}")
+        return decision, token, usage
 
-    def _allow(
-        self,
-        request: Request,
-        origin: str,
-        known: Known,
-        tokens: tuple[str, ...],
-        decision: Decision,
-        token: str,
-        usage: Usage = UNKNOWN,
-    ) -> Verdict:
-        """Count an allowed request as it goes on to the downloader, record it
-        and give it its provenance (with the usage preferences robots.txt
-        states for it); a request dropped before (the spider closed while it
-        waited) is counted as dropped instead."""
+    def _allow(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...], checked: Checked) -> None:
+        decision, token, usage = checked
         if self.recorder.active:
             self.recorder.decided(request.url, origin, known, decision, token, usage)
         self._counts.inc(_ALLOWED[decision.verdict])
         request.meta[META_KEY] = provenance(known, decision, tokens, usage)
-        return decision.verdict
 
-    # -- AI usage preferences ----------------------------------------------------------
     def _purposes(self, request: Request, origin: str, downloaded: bool = False) -> tuple[str, ...]:
-        """The declared purposes of ``request``: its ``rfc9309_usage`` meta key,
-        else its origin's (RFC9309_ORIGINS), else the crawl's RFC9309_USAGE."""
-        value = request.meta.get(META_USAGE)
-        if value is None:
-            return self.settings.for_origin(origin).usage
+        """:func:`declared_purposes`; a bad ``rfc9309_usage`` is a denial before the download (so the
+        stats add up), a drop after it (a request that skipped the check, counted as allowed)."""
         try:
-            return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)
+            return _declared(request, self.settings, origin)
         except (ValueError, TypeError) as exc:
-            self._invalid_purposes(request, exc, downloaded)
-
-    def _invalid_purposes(self, request: Request, exc: Exception, downloaded: bool) -> NoReturn:
-        """A bad ``rfc9309_usage`` value: a denial before the download (counted
-        with the other usage denials, so the stats add up); a drop after it (a
-        request that skipped the check, already counted as allowed)."""
-        reason = f"invalid {META_USAGE} ({shorten(exc)})"
-        if downloaded:
-            self._counts.inc("usage/dropped/invalid_purpose")
-            self._drop(request, f"Dropped by usage preferences: {reason}")
-        self._counts.inc("usage/denied/invalid_purpose")
-        self._counts.inc(DENIED_USAGE)
-        self._drop(request, f"Forbidden by usage preferences: {reason}")
-
-    def _deny_usage(
-        self,
-        request: Request,
-        origin: str,
-        known: Known | None,
-        token: str | None,
-        label: str,
-        sources: tuple[Any, ...],
-    ) -> NoReturn:
-        """robots.txt disallows ``label``, a declared purpose: not downloaded."""
-        where = _where(sources)
-        self._counts.inc(f"usage/denied/{label}")
-        self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
-        if self.recorder.active:
-            self.recorder.usage_decided(request.url, origin, known, token, "denied", "robots.txt", label, sources)
-        self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {where}")
+            reason = f"invalid {META_USAGE} ({shorten(exc)})"
+            if downloaded:
+                self._counts.inc("usage/dropped/invalid_purpose")
+                self._drop(request, f"Dropped by usage preferences: {reason}")
+            self._counts.inc("usage/denied/invalid_purpose")
+            self._counts.inc(DENIED_USAGE)
+            self._drop(request, f"Forbidden by usage preferences: {reason}")
 
     @compat.response_method  # the spider argument of Scrapy 2.13
     def process_response(self, request: Request, response: Response) -> Response:
-        """Add the response's ``Content-Usage`` header to the preferences in its
-        provenance.  Where purposes are declared (or RFC9309_USAGE's report),
-        every other source is read too (:mod:`.page_usage`, with the origin's
-        tdmrep.json the resolution holds), and a response whose preferences
-        disallow a declared purpose is dropped or marked (RFC9309_USAGE's header;
-        an unknown one counts as a "no" when RFC9309_USAGE's unknown is "deny")."""
+        """Add the response's ``Content-Usage`` header to the preferences in its provenance; where
+        purposes are declared (or RFC9309_USAGE reports), read every source (:meth:`_read_page`)."""
         meta = request.meta
         prov = meta.get(META_KEY)
         if prov is None or FETCH_META_KEY in meta:
@@ -284,11 +212,8 @@ class RobotsTxtMiddleware:
         header = response.headers.getlist(b"Content-Usage")
         if not header:
             return response  # the common case: nothing more to say (no purpose: nothing to enforce)
-        usage = from_header(header)
-        stated = prov.get("usage")  # robots.txt's, given at request time
-        if stated is not None:
-            usage = Usage.from_dict(stated).combine(usage)
-        prov["usage"] = usage.to_dict()
+        usage, stated = from_header(header), prov.get("usage")  # robots.txt's, given at request time
+        prov["usage"] = (Usage.from_dict(stated).combine(usage) if stated is not None else usage).to_dict()
         if self.recorder.allowed_records:
             self.recorder.response_usage(request.url, origin or "", prov["usage"])
         return response
@@ -296,65 +221,44 @@ class RobotsTxtMiddleware:
     def _read_page(
         self, request: Request, response: Response, prov: dict[str, Any], origin: str, purposes: tuple[str, ...]
     ) -> Response:
-        """Every source of the response (:func:`.page_usage.read_response`) with
-        robots.txt's preferences, into the provenance and the audit trail; then
-        the decision on the declared purposes."""
+        """Every source of the response (:func:`.page_usage.read_response`) into the provenance and the
+        audit trail; one that disallows a declared purpose is dropped or marked (RFC9309_USAGE)."""
         known = self.service.known(origin)
         tdmrep = known.tdmrep.tdmrep if known is not None and known.tdmrep is not None else EMPTY
         reading = read_response(response, request.url, prov.get("tokens") or self.settings.user_agents, tdmrep)
         if reading.head_read:
             self._counts.inc("page/heads_read")
         if reading.nofollow:
-            prov["nofollow"] = {
-                "sources": [s.to_dict() for s in reading.nofollow],
-                "enforced": bool(purposes) and self.settings.follows_nofollow,
-            }
-        usage = reading.usage
-        stated = prov.get("usage")  # robots.txt's, given at request time
+            enforced = bool(purposes) and self.settings.follows_nofollow
+            prov["nofollow"] = {"sources": [s.to_dict() for s in reading.nofollow], "enforced": enforced}
+        usage, stated = reading.usage, prov.get("usage")  # robots.txt's, given at request time
         if stated is not None and not _states_any(stated):
             stated = None  # (robots.txt says nothing here: nothing to read back)
         if usage:
             if stated is not None:
                 usage = Usage.from_dict(stated).combine(usage)
             prov["usage"] = usage.to_dict()
-            recorder = self.recorder
-            if recorder.allowed_records or (recorder.active and self.settings.usage_report):
-                recorder.response_usage(request.url, origin, prov["usage"])
+            if self.recorder.allowed_records or (self.recorder.active and self.settings.usage_report):
+                self.recorder.response_usage(request.url, origin, prov["usage"])
         elif self.settings.usage_unknown_denies and stated is not None:
             usage = Usage.from_dict(stated)
-        return self._enforce(request, response, prov, origin, usage, purposes)
-
-    def _enforce(
-        self,
-        request: Request,
-        response: Response,
-        prov: dict[str, Any],
-        origin: str,
-        usage: Usage,
-        purposes: tuple[str, ...],
-    ) -> Response:
-        """Drop or mark a response whose preferences disallow a declared purpose."""
         denied = usage.denies(purposes, self.settings.usage_unknown_denies) if purposes else None
         if denied is None:
             return response
         label, sources = denied
-        where = _where(sources)
         action = "marked" if self.settings.usage_header == "mark" else "dropped"
         self._counts.inc(f"usage/{action}/{label}")
         if self.recorder.active:
             stage = sources[0].origin if sources else "unknown"
             self.recorder.usage_decided(request.url, origin, None, None, action, stage, label, sources)
-        message = f"usage preferences: {label} disallowed by {where}"
-        if action == "marked":
-            prov["usage_denied"] = {"category": label, "sources": [s.to_dict() for s in sources]}
-            return response
-        self._drop(request, f"Dropped by {message}")
+        if action == "dropped":
+            self._drop(request, f"Dropped by usage preferences: {label} disallowed by {_where(sources)}")
+        prov["usage_denied"] = {"category": label, "sources": [s.to_dict() for s in sources]}
+        return response
 
     def _request_tokens(self, request: Request, origin: str, value: Any, source: str) -> tuple[str, ...]:
-        """The tokens of the request's own ``robotstxt_user_agent`` meta key (a
-        string or a list) or ``User-Agent`` header (when the crawl's token comes
-        from ``USER_AGENT``: Scrapy's order is ``ROBOTSTXT_USER_AGENT``, the
-        header, ``USER_AGENT``); a value naming no valid token is a logged denial."""
+        """The tokens of the request's ``robotstxt_user_agent`` (a string or a list) or ``User-Agent``
+        header (Scrapy's order); a value naming no valid token is a logged denial."""
         try:
             return _tokens_of(tuple(value) if isinstance(value, list) else value)
         except (ValueError, TypeError) as exc:
@@ -365,12 +269,9 @@ class RobotsTxtMiddleware:
                 self.recorder.invalid_token(request.url, origin, message)
             self._drop(request, message)
 
-    def _drop_closing(self, request: Request) -> NoReturn:
-        self._counts.inc(DROPPED_CLOSING)
-        self._drop(request, "Dropped: the spider closed before robots.txt allowed it")
-
     def _drop(self, request: Request, message: str) -> NoReturn:
-        logger.debug("%s: %s", message, _show(request), extra={"spider": self.crawler.spider})
+        shown = f"<{request.method} {shorten(mask_url(request.url))}>"  # as Scrapy prints it, masked, bounded
+        logger.debug("%s: %s", message, shown, extra={"spider": self.crawler.spider})
         raise IgnoreRequest(message) from None
 
     def _spider_opened(self, spider: Spider) -> None:
@@ -384,33 +285,20 @@ class RobotsTxtMiddleware:
             )
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
-        self.service.counts.flush()
-        get = self.crawler.stats.get_value
-        origins = {a.value: get(STATS + f"origins/{a.value}", 0) for a in Access if a is not Access.REDIRECT}
-        # every key under each prefix, as docs/middleware.md says the stats add up: a new
-        # denial key cannot be left out of the summary
-        stats = self.crawler.stats.get_stats()
-        allowed, denied = (_total(stats, STATS + f"requests/{kind}/") for kind in ("allowed", "denied"))
-        dropped = _total(stats, STATS + "requests/dropped/")
+        self._counts.flush()
+        get, stats = self.crawler.stats.get_value, self.crawler.stats.get_stats().items()
+        # every key under each prefix (docs/middleware.md: the stats add up): no new key is left out
+        allowed, denied, dropped = (
+            sum(v for k, v in stats if k.startswith(f"{STATS}requests/{kind}/") and isinstance(v, int))
+            for kind in ("allowed", "denied", "dropped")
+        )
         logger.info(
             "RFC 9309 robots.txt: origins with a file: %d, unavailable (allow all): %d, unreachable: %d; "
-            "requests checked: %d, allowed: %d, denied: %d%s", origins["success"], origins["unavailable"],
-            origins["unreachable"], get(STATS + "requests/checked", 0), allowed, denied,
+            "requests checked: %d, allowed: %d, denied: %d%s",
+            *(get(f"{STATS}origins/{a}", 0) for a in ("success", "unavailable", "unreachable")),
+            get(STATS + "requests/checked", 0), allowed, denied,
             f", dropped as the spider closed: {dropped}" if dropped else "", extra={"spider": spider},
         )  # fmt: skip
-
-
-def _announce_settings(crawler: Crawler, settings: Rfc9309Settings) -> None:
-    logger.info(
-        "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
-        "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
-        settings.user_agent_source, settings.unreachable, settings.cache_seconds, settings.cache_max_origins,
-        extra={"spider": crawler.spider},
-    )  # fmt: skip
-
-
-def _total(stats: dict[str, Any], prefix: str) -> int:
-    return sum(value for key, value in stats.items() if key.startswith(prefix) and isinstance(value, int))
 
 
 def _states_any(usage: dict[str, Any]) -> bool:
@@ -418,33 +306,25 @@ def _states_any(usage: dict[str, Any]) -> bool:
     return "use" in usage or any(isinstance(item, dict) and item.get("value") is not None for item in usage.values())
 
 
-def _where(sources: tuple[Any, ...]) -> str:
-    """The statements behind a usage denial, for its message."""
+def _where(sources: tuple[Any, ...]) -> str:  # the statements behind a usage denial, for its message
     return "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE's unknown = 'deny')"
 
 
-def _show(request: Request) -> str:
-    return f"<{request.method} {shorten(mask_url(request.url))}>"  # as Scrapy prints it, secrets masked, bounded
-
-
-@lru_cache(maxsize=256)
-def _purposes_of(value: str | tuple[str, ...]) -> tuple[str, ...]:
-    return usage_purposes(list(value) if isinstance(value, tuple) else value, META_USAGE)
-
-
 def declared_purposes(request: Request, settings: Rfc9309Settings) -> tuple[str, ...]:
-    """The purposes ``request`` declares (its ``rfc9309_usage``, else its
-    origin's, else the crawl's); none for a bad value (the middleware refuses it)."""
-    value = request.meta.get(META_USAGE)
-    if value is None:
-        origin = origin_of_request(request)
-        return settings.for_origin(origin).usage if origin is not None else settings.usage
+    """The purposes ``request`` declares (its ``rfc9309_usage``, else its origin's, else the
+    crawl's); none for a bad value (the middleware refuses it)."""
     try:
-        return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)
+        return _declared(request, settings, origin_of_request(request))
     except (ValueError, TypeError):
         return ()
 
 
-@lru_cache(maxsize=256)
-def _tokens_of(value: str | bytes | tuple[str, ...]) -> tuple[str, ...]:
-    return derive_tokens(value)
+def _declared(request: Request, settings: Rfc9309Settings, origin: str | None) -> tuple[str, ...]:
+    value = request.meta.get(META_USAGE)
+    if value is None:
+        return settings.for_origin(origin).usage if origin is not None else settings.usage
+    return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)
+
+
+_purposes_of = lru_cache(maxsize=256)(partial(usage_purposes, name=META_USAGE))
+_tokens_of = lru_cache(maxsize=256)(derive_tokens)
