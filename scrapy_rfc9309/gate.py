@@ -121,6 +121,7 @@ class GateScheduler:
         self._sweeper: Any = None
         self._offsite: Any = None
         self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
+        self._handed = 0  # released requests handed out in this turn of the loop
         self._feed: Any = None  # scrapy-redis's RedisSpider takes more work: schedule_next_requests
         self._reads_pages = self.settings.reads_pages
         redis = uses_scrapy_redis(project_scheduler(crawler.settings))  # (keeps its queue across the close)
@@ -177,6 +178,11 @@ class GateScheduler:
                 if gap == 0:
                     self._ties = not self._ties  # equal priorities: released and queued in turn
                 if gap < 0 or (gap == 0 and self._ties) or self._count >= self.settings.max_held:
+                    self._handed += 1
+                    if self._handed == 1:
+                        compat.call_later(0, self._next_turn)
+                    elif self._handed > RELEASE_BATCH:
+                        return None  # the loop's turn first: _next_turn wakes the engine
                     return heapq.heappop(self._ready)[2]
             if self._count >= self.settings.max_held:
                 if not self._full:  # one count and one line each time the bound is met
@@ -494,6 +500,14 @@ class GateScheduler:
                 if slot.queue:
                     slot.due = min(slot.due, time.monotonic() + known.floor)
                     self._turn(key, slot)
+
+    def _next_turn(self) -> None:
+        """After a turn of the loop that handed out more than :data:`RELEASE_BATCH` released
+        requests (20,000 denials held the loop for seconds): wake the engine for the rest."""
+        handed, self._handed = self._handed, 0
+        if handed > RELEASE_BATCH and self._ready and not self._closed:
+            request = heapq.heappop(self._ready)[2]  # scheduled again, back to _ready
+            self._release(request, self.released.get(request))
 
     def _look_later(self) -> None:
         """After a batch of holds: schedule the next request again (``engine.crawl`` wakes the engine)."""
