@@ -198,6 +198,7 @@ def indexing(items: list[Item], literals: LiteralIndex) -> Generator[None, None,
     lengths: set[int] = set()
     seen: set[tuple[Any, ...]] = set()
     crowded: list[str] = []  # the starts of more than LEAD_RULES wildcard rules
+    several = False  # a wildcard rule of several literals seen
     for start in range(0, len(items), STEP_ITEMS):
         if start:
             yield
@@ -218,6 +219,7 @@ def indexing(items: list[Item], literals: LiteralIndex) -> Generator[None, None,
                     continue
                 seen.add(form)
                 start_of = lead(kind, a)
+                several = several or kind >= _WILD
                 size = add_to(wild, start_of, item)
                 if size == 1 and start_of not in leads:
                     leads[start_of] = (None, ())
@@ -227,7 +229,7 @@ def indexing(items: list[Item], literals: LiteralIndex) -> Generator[None, None,
     yield from _emptying(seen)
     needles: dict[str, tuple[Item, ...]] = {}
     if crowded:
-        yield from _filing_needles(crowded, wild, needles, literals)
+        yield from _filing_needles(crowded, wild, needles, literals, several)
     # the other wildcard rules beside their start's prefix rule
     count = 0
     for start_of, filed in wild.items():
@@ -244,19 +246,26 @@ def indexing(items: list[Item], literals: LiteralIndex) -> Generator[None, None,
 
 
 def _filing_needles(
-    crowded: list[str], wild: dict[str, Any], needles: dict[str, tuple[Item, ...]], literals: LiteralIndex
+    crowded: list[str],
+    wild: dict[str, Any],
+    needles: dict[str, tuple[Item, ...]],
+    literals: LiteralIndex,
+    several: bool = True,
 ) -> Generator[None, None, None]:
     """Move the wildcard rules of the ``crowded`` starts of ``wild`` to
     ``needles``, each under its rarest literal (the one fewest of them
-    hold), best first; and file those literals in ``literals``; in steps."""
+    hold), best first; and file those literals in ``literals``; in steps.
+    ``several``: some of the rules may have several literals (WILD, WILD_END;
+    without, each has one and there is nothing to count)."""
     moved: list[Item] = []
     for start_of in crowded:
         moved += wild[start_of]
         wild[start_of] = ()
-    moved = yield from sorting(moved)
+    if len(crowded) > 1:  # (one start's rules are in order already)
+        moved = yield from sorting(moved)
     counts: dict[str, int] = {}
     work = 0
-    for item in moved:
+    for item in moved if several else ():
         these = _pieces(item)
         if these.__class__ is str:
             counts[these] = counts.get(these, 0) + 1
@@ -268,7 +277,7 @@ def _filing_needles(
         if work >= STEP_WORK:
             work = 0
             yield
-    get = counts.__getitem__
+    get = counts.__getitem__  # (only WILD rules have several pieces, see _pieces)
     filing: dict[str, Any] = {}
     for item in moved:
         these = _pieces(item)
@@ -368,6 +377,11 @@ class LiteralIndex:
     are searched for.  The rarest substring keeps a literal's key apart from
     the others' even when they share a part (``a1/page``, ``a2/page``...).
 
+    Up to :data:`SEARCH_KEYS` literals, each is its own key instead: a
+    check then searches for each at C speed, cheaper than the substrings'
+    look-ups for so few, and filing them costs no substrings (most files
+    that have crowded wildcard rules have a few dozen literals).
+
     One per matcher: the indexes of all its buckets file their literals
     here, and a bucket built later adds only its new ones.  Strings only
     (``str`` to ``str``): nothing for the garbage collector to walk."""
@@ -378,13 +392,32 @@ class LiteralIndex:
         #: key -> its literals, joined by "\n" (which no pattern holds)
         self.keys: dict[str, str] = {}
         self.known: set[str] = set()
+        #: the lengths of the keys; none while each literal is its own key
         self.lengths: list[int] = []
 
     def adding(self, literals: Sequence[str]) -> Generator[None, None, None]:
         """File the ``literals`` not filed yet, in steps of about
         :data:`STEP_WORK`: each step counts the substrings of its literals and
-        files each under its rarest one among them.  Checks between the
-        steps find the literals filed before."""
+        files each under its rarest one among them (or, while they are at
+        most :data:`SEARCH_KEYS`, each under itself, at once).  Checks between
+        the steps find the literals filed before."""
+        known, keys = self.known, self.keys
+        if not self.lengths:  # each literal its own key so far
+            if len(known) + len(literals) <= SEARCH_KEYS:
+                for literal in literals:
+                    if literal not in known:
+                        known.add(literal)
+                        keys[literal] = literal
+                return
+            if known:  # too many now: all filed under substrings, the index swapped in at the end
+                fresh = LiteralIndex()
+                yield from fresh._gramming([*keys, *literals])
+                self.keys, self.known, self.lengths = fresh.keys, fresh.known, fresh.lengths
+                return
+        yield from self._gramming(literals)
+
+    def _gramming(self, literals: Sequence[str]) -> Generator[None, None, None]:
+        """:meth:`adding`, each literal filed under its rarest substring."""
         known, keys, lengths = self.known, self.keys, self.lengths
         start, end = 0, len(literals)
         while start < end:
@@ -413,6 +446,8 @@ class LiteralIndex:
 
     def present(self, path: str) -> set[str]:
         """The literals that ``path`` holds."""
+        if not self.lengths:  # each literal is its own key
+            return {literal for literal in self.keys if literal in path}
         found: set[str] = set()
         if len(self.keys) <= SEARCH_KEYS:  # few keys: each searched for at C speed
             for key, some in self.keys.items():
