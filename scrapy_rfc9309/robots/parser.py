@@ -34,7 +34,7 @@ from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any
 
-from .decode import DEFAULT_PARSE_BYTES, decode_body
+from .decode import DEFAULT_PARSE_BYTES, decoding
 from .diagnostics import DiagnosticLog
 from .steps import finish
 from .usage import read_rule as _read_usage
@@ -204,7 +204,8 @@ def reading(
     of costlier ones; the :class:`Parsed` is the return value."""
     diags = DiagnosticLog()
     state = _start()
-    chunks = iter(_chunks(body, content_type, max_bytes, diags))
+    text = yield from decoding(body, content_type, max_bytes, diags)
+    chunks = iter(_chunks(text, diags))
     last = 0
     while True:
         end, stopped = _read_chunks(islice(chunks, STEP_LINES), diags, state)
@@ -216,11 +217,8 @@ def reading(
         yield
 
 
-def _chunks(
-    body: bytes | str, content_type: str | bytes | None, max_bytes: int, diags: DiagnosticLog
-) -> Iterable[tuple[int, str]]:
-    """The numbered chunks of the file to read (see :func:`_read_chunks`)."""
-    text = decode_body(body, content_type, max_bytes, diags)
+def _chunks(text: str, diags: DiagnosticLog) -> Iterable[tuple[int, str]]:
+    """The numbered chunks of the file's text to read (see :func:`_read_chunks`)."""
     if "<" in text and _HTML_START.match(text):
         # An HTML page served as robots.txt: read only the lines that could be
         # records (Google would obey them), and report the page once instead

@@ -50,12 +50,18 @@ _RULE_WORK = 24
 #: rule numbers filed under their bucket, or groups looked through, in one step (a few tenths
 #: of a microsecond each)
 _STEP_NUMBERS = 2048
+#: a file of at most this many groups (and _STEP_SPLIT characters of patterns) has its groups
+#: selected and its patterns split at once, without steps: far less than a step's work
+_SMALL_GROUPS = 256
 #: characters of the file's patterns split into rules in one step
 _STEP_SPLIT = 65_536
 #: a bucket of more rules than this is looked up through an index.Index, and so is every bucket
 #: when the rules that belong to every bucket are more than this; a smaller one is walked in
 #: priority order: the cost of a check is bounded by this many rules, against an index's cost
 _INDEX_LEAST = 64
+#: the most work (see index.STEP_WORK) a check may do compiling the own rules of its bucket:
+#: RobotsTxt.prepare compiles the costlier buckets, whatever their number of rules
+_LAZY_WORK = 2 * index.STEP_WORK
 #: compiled buckets kept per matcher: a bound on memory (characters are many, paths use few)
 _MAX_BUCKETS = 512
 #: RobotsTxt.prepare compiles the buckets of at least this many rules (a smaller one compiles on
@@ -290,18 +296,21 @@ class _Matcher:
 
     def preparing(self, least: int) -> Generator[None, None, None]:
         """Compile every bucket of at least ``least`` rules (its own, the
-        moved and the generic ones) that no path has asked for yet, so that
-        the first check of such a bucket only looks it up; in steps.  The
-        buckets are those a check builds (:meth:`_building`)."""
+        moved and the generic ones), or whose own rules are costlier to
+        compile than :data:`_LAZY_WORK` (a few long rules of escapes), that
+        no path has asked for yet, so that the first check of such a bucket
+        only looks it up, and that of any other compiles little; in steps.
+        The buckets are those a check builds (:meth:`_building`)."""
         sizes = {char: len(items) for char, items in self._moved.items()}
         for char, size in self._own_sizes().items():
             sizes[char] = sizes.get(char, 0) + size
         generic = len(self._generic)
+        texts, plain = self._texts, self._plain
         for char in sorted(sizes):
             if char in self.buckets or len(self.buckets) >= _MAX_BUCKETS:
                 continue
-            if sizes[char] + generic >= least:
-                yield
+            yield
+            if sizes[char] + generic >= least or _work(texts, self._own_of(char), plain) >= _LAZY_WORK:
                 yield from self._building(char)
 
     def _building(self, char: str) -> Generator[None, None, Any]:
@@ -399,6 +408,13 @@ class _Matcher:
                 decision = Decision(False, _DISALLOWED, Rule(False, self._texts[i], mark >> 1))
             self._decisions[i] = decision
         return decision
+
+
+def _work(texts: list[str], numbers: list[int], plain: bool) -> int:
+    """The work of compiling the rules ``numbers`` (see :meth:`_Matcher._compiling`)."""
+    if plain:
+        return _RULE_WORK * len(numbers) + (sum(len(texts[i]) for i in numbers) >> 1)
+    return sum(_rule_work(texts[i]) for i in numbers)
 
 
 def _rule_work(raw: str) -> int:
@@ -702,17 +718,23 @@ class RobotsTxt:
             matchers = self._matchers = {}
         matcher = matchers.get(token)
         if matcher is None:
-            groups, specific = yield from _selecting_groups(self._groups, token)
-            yield
             joined = self._patterns
-            if groups:
-                texts = yield from _splitting(joined)
+            small = len(joined) <= _STEP_SPLIT and len(self._groups) <= _SMALL_GROUPS  # (most files: no steps)
+            if small:
+                groups, specific = _select(self._groups, token)
+            else:
+                groups, specific = yield from _selecting_groups(self._groups, token)
                 yield
+            if groups:
+                texts = joined.split("\n") if small else (yield from _splitting(joined))
+                if not small:
+                    yield
                 outside, plain = patterns.any_outside(joined), joined.isascii() and "%" not in joined
             else:
                 texts, outside, plain = [], False, True
             matcher = _Matcher(groups, specific, texts, self._marks, outside, plain)
-            yield
+            if not small:
+                yield
             yield from matcher.setting_up()
             matcher = matchers.setdefault(token, matcher)  # usable from now on
         matchers.setdefault(user_agent, matcher)
