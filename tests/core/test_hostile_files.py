@@ -42,6 +42,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt, Verdict, parse
+from scrapy_rfc9309.robots import robotstxt
 from scrapy_rfc9309.robots.parser import MAX_LINE_BYTES
 
 TOKEN = "ExampleBot"
@@ -762,3 +763,63 @@ def test_every_corpus_file_parses_within_a_second() -> None:
         assert took < BOUND, f"{path.name}: {took:.2f}s"
         slowest = max(slowest, (took, path.name))
     print(f"{len(files)} corpus files; slowest {slowest[1]} in {slowest[0] * 1000:.0f} ms")
+
+
+# -- issue 36 item 10: after the preparation, no check compiles much ------------------------------
+_E_ACUTE = "\u00e9"
+#: name -> (body, paths): paths of the file's rules, in every bucket they use
+SPREAD_SHAPES = {
+    # the issue's shape: distinct wildcard rules spread over many first characters
+    "20,000 distinct wildcard rules over 62 first characters": lambda: (
+        "User-agent: *\n"
+        + "".join(
+            f"{('Allow', 'Disallow')[n % 2]}: /{LETTERS[n % 62]}{n}/*{('$', '.php')[n // 2 % 2]}\n"
+            for n in _numbers(36, 20_000)
+        ),
+        [f"/{LETTERS[n % 62]}{n}/x.php" for n in _numbers(36, 20_000)[:124]],
+    ),
+    # fewer rules per bucket than PREPARE_LEAST, but each rule long and costly to normalise
+    "7 long rules of escapes in each of 62 buckets": lambda: (
+        "User-agent: *\n" + "".join(f"Disallow: /{c}{i}/{'%c3%a9' * 170}*.php\n" for c in LETTERS for i in range(7)),
+        [f"/{c}{i}/{'%C3%A9' * 170}/x.php" for c in LETTERS for i in (0, 6)],
+    ),
+    "63 rules of 8 KB of non-ASCII in one bucket": lambda: (
+        "User-agent: *\n" + "".join(f"Disallow: /a{i}/{_E_ACUTE * 4_000}$\n" for i in range(63)),
+        [f"/a{i}/{'%C3%A9' * 4_000}" for i in (0, 62)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SPREAD_SHAPES))
+def test_after_the_preparation_no_check_compiles_much(name: str, monkeypatch) -> None:
+    """Issue 36 item 10: the crawl parses a large file in steps and prepares
+    it for its token (``RobotsTxt.parsing(..., token)``), then checks its
+    requests.  Buckets of fewer rules than ``PREPARE_LEAST`` were left for
+    their first check to compile at once, however long their rules: 63
+    rules of 8 KB of escapes held a check 150 ms.  Now a check compiles at
+    most ``_LAZY_WORK`` (a few tenths of a millisecond), whatever the rules'
+    spread over buckets: the work of the rules each check compiles is
+    counted (not timed), and the answers are those of the plain path."""
+    text, paths = SPREAD_SHAPES[name]()
+    body = text.encode()[:512_000]
+    robots, _, _ = _stepped(body)
+    compiled: list[int] = []  # work compiled by the check being made
+    compiling = robotstxt._Matcher._compiling
+
+    def counting(matcher, numbers, out):  # type: ignore[no-untyped-def]
+        compiled.append(robotstxt._work(matcher._texts, numbers, matcher._plain))
+        return compiling(matcher, numbers, out)
+
+    monkeypatch.setattr(robotstxt._Matcher, "_compiling", counting)
+    plain = parse(body)
+    for path in paths + ["/", "/zzz", "/%7E/x", "/.x"]:
+        compiled.clear()
+        decision = robots.check(path, TOKEN)
+        robots.usage("https://example.com" + path, TOKEN)
+        assert sum(compiled) <= robotstxt._LAZY_WORK, f"a check of {path[:30]}... compiled {sum(compiled):,} units"
+        assert decided(decision) == decided(plain.check(path, TOKEN)), path[:40]
+    assert all(robots.check(path, TOKEN).rule is not None for path in paths)  # (each path is a rule's)
+
+
+def decided(decision: object) -> tuple[object, ...]:
+    return decision.allowed, decision.verdict, decision.rule  # type: ignore[attr-defined]
