@@ -39,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -163,6 +164,39 @@ def many_groups_file() -> bytes:
     return "".join(f"User-agent: *\nDisallow: /g{i}/*x\n" for i in range(30_000)).encode()[:512_000]
 
 
+def spread_wildcard_file() -> bytes:
+    """Issue 36 item 10: 500 KiB of 20,000 distinct wildcard rules spread over
+    62 first characters (``Allow|Disallow: /<c><n>/*`` then ``$`` or ``.php``)."""
+    import random
+
+    rnd = random.Random(36)
+    rules = "".join(
+        f"{rnd.choice(('Allow', 'Disallow'))}: /{LETTERS[n % 62]}{n}/*{rnd.choice(('$', '.php'))}\n"
+        for n in (rnd.randrange(10**9) for _ in range(25_000))
+    )
+    return ("User-agent: *\n" + rules).encode()[:512_000]
+
+
+def escapes_file() -> bytes:
+    """500 KiB of 7 rules in each of 62 buckets (fewer than a bucket prepared for
+    its number of rules), each 1 KB of lower-case escapes: costly to normalise."""
+    rules = "".join(f"Disallow: /{c}{i}/{'%c3%a9' * 170}*.php\n" for c in LETTERS for i in range(7))
+    return ("User-agent: *\n" + rules).encode()[:512_000]
+
+
+def non_ascii_file() -> bytes:
+    """63 rules of 8 KB of non-ASCII text, all in one bucket."""
+    return ("User-agent: *\n" + "".join(f"Disallow: /a{i}/{chr(0xE9) * 4_000}$\n" for i in range(63))).encode()[
+        :512_000
+    ]
+
+
+def latin1_file() -> bytes:
+    """500 KiB that is not UTF-8 and names no charset (each line read on its own):
+    30,000 rules with an ISO-8859-1 octet."""
+    return (b"User-agent: *\n" + b"".join(b"Disallow: /caf\xe9%d\n" % i for i in range(30_000)))[:512_000]
+
+
 def _letters(n: int) -> str:
     """``n`` written with the letters a-j (product tokens have no digits)."""
     return "".join(chr(ord("a") + int(d)) for d in str(n))
@@ -207,6 +241,19 @@ def crawl_shapes() -> dict[str, tuple[bytes, list[str]]]:
             repeated_usage_file(),
             ["/x/y", "/private/x", "/x/" + LONG],
         ),
+        "500 KiB of distinct wildcard rules over 62 first characters (issue 36)": (
+            spread_wildcard_file(),
+            [f"/{c}123/x.php" for c in LETTERS] + [f"/{c}/{LONG}.php" for c in LETTERS[::7]],
+        ),
+        "7 rules of 1 KB of escapes in each of 62 buckets": (
+            escapes_file(),
+            [f"/{c}0/{'%C3%A9' * 170}/x.php" for c in LETTERS] + [f"/{c}/{LONG}" for c in LETTERS[::7]],
+        ),
+        "63 rules of 8 KB of non-ASCII text in one bucket": (
+            non_ascii_file(),
+            [f"/a{i}/{'%C3%A9' * 4_000}" for i in (0, 31, 62)] + ["/a/" + LONG, "/b"],
+        ),
+        "500 KiB not UTF-8, no charset (ISO-8859-1 lines)": (latin1_file(), ["/caf%E91", "/caf%E9" + LONG, "/x"]),
     }
 
 
@@ -287,6 +334,71 @@ def core_rows(rounds: int) -> list[tuple[str, list[float]]]:
         )
     )
     return results
+
+
+def step_rows(rounds: int, base: str | None = None) -> list[str]:
+    """Markdown rows, per shape of :func:`crawl_shapes`: the longest step of
+    ``RobotsTxt.parsing(body, ..., token)`` (as the crawl runs it: parse and
+    preparation for the crawler), then the longest first and later check
+    and usage look-up of its paths, in process time with the garbage
+    collector off, the best of ``rounds``; beside, the same for the core of
+    the git revision ``base`` (imported as a package of its own)."""
+    import gc
+    import importlib
+    import statistics  # noqa: F401
+
+    cores = {"new": importlib.import_module("scrapy_rfc9309.robots")}
+    tmp = None
+    if base is not None:
+        tmp = tempfile.mkdtemp(prefix="hostile-base-")
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", base, "scrapy_rfc9309/robots"], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        os.rename(os.path.join(tmp, "scrapy_rfc9309", "robots"), os.path.join(tmp, "base_core"))
+        sys.path.insert(0, tmp)
+        cores = {"base": importlib.import_module("base_core"), **cores}
+
+    def measure(core: Any, body: bytes, paths: list[str]) -> tuple[float, float, float]:
+        steps = core.RobotsTxt.parsing(body, None, 512_000, TOKEN)
+        longest = 0.0
+        while True:
+            started = time.process_time()
+            try:
+                next(steps)
+            except StopIteration as done:
+                robots = done.value
+                longest = max(longest, time.process_time() - started)
+                break
+            longest = max(longest, time.process_time() - started)
+        checks = []
+        for _ in range(2):  # first, then later
+            worst = 0.0
+            for path in paths:
+                started = time.process_time()
+                robots.check("http://example.com" + path, TOKEN)
+                robots.usage("http://example.com" + path, TOKEN)
+                worst = max(worst, time.process_time() - started)
+            checks.append(worst)
+        return longest, checks[0], checks[1]
+
+    rows = [
+        "| shape | " + " | ".join(f"{name}: longest step / first check / later check" for name in cores) + " |",
+        "|---|" + "---:|" * len(cores),
+    ]
+    gc.disable()
+    try:
+        for shape, (body, paths) in crawl_shapes().items():
+            cells = []
+            for core in cores.values():
+                best = [min(values) for values in zip(*(measure(core, body, paths) for _ in range(rounds)))]
+                cells.append(" / ".join(f"{value * 1e3:.2f}" for value in best) + " ms")
+            rows.append(f"| {shape} | " + " | ".join(cells) + " |")
+    finally:
+        gc.enable()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return rows
 
 
 def _per_request(robots: object, urls: list[str], calls: int = int(os.environ.get("HOSTILE_CALLS", "200"))) -> float:
@@ -595,8 +707,14 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--in-reactor", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--steps", action="store_true", help="only the core's longest step and checks per shape (see step_rows)"
+    )
+    ap.add_argument("--base", help="with --steps: also the core of this git revision, side by side")
     args = ap.parse_args()
-    if args.in_reactor:
+    if args.steps:
+        print("\n".join(step_rows(args.rounds, args.base)))
+    elif args.in_reactor:
         _reactor_main(args.rounds)
     else:
         for name, samples in run(args.rounds):

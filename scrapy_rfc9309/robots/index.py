@@ -53,7 +53,7 @@ _WILDCARD = patterns.WILDCARD
 #: the number of steps (the compiling of rules in .robotstxt counts in the same units)
 STEP_WORK = 4096
 #: items sorted, placed or indexed in one step (about a microsecond each)
-STEP_ITEMS = 512
+STEP_ITEMS = 256
 #: the work of filing one literal, besides its characters
 LITERAL_WORK = 12
 #: wildcard rules with one literal start: more of them than this are filed under their rarest

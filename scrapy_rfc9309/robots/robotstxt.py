@@ -783,6 +783,9 @@ class RobotsTxt:
 
     def groups_for(self, user_agent: str) -> list[Group]:
         token = check_token(user_agent)
+        matcher = self._matchers.get(token) if self._matchers is not None else None
+        if matcher is not None:  # selected already (in steps: a file may hold tens of thousands)
+            return list(matcher.groups)
         return _select(self._groups, token)[0]
 
     def rules_for(self, user_agent: str) -> list[Rule]:
