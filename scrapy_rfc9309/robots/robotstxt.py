@@ -53,6 +53,9 @@ _STEP_NUMBERS = 2048
 #: a file of at most this many groups (and _STEP_SPLIT characters of patterns) has its groups
 #: selected and its patterns split at once, without steps: far less than a step's work
 _SMALL_GROUPS = 256
+#: a token's rules, when at most this many, are filed one by one (see _Matcher._file_few),
+#: not sorted by pattern
+_FILE_LEAST = 32
 #: characters of the file's patterns split into rules in one step
 _STEP_SPLIT = 65_536
 #: a bucket of more rules than this is looked up through an index.Index, and so is every bucket
@@ -71,14 +74,24 @@ _path_of = patterns.path_of
 _wild_match = patterns.wild_match
 
 
+#: valid tokens seen -> their lower case: the first check of every file asks (a crawl has few)
+_TOKENS: dict[str, str] = {}
+
+
 def check_token(user_agent: str) -> str:
     """The lower-cased product token, or ``ValueError`` saying what is wrong."""
+    token = _TOKENS.get(user_agent) if user_agent.__class__ is str else None
+    if token is not None:
+        return token
     if not isinstance(user_agent, str) or not _TOKEN.match(user_agent):
         raise ValueError(
             f"invalid robots.txt product token {user_agent!r}: RFC 9309 tokens use only "
             "letters, '_' and '-' (e.g. 'ExampleBot', not 'ExampleBot/1.0')"
         )
-    return user_agent.lower()
+    token = user_agent.lower()
+    if len(_TOKENS) < 64:
+        _TOKENS[user_agent] = token
+    return token
 
 
 class _Matcher:
@@ -192,6 +205,9 @@ class _Matcher:
                 yield
         unsure: list[int] = []
         index_htm: list[int] = []
+        if len(numbers) <= _FILE_LEAST:  # a few: each filed at once, no sort (see _own_of)
+            self._file_few(numbers, unsure, index_htm)
+            return unsure, index_htm
         for start in range(0, len(numbers), _STEP_NUMBERS):
             if start:
                 yield
@@ -214,6 +230,25 @@ class _Matcher:
         htm = order[bisect_left(keys, "/index.htm") : bisect_left(keys, "/index.htn")]
         index_htm += sorted(i for i in htm if marks[i] & 1)
 
+    def _file_few(self, numbers: list[int], unsure: list[int], index_htm: list[int]) -> None:
+        """:meth:`_file` of a few rules: each filed under its character in
+        ``_own`` (then the complete list of a bucket's own rules, not a cache),
+        in file order."""
+        texts, marks, own = self._texts, self._marks, self._own
+        for i in numbers:
+            raw = texts[i]
+            char = raw[1:2]
+            if raw[0] != "/" or not char or char >= "\x80" or char in "$%*":
+                unsure.append(i)
+                continue
+            filed = own.get(char)
+            if filed is None:
+                own[char] = [i]
+            else:
+                filed.append(i)
+            if char == "i" and marks[i] & 1 and raw.startswith("/index.htm"):
+                index_htm.append(i)
+
     def _own_of(self, char: str) -> list[int]:
         """The numbers of the rules written "/" + ``char`` + ..., in file order
         (none for the characters :meth:`_filing` leaves to compiling)."""
@@ -229,6 +264,8 @@ class _Matcher:
 
     def _own_sizes(self) -> dict[str, int]:
         """Bucket character -> the number of its own rules."""
+        if not self._sorted:  # filed at once (or no rules): _own holds them all
+            return {char: len(own) for char, own in self._own.items() if own}
         sizes: dict[str, int] = {}
         for _, keys in self._sorted:
             start, end = bisect_left(keys, "/\x00"), bisect_left(keys, "/\x80")
