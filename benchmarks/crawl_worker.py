@@ -22,6 +22,7 @@ import json
 import os
 import resource
 import statistics
+import sys
 import time
 import urllib.request
 from collections import Counter
@@ -32,8 +33,6 @@ import scrapy
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
-
-from scrapy_rfc9309.compat import request_method
 
 try:  # Scrapy 2.14+
     from scrapy.crawler import AsyncCrawlerProcess as Process
@@ -107,6 +106,19 @@ PER_REQUEST_SIGNALS = (
 PROFILE_CLOCK = ["wall"]
 #: hook name -> CPU seconds of each call, cleared when the last pass starts
 TIMINGS: dict[str, list[float]] = {}
+
+
+def request_method(method: Any) -> Any:
+    """Scrapy 2.13 passes ``spider=`` to a downloader middleware's ``process_request``; later
+    releases warn when the method takes it.  (Not the plugin's own helper: a crawl without the
+    plugin must not import it, or its start-up would count the plugin's imports.)"""
+    if scrapy.version_info >= (2, 14):
+        return method
+
+    def without_spider(self: Any, request: Any, spider: Any = None) -> Any:  # pragma: no cover - 2.13
+        return method(self, request)
+
+    return without_spider
 
 
 class FirstSeenMiddleware:
@@ -299,10 +311,11 @@ def signal_names() -> dict[Any, str]:
     from scrapy import signals
 
     modules = [signals]
-    try:
-        modules.append(importlib.import_module("scrapy_rfc9309.signals"))
-    except ImportError:
-        pass
+    if "scrapy_rfc9309" in sys.modules:  # (never imported by a crawl without the plugin)
+        try:
+            modules.append(importlib.import_module("scrapy_rfc9309.signals"))
+        except ImportError:
+            pass
     return {getattr(m, n): n for m in modules for n in dir(m) if not n.startswith("_") and n.islower()}
 
 
@@ -711,22 +724,27 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     """Run one crawl as ``config`` says: ``mode`` (a key of MODES), ``passes``
     (one URL list per pass), ``control`` (the server's control port),
     ``user_agent``, and optionally ``concurrency``, ``profile`` (a path:
-    cProfile the last pass; ``profile_clock`` "thread" to count CPU time) and ``instrument`` (time the plugin's hooks in the
-    last pass).
+    cProfile the last pass; ``profile_clock`` "thread" to count CPU time), ``instrument`` (time the plugin's hooks in the
+    last pass) and ``bare`` (no counting of the benchmark's own in the crawl: an instruction count).
     Returns ``{"passes": [numbers of each pass], "hooks": {name: [seconds of
     each call]}, "receivers": {signal: count}}``."""
     if config.get("instrument"):
         instrument()
     PROFILE_CLOCK[0] = config.get("profile_clock", "wall")
-    # the collector's time is measured in every run (a callback per collection): it is where a
-    # crawl's CPU moves with what is alive, not with the machine's load
-    gc_timer = GcTimer()
+    # ``bare`` (an instruction count): nothing of the benchmark's own in the crawl's way, no
+    # counting wrapper around signal receivers or the store, no collector callback
+    bare = bool(config.get("bare"))
+    # the collector's time is measured in every other run (a callback per collection): it is where
+    # a crawl's CPU moves with what is alive, not with the machine's load
+    gc_timer = None if bare else GcTimer()
     if config.get("time_store"):
         time_store()
     if config["mode"] == "optouts":
         time_optouts()
-    count_signals()
-    count_store()  # after time_store: its wrappers look for coroutine functions
+    if not bare:
+        count_signals()
+        if config["mode"] not in ("none", "builtin", "noop"):  # (a crawl without the plugin does not import it)
+            count_store()  # after time_store: its wrappers look for coroutine functions
     settings = dict(COMMON_SETTINGS)
     settings.update(MODES[config["mode"]])
     settings["USER_AGENT"] = config["user_agent"]
@@ -754,7 +772,8 @@ def work(config: dict[str, Any]) -> dict[str, Any]:
     process.start()
     # the whole process's CPU, start-up and close included (the audit trail's last flush is at close)
     out["total_cpu"] = _cpu()
-    out["gc"] = gc_timer.result()
+    if gc_timer is not None:
+        out["gc"] = gc_timer.result()
     out["store"] = store_of(crawler, out["components"]["middlewares"])
     out["stats"] = {
         k: v
