@@ -226,6 +226,7 @@ OWN = {
     ("robots/usage_match.py", "matcher._exact"),
     ("robots/usage_match.py", "matcher._node_of"),
     ("robots/usage_match.py", "matcher._nodes"),
+    ("robots/index.py", "fresh._gramming"),
 }
 
 

@@ -157,7 +157,10 @@ def test_scrapy_redis_workers_with_robots_txt_on_the_cluster(cluster, servers, t
     check_every_request(origins, endings)
     check_reports(reports, cluster.url, workers.workers, fetches=len(origins), checked=len(endings))
     assert {o.server.origin: o.server.count("/robots.txt") for o in origins} == {o.server.origin: 1 for o in origins}
-    assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0  # read from the cluster
+    # read from the cluster by the workers that did not fetch; under load one worker may start so
+    # early that it takes every request (then no other worker checked any), as in test_scrapy_redis_cluster
+    if sum(1 for r in reports if r["rfc9309"].get("requests/checked", 0)) > 1:
+        assert sum(r["rfc9309"].get("cache/storage_hits", 0) for r in reports) > 0
     check_cluster_pace(origins)
     masters = {cluster.master_of(key_of("sr:", "robots", o.server.origin)).port for o in origins}
     assert len(masters) == 3, masters
