@@ -288,6 +288,15 @@ def request_method(method: Callable[..., Any]) -> Any:
 response_method = request_method
 
 
+def has_receivers(crawler: Crawler, signal: object) -> bool:
+    """Whether a live receiver is connected to ``signal`` in this crawl: the
+    look-up Scrapy's own sending makes (pydispatch's, for the crawl's sender)."""
+    from pydispatch import dispatcher
+
+    found = dispatcher.liveReceivers(dispatcher.getAllReceivers(crawler.signals.sender, signal))
+    return next(iter(found), None) is not None
+
+
 async def send_async(crawler: Crawler, signal: object, **kwargs: Any) -> None:
     """Send a signal whose handlers may be coroutines."""
     manager = crawler.signals
@@ -333,7 +342,18 @@ def _network_errors() -> tuple[type[BaseException], ...]:
     return tuple(dict.fromkeys(found))
 
 
-NETWORK_ERRORS: tuple[type[BaseException], ...] = _network_errors()
+def __getattr__(name: str) -> Any:
+    """``NETWORK_ERRORS``, the tuple of :func:`_network_errors`, built on first use (the
+    first exception of a robots.txt fetch) and kept: a crawl whose fetches all succeed
+    never builds it."""
+    if name == "NETWORK_ERRORS":
+        value = globals()["NETWORK_ERRORS"] = _network_errors()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    NETWORK_ERRORS: tuple[type[BaseException], ...]
 
 
 # -- settings ----------------------------------------------------------------------------

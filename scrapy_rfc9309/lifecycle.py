@@ -23,7 +23,6 @@ from scrapy.settings import SETTINGS_PRIORITIES
 
 from . import compat, internals
 from .fetch import RobotsFetcher
-from .interop import RobotParserAdapter
 from .masking import mask_url
 from .origins import origin_of, robots_url
 from .robots.text import shorten
@@ -33,6 +32,8 @@ from .signals import robots_txt_ready
 from .storage import FallbackStorage, StorageNeedsAsyncio, StorageUnavailable, build_storage, display_url
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from scrapy.crawler import Crawler
 
     from .robots import RobotsTxt
@@ -243,13 +244,23 @@ def _build(crawler: Crawler, state: _Crawl) -> None:
     crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
 
 
-async def _announce(crawler: Crawler, origin: str, known: Known, trigger: Any) -> None:
+def _announce(crawler: Crawler, origin: str, known: Known, trigger: Any) -> Awaitable[None] | None:
     """Send ``robots_txt_ready`` and Scrapy's ``robots_parsed`` (2.18+) for a
-    result that takes effect, before the requests waiting for it go on."""
+    result that takes effect, before the requests waiting for it go on.  A signal
+    nobody receives is not sent (nothing could tell), so an origin of a crawl
+    without receivers costs no request, adapter or signal dispatch here."""
+    ready = compat.has_receivers(crawler, robots_txt_ready)
+    parsed = compat.ROBOTS_PARSED is not None and compat.has_receivers(crawler, compat.ROBOTS_PARSED)
+    if not ready and not parsed:
+        return None
     request = trigger if isinstance(trigger, Request) else Request(robots_url(origin), callback=NO_CALLBACK)
-    crawler.signals.send_catch_log(
-        signal=robots_txt_ready, origin=origin, robots=known.robots, user_agent=known.token, request=request
-    )
-    if compat.ROBOTS_PARSED is not None:
-        adapter = RobotParserAdapter(known.robots, known.token)
-        await compat.send_async(crawler, compat.ROBOTS_PARSED, robotparser=adapter, request=request)
+    if ready:
+        crawler.signals.send_catch_log(
+            signal=robots_txt_ready, origin=origin, robots=known.robots, user_agent=known.token, request=request
+        )
+    if not parsed:
+        return None
+    from .interop import RobotParserAdapter  # (it imports Scrapy's parsers, Protego with them)
+
+    adapter = RobotParserAdapter(known.robots, known.token)
+    return compat.send_async(crawler, compat.ROBOTS_PARSED, robotparser=adapter, request=request)

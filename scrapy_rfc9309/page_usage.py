@@ -28,15 +28,17 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .robots.directives import GENERIC_NAMES, NOTHING, page_directives
-from .robots.html_head import MetaTag, is_html, read_head
 from .robots.tdmrep import POLICY, RESERVATION, UNSET, from_headers, from_metas, resolve
 from .robots.usage import UNKNOWN, Source, Usage, combine, from_header, from_signal_header
 
 if TYPE_CHECKING:
     from scrapy.http import Response
 
+    from .robots.html_head import MetaTag
     from .robots.tdmrep import TdmRep
+
+# The page directives and the HTML head's reader are imported where a response is read
+# (a crawl that declares no purpose never reads one, and never loads them).
 
 __all__ = ["PageReading", "read_response"]
 
@@ -56,6 +58,8 @@ class PageReading(NamedTuple):
 @lru_cache(maxsize=64)
 def meta_names(tokens: tuple[str, ...]) -> frozenset[str]:
     """The meta tag names read: ``robots``, each product token, ``tdm-reservation``, ``tdm-policy``."""
+    from .robots.directives import GENERIC_NAMES
+
     return frozenset({*GENERIC_NAMES, *(t.lower() for t in tokens), RESERVATION, POLICY})
 
 
@@ -111,6 +115,9 @@ def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: T
     """Every usage statement ``response`` makes about itself, for a crawler
     named by ``tokens``, with ``tdmrep`` the origin's tdmrep.json (None or
     :data:`~.robots.tdmrep.EMPTY` when it has none)."""
+    from .robots.directives import NOTHING, page_directives
+    from .robots.html_head import is_html, read_head
+
     values = _header_values(response.headers)
     content_usage = values(b"content-usage")
     content_signal = values(b"content-signal")

@@ -28,10 +28,23 @@ Nothing here imports Scrapy at module level except through the functions
 that need the crawl.
 """
 
+from typing import Any
+
 from .decisions import META_KEY, decide_all, denial_reason, iso, provenance, rule_changes
 from .recorder import Recorder
-from .trail import Trail, TrailError, TrailKeyNeeded, TrailTampered
-from .writer import BODIES_DIR, Writer, audit_path, bodies_dir
+
+#: names of the trail's file, its writer and its reader, imported on first use: a crawl
+#: without an audit trail (the default) loads neither the thread nor the chain's hashing
+_LAZY = {
+    "BODIES_DIR": ".writer",
+    "Writer": ".writer",
+    "audit_path": ".writer",
+    "bodies_dir": ".writer",
+    "Trail": ".trail",
+    "TrailError": ".trail",
+    "TrailKeyNeeded": ".trail",
+    "TrailTampered": ".trail",
+}
 
 __all__ = [
     "BODIES_DIR",
@@ -50,3 +63,14 @@ __all__ = [
     "provenance",
     "rule_changes",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

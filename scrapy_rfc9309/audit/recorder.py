@@ -12,7 +12,6 @@ from ..masking import mask_text, mask_url
 from ..robots import Decision
 from ..robots.text import shorten
 from .decisions import iso, listed, rule_changes
-from .writer import BODIES_DIR, FLUSH_SECONDS, Writer, audit_path, bodies_dir
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from ..service import Known, RobotsService, TdmRepFile
     from ..settings import Rfc9309Settings
     from ..storage import RobotsEntry
+    from .writer import Writer
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,9 @@ class Recorder:
 
     # -- life ----------------------------------------------------------------------------
     def _opened(self, spider: Any) -> None:
+        # the trail's writer (a thread, the chain's hashing) is loaded only by a crawl that keeps one
         from .. import compat
+        from .writer import BODIES_DIR, FLUSH_SECONDS, Writer, audit_path, bodies_dir
 
         assert self.settings.audit is not None
         started = time.time()

@@ -56,13 +56,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Generator, Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import patterns
 from .diagnostics import Diagnostic
-from .html_head import MetaTag
 from .steps import finish
 from .usage import UNKNOWN, Source, Usage
+
+if TYPE_CHECKING:
+    from .html_head import MetaTag
 
 #: the file's path on an origin
 PATH = "/.well-known/tdmrep.json"

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from .parser import Group
     from .robotstxt import RobotsTxt
 
-import http_sf as _sf  # RFC 9651 structured fields
+# http_sf (RFC 9651 structured fields) is imported where a header value is read: a crawl whose
+# responses state no preference never loads its twenty modules
 
 #: The categories reported, in this order.
 CATEGORIES = ("train-ai", "search", "ai-input")
@@ -309,7 +310,9 @@ def parse_dictionary(value: bytes | str) -> tuple[dict[str, Any] | None, str | N
         data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
         if len(data) > MAX_HEADER_BYTES:
             return None, f"longer than {MAX_HEADER_BYTES:,} bytes"
-        parsed = _sf.parse(data, tltype="dictionary")
+        import http_sf
+
+        parsed = http_sf.parse(data, tltype="dictionary")
         if not isinstance(parsed, dict):  # pragma: no cover - the library's contract
             return None, "not a dictionary"
         return {str(k): cast("tuple[Any, Any]", member)[0] for k, member in parsed.items()}, None
@@ -319,7 +322,9 @@ def parse_dictionary(value: bytes | str) -> tuple[dict[str, Any] | None, str | N
 
 def _token(value: Any) -> str | None:
     """The text of a Token value, else None (a String "n" is no Token)."""
-    if isinstance(value, _sf.Token):
+    import http_sf  # (loaded already: the value came from parse_dictionary)
+
+    if isinstance(value, http_sf.Token):
         return str(value)
     return None
 

@@ -58,13 +58,15 @@ def scrapy_crawl(
     timeout: float = TIMEOUT,
     env: dict[str, str] | None = None,
     preexec_fn=None,
+    head: str = "",
 ) -> subprocess.CompletedProcess:
     """``scrapy crawl <name> [args]`` in a one-spider project made under
     ``tmp_path`` (the plugin through its add-on); what a cron job would see:
     the exit status, stdout and stderr (the log).  ``env``: more environment
     variables; ``preexec_fn``: run in the child before Scrapy starts (a
-    resource limit).  Its stats must add up (tests/crawl/accounting.py)."""
-    make_project(tmp_path, urls, name=name, custom=custom)
+    resource limit); ``head``: code run when the spider module is imported.
+    Its stats must add up (tests/crawl/accounting.py)."""
+    make_project(tmp_path, urls, name=name, custom=custom, head=head)
     return scrapy_crawl_again(tmp_path, *args, name=name, timeout=timeout, env=env, preexec_fn=preexec_fn)
 
 
