@@ -105,3 +105,16 @@ def test_garbage_after_the_version_byte_is_a_bad_entry(tail):
     except entries.BadEntry:
         return
     assert entry.expires_at <= (entry.checked_at or entry.fetched_at) + 86_400
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 511, 512, 730, 4_096, 16_383, 16_384, 100_000])
+def test_a_compressed_body_reads_back_and_its_window_fits_it(size):
+    """A small body is compressed with a window of its size, not zlib's 32 KiB (whose
+    set-up costs more than compressing a robots.txt of a few KiB), and any zlib
+    decompressor reads it back: the store's own reader, and zlib's defaults."""
+    body = bytes((i * 7919) % 251 for i in range(size // 2)) + b"Disallow: /x\n" * (size // 26)
+    packed = entries.compress(body)
+    assert zlib.decompress(packed) == body
+    assert entries.inflate(packed, entries.digest_of(body)) == body
+    window = 1 << ((packed[0] >> 4) + 8)  # RFC 1950: CINFO, the window's log2 less 8
+    assert window == min(32_768, max(512, 1 << len(body).bit_length()))
