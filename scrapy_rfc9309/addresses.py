@@ -34,6 +34,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
+from functools import cache
 from urllib.parse import urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -42,8 +43,13 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: name suffixes outside the public DNS (special-use and de-facto private)
 PRIVATE_SUFFIXES = ("local", "localhost", "internal", "home.arpa", "lan", "intranet", "corp", "private")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
-#: the legacy IPv4 forms getaddrinfo accepts: "127.1", "0x7f.0.0.1", "2130706433"
-_LEGACY_IPV4 = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
+
+
+@cache
+def _legacy_ipv4() -> re.Pattern[str]:
+    """The legacy IPv4 forms getaddrinfo accepts: "127.1", "0x7f.0.0.1", "2130706433"
+    (compiled when a host name is first checked)."""
+    return re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
 
 
 def parse_networks(value: object, name: str) -> tuple[IPNetwork, ...] | None:
@@ -121,7 +127,7 @@ def ip_literal(host: str) -> IPAddress | None:
         return ipaddress.ip_address(host)
     except ValueError:
         pass
-    if _LEGACY_IPV4.fullmatch(host):
+    if _legacy_ipv4().fullmatch(host):
         try:
             return ipaddress.IPv4Address(socket.inet_aton(host))
         except OSError:

@@ -23,13 +23,18 @@ every URL inside a text (an error message names the URL it failed on).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 
 #: what a masked part is replaced with
 MASK = "***"
 #: a query parameter whose lower-cased name contains one of these has its value masked
 SECRET_NAMES = ("pass", "pwd", "token", "secret", "key", "auth", "sig", "session", "credential", "cookie")
-_SECRET_NAME = re.compile("|".join(SECRET_NAMES))
+
+
+# (The two regexes are compiled when first needed: most crawls log no URL with a query.)
+@cache
+def _secret_name() -> re.Pattern[str]:
+    return re.compile("|".join(SECRET_NAMES))
 
 
 def mask_url(url: str) -> str:
@@ -58,19 +63,21 @@ def _mask(url: str) -> str:
     return f"{head}{question}{query}{hash_}{fragment}"
 
 
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+@cache
+def _url_in_text() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 
 
 def mask_text(text: str) -> str:
     """``text`` (an error message, say) with every URL in it masked."""
     if "://" not in text:
         return text
-    return _URL_IN_TEXT.sub(lambda found: mask_url(found.group(0)), text)
+    return _url_in_text().sub(lambda found: mask_url(found.group(0)), text)
 
 
 def _mask_pair(pair: str) -> str:
     name, equals, value = pair.partition("=")
-    if equals and value and _SECRET_NAME.search(name.lower()):
+    if equals and value and _secret_name().search(name.lower()):
         return f"{name}={MASK}"
     return pair
 

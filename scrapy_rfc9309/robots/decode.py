@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Generator
+from functools import cache
 from typing import Any, overload
 
 from .diagnostics import DiagnosticLog
@@ -29,7 +30,12 @@ _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 #: (see _fallback): about a millisecond each
 STEP_BYTES = 16_384
 STEP_LINES = 512
-_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:-]+)", re.IGNORECASE)
+
+
+@cache
+def _charset() -> re.Pattern[str]:
+    """(Compiled when a Content-Type first names a charset.)"""
+    return re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:-]+)", re.IGNORECASE)
 
 
 def charset_of(content_type: str | bytes | None) -> str | None:
@@ -38,7 +44,7 @@ def charset_of(content_type: str | bytes | None) -> str | None:
         return None
     if isinstance(content_type, bytes):
         content_type = content_type.decode("latin-1")
-    m = _CHARSET.search(content_type)
+    m = _charset().search(content_type)
     if not m:
         return None
     try:

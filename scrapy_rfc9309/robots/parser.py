@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Generator, Iterable, Iterator, Sequence
+from functools import cache
 from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any
@@ -110,30 +111,67 @@ _KEY_ENDINGS = ("", "s", "ed")
 _LENIENT_FORMS = {
     prefix + ending: kind for prefix, kind in _LENIENT_KEYS for ending in _KEY_ENDINGS if prefix + ending not in _KEYS
 }
-# A line that could be a record once blanks, case and typos are forgiven:
-# a filter for the lines of an HTML page, read one by one after it.
-_KEY_LINE = re.compile(
-    r"[ \t]*(?:" + "|".join(re.escape(prefix) for prefix, _ in _LENIENT_KEYS) + ")", re.IGNORECASE | re.ASCII
-)
-# A line end, blanks, and two letters that can start a lenient key: where a
-# record may begin in a large HTML page.  The literal "\n" first lets the
-# regex engine skip from line end to line end.
-# (An alternation of the six pairs would be three times slower to scan.)
-_LONE_CR = re.compile(r"\r(?!\n)")
-_KEY_START = re.compile(r"\n[ \t]*[UuDdAaSsCcRr][SsIiLlRrEe]")
+# (The patterns of HTML pages, lone CR line ends, Crawl-delay and Request-rate
+# values are compiled when first needed: most crawls never meet them, and a
+# compile costs 50 to 200 us at start-up.)
+
+
+@cache
+def _key_line() -> re.Pattern[str]:
+    """A line that could be a record once blanks, case and typos are forgiven:
+    a filter for the lines of an HTML page, read one by one after it."""
+    return re.compile(
+        r"[ \t]*(?:" + "|".join(re.escape(prefix) for prefix, _ in _LENIENT_KEYS) + ")", re.IGNORECASE | re.ASCII
+    )
+
+
+@cache
+def _lone_cr() -> re.Pattern[str]:
+    return re.compile(r"\r(?!\n)")
+
+
+@cache
+def _key_start() -> re.Pattern[str]:
+    """A line end, blanks, and two letters that can start a lenient key: where a
+    record may begin in a large HTML page.  The literal "\\n" first lets the
+    regex engine skip from line end to line end.  (An alternation of the six
+    pairs would be three times slower to scan.)"""
+    return re.compile(r"\n[ \t]*[UuDdAaSsCcRr][SsIiLlRrEe]")
+
+
 # A line longer than _SAFE_LINE_CHARS covers a whole window of this many.
 _LONG_WINDOW = (_SAFE_LINE_CHARS + 1) // 2
 # _EVENS[i] == i << 1: the mark of a Disallow rule on line i (see _evens()).
 _EVENS = array("I", range(0, 1024 << 1, 2))
 _EVENS_MAX = 1 << 17  # lines; the array is at most 512 KiB
-_HTML_START = re.compile(r"\s*<(?:!doctype|html|head|body|!--|\?xml|meta|script)", re.IGNORECASE)
+
+
+@cache
+def _html_start() -> re.Pattern[str]:
+    return re.compile(r"\s*<(?:!doctype|html|head|body|!--|\?xml|meta|script)", re.IGNORECASE)
+
+
 _AGENT_RUN = re.compile(r"[A-Za-z_-]*")
-_NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)\Z")
-_RATE = re.compile(r"(\d+)[ \t]*/[ \t]*(\d+(?:\.\d+)?)[ \t]*(?:([smhSMH])(?![A-Za-z]))?")
+
+
+@cache
+def _number() -> re.Pattern[str]:
+    return re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)\Z")
+
+
+@cache
+def _rate() -> re.Pattern[str]:
+    return re.compile(r"(\d+)[ \t]*/[ \t]*(\d+(?:\.\d+)?)[ \t]*(?:([smhSMH])(?![A-Za-z]))?")
+
+
 # The time window of the 1996 "extended standard" ("Request-rate: 1/10m
 # 1300-1659", UTC): not supported, the rate is kept for all hours (a crawler
 # then never goes faster than asked inside the window), with a diagnostic.
-_RATE_WINDOW = re.compile(r"\d{1,2}(?::?\d\d)?[ \t]*-[ \t]*\d{1,2}(?::?\d\d)?(?:[ \t]*(?:UTC|GMT|Z))?\Z", re.IGNORECASE)
+@cache
+def _rate_window() -> re.Pattern[str]:
+    return re.compile(r"\d{1,2}(?::?\d\d)?[ \t]*-[ \t]*\d{1,2}(?::?\d\d)?(?:[ \t]*(?:UTC|GMT|Z))?\Z", re.IGNORECASE)
+
+
 _RATE_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
 _INF = float("inf")
 # user-agent value -> (token, diagnostic code or None); bounded, shared by all files
@@ -219,7 +257,7 @@ def reading(
 
 def _chunks(text: str, diags: DiagnosticLog) -> Iterable[tuple[int, str]]:
     """The numbered chunks of the file's text to read (see :func:`_read_chunks`)."""
-    if "<" in text and _HTML_START.match(text):
+    if "<" in text and _html_start().match(text):
         # An HTML page served as robots.txt: read only the lines that could be
         # records (Google would obey them), and report the page once instead
         # of once per line.  (They hold no "\r": no runs.)
@@ -492,12 +530,12 @@ def _record_lines(text: str, diags: DiagnosticLog) -> Iterator[tuple[int, str]]:
     The first line holds the opening tag, so it is never a record.
     """
     crlf = "\r" in text
-    if crlf and _LONE_CR.search(text):
+    if crlf and _lone_cr().search(text):
         text, crlf = text.replace("\r\n", "\n").replace("\r", "\n"), False
     # else at most CRLF line ends: "\n" still ends every line
     number, last = 1, 0
-    count, find, match = text.count, text.find, _KEY_LINE.match
-    for m in _KEY_START.finditer(text):
+    count, find, match = text.count, text.find, _key_line().match
+    for m in _key_start().finditer(text):
         start = m.start() + 1
         end = find("\n", start)
         if end < 0:
@@ -598,7 +636,7 @@ def _token_of(value: str) -> tuple[str, str | None]:
 
 
 def _crawl_delay(value: str, number: int, diags: DiagnosticLog) -> float | None:
-    if _NUMBER.match(value):
+    if _number().match(value):
         delay = float(value)
         if delay != _INF:  # hundreds of digits overflow to inf: no real delay
             return delay
@@ -609,11 +647,11 @@ def _crawl_delay(value: str, number: int, diags: DiagnosticLog) -> float | None:
 def _request_rate(value: str, number: int, diags: DiagnosticLog) -> tuple[int, float] | None:
     """``n/m`` with an optional unit (``s``, ``m``, ``h``); after it, only a
     time window (ignored, reported), else the whole value is invalid."""
-    m = _RATE.match(value)
+    m = _rate().match(value)
     # int() refuses more than 4,300 digits (ValueError); no real rate has that many
     if m and len(m.group(1)) <= 18:
         rest = value[m.end() :].lstrip(" \t")
-        window = bool(rest) and _RATE_WINDOW.match(rest) is not None
+        window = bool(rest) and _rate_window().match(rest) is not None
         requests, seconds = int(m.group(1)), float(m.group(2)) * _RATE_UNIT[(m.group(3) or "").lower()]
         if (not rest or window) and requests > 0 and 0 < seconds < _INF:
             if window:
