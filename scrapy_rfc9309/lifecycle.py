@@ -13,7 +13,7 @@ closed.  Each result that takes effect is announced: the plugin's
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
@@ -48,14 +48,20 @@ STORAGE_UNAVAILABLE = "rfc9309_storage_unavailable"
 INVALID_SETTING = "rfc9309_invalid_setting"
 
 
-@dataclass
 class _Crawl:
-    settings: Rfc9309Settings
-    service: RobotsService | None = None
-    #: the crawl's gate (scrapy_rfc9309.gate), when the scheduler is one
-    gate: Any = field(default=None, repr=False)
-    #: the finish reason the crawl is refused with when the spider opens (a bad setting)
-    refused: str | None = None
+    """One crawl's entry in the registry.  (A plain class: a dataclass's methods are
+    generated and compiled when its module is imported, about 3 M instructions of a
+    crawl's start-up each; docs/benchmarks_crawl.md, "Instructions per added origin".)"""
+
+    __slots__ = ("gate", "refused", "service", "settings")
+
+    def __init__(self, settings: Rfc9309Settings, refused: str | None = None) -> None:
+        self.settings = settings
+        self.service: RobotsService | None = None
+        #: the crawl's gate (scrapy_rfc9309.gate), when the scheduler is one
+        self.gate: Any = None
+        #: the finish reason the crawl is refused with when the spider opens (a bad setting)
+        self.refused = refused
 
 
 _CRAWLS: WeakKeyDictionary[Any, _Crawl] = WeakKeyDictionary()
