@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -246,6 +247,8 @@ def main() -> None:
     if args.load:
         print("\n".join(table(json.loads(args.load.read_text()))))
         return
+    # the same hashes in every process: a set's or a dict's layout then does not move a count
+    os.environ.setdefault("PYTHONHASHSEED", "0")
     small, large = args.sizes
     if not 0 < small < large:
         ap.error("--sizes: two sizes, the first smaller")
