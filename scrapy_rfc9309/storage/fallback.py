@@ -65,6 +65,8 @@ class FallbackStorage(RobotsStorage):
         #: origin -> monotonic time of the last turn this worker granted itself while the
         #: backend was down (see take_turn)
         self._local_turns: dict[str, float] = {}
+        #: the backend is process memory, which cannot fail
+        self._in_memory = type(primary) is MemoryStorage
         if count is not None:
             primary.count = count  # what the backend counts (unusable entries...) goes to the same stats
 
@@ -111,6 +113,8 @@ class FallbackStorage(RobotsStorage):
         return Lease()
 
     async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
+        if self._in_memory:  # (it never fails: no fallback to keep ready)
+            return await self.primary.lookup(origin, now)
         found = await self._ask(lambda: self.primary.lookup(origin, now))
         if not isinstance(found, _Down):
             return found
@@ -120,6 +124,9 @@ class FallbackStorage(RobotsStorage):
     async def store(self, origin: str, entry: RobotsEntry, lease: Lease | None, floor: float = 0.0) -> None:
         """Store in the backend (one step there), else in memory; the lease is
         released whatever state the backend is in."""
+        if self._in_memory:
+            await self.primary.store(origin, entry, lease, floor)
+            return
         if not isinstance(await self._ask(lambda: self.primary.store(origin, entry, lease, floor)), _Down):
             return
         await self.fallback.put(origin, entry)
