@@ -33,11 +33,10 @@ bounded by (number of pieces) x (length of the path).
 from __future__ import annotations
 
 import re
+from functools import cache
 from itertools import repeat
 from operator import add, itemgetter, methodcaller
 
-# An escape, or a "%" that starts none (group 1 is then None).
-_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})?")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _RESERVED = frozenset(":/?#[]@!$&'()*+,;=")
 #: reserved characters RFC 3986 allows raw only in a host (an IP literal, 3.2.2):
@@ -49,16 +48,82 @@ _HOST_ONLY = "[]"
 OUTSIDE_URI = "".join(
     chr(c) for c in range(128) if chr(c) not in _UNRESERVED | _RESERVED | {"%"} or chr(c) in _HOST_ONLY
 )
-#: escapes decoded when matching: unreserved characters, the literal * and $,
-#: and the characters outside the URI grammar
-_DECODED = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED or chr(c) in "*$" + OUTSIDE_URI}
-#: escapes decoded in the priority form: unreserved characters only
-_DECODED_CANON = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED}
-_OUTSIDE = re.compile("[" + re.escape(OUTSIDE_URI) + "]")
 _OUTSIDE_ALL_BYTES = OUTSIDE_URI.encode("ascii")
 _HIGH_BYTES = bytes(range(128, 256))
 #: the same characters as bytes but "\n", which separates a file's patterns
 _OUTSIDE_BYTES = OUTSIDE_URI.replace("\n", "").encode("ascii")
+_HEAD, _TAIL = itemgetter(slice(0, 2)), itemgetter(slice(2, None))
+#: what an escaped "*" is while a pattern is cut at its wildcards (see _normalized_pieces)
+_STAR = "\ufffe"
+
+
+class _FixedHex(dict[str, str]):
+    """The two characters after a "%" -> what "%" and they become for matching:
+    an escape's matching form (see :class:`_Escapes`), changed or not; after a
+    "%" that starts no escape, ``%25`` and the characters themselves."""
+
+    def __missing__(self, head: str) -> str:
+        return "%25" + head
+
+
+class _Escapes:
+    """The tables and regexes of escapes, non-ASCII text and the characters
+    outside the URI grammar: built once, on first use (:func:`_escapes`), so
+    that a crawl whose paths and patterns are plain ASCII without a "%" never
+    builds them (about 1,700 dict entries and three regexes: several
+    million instructions of a crawl's start-up)."""
+
+    __slots__ = (
+        "decoded_canon",
+        "escape",
+        "escape_high",
+        "fixed_hex",
+        "fixed_hex_star",
+        "needs_fix",
+        "octets_more",
+        "outside",
+    )
+
+    def __init__(self) -> None:
+        #: an escape, or a "%" that starts none (group 1 is then None)
+        self.escape = re.compile(r"%([0-9A-Fa-f]{2})?")
+        #: escapes decoded when matching: unreserved characters, the literal * and $,
+        #: and the characters outside the URI grammar
+        decoded = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED or chr(c) in "*$" + OUTSIDE_URI}
+        #: escapes decoded in the priority form: unreserved characters only
+        self.decoded_canon = {f"{c:02X}": chr(c) for c in range(128) if chr(c) in _UNRESERVED}
+        self.outside = re.compile("[" + re.escape(OUTSIDE_URI) + "]")
+        #: str.translate table: an octet above 127 (read as ISO-8859-1) -> its escape
+        self.escape_high = {c: f"%{c:02X}" for c in range(128, 256)}
+        # The matching form of every escape that normalisation changes (lower-case
+        # hex, or a decoded character) and of a "%" that starts no escape.
+        fixes = {"%": "%25"}
+        for a in _HEX_DIGITS:
+            for b in _HEX_DIGITS:
+                hx = (a + b).upper()
+                fixed = decoded.get(hx) or "%" + hx
+                if fixed != "%" + a + b:
+                    fixes["%" + a + b] = fixed
+        self.fixed_hex = _FixedHex(
+            {a + b: fixes.get("%" + a + b, "%" + a + b) for a in _HEX_DIGITS for b in _HEX_DIGITS}
+        )
+        #: as fixed_hex, but an escaped "*" becomes _STAR (see _normalized_pieces)
+        self.fixed_hex_star = _FixedHex({**self.fixed_hex, "2A": _STAR, "2a": _STAR})
+        #: the two characters after a "%" -> how many octets more the priority form has than the
+        #: text as written: an escape of an unreserved character is one octet (-2); any other
+        #: escape stays (0); a "%" that starts none is "%25" (+2, the default)
+        self.octets_more = {
+            a + b: -2 if chr(int(a + b, 16)) in _UNRESERVED else 0 for a in _HEX_DIGITS for b in _HEX_DIGITS
+        }
+        self.needs_fix = re.compile(_needs_fix_pattern(decoded))
+
+
+_HEX_DIGITS = "0123456789ABCDEFabcdef"
+
+
+@cache
+def _escapes() -> _Escapes:
+    return _Escapes()
 
 
 def _fix_escape_canon(match: re.Match[str]) -> str:
@@ -66,7 +131,7 @@ def _fix_escape_canon(match: re.Match[str]) -> str:
     if hx is None:
         return "%25"
     hx = hx.upper()
-    return _DECODED_CANON.get(hx) or "%" + hx
+    return _escapes().decoded_canon.get(hx) or "%" + hx
 
 
 def _encode_outside(match: re.Match[str]) -> str:
@@ -84,50 +149,11 @@ def any_outside(patterns: str) -> bool:
     return len(raw.translate(None, _OUTSIDE_BYTES)) != len(raw)
 
 
-#: str.translate table: an octet above 127 (read as ISO-8859-1) -> its escape
-_ESCAPE_HIGH = {c: f"%{c:02X}" for c in range(128, 256)}
-
-
 def _encode_non_ascii(text: str) -> str:
     """``text`` with every non-ASCII character as the ``%XX`` escapes of its
     UTF-8 octets, at C speed (``urllib.parse.quote`` does a Python step per
     octet: milliseconds for a 16 KB pattern)."""
-    return text.encode("utf-8", "surrogatepass").decode("iso8859-1").translate(_ESCAPE_HIGH)
-
-
-# The matching form of every escape that normalisation changes (lower-case
-# hex, or a decoded character) and of a "%" that starts no escape.
-_FIXES = {"%": "%25"}
-for _a in "0123456789ABCDEFabcdef":
-    for _b in "0123456789ABCDEFabcdef":
-        _hx = (_a + _b).upper()
-        _fixed = _DECODED.get(_hx) or "%" + _hx
-        if _fixed != "%" + _a + _b:
-            _FIXES["%" + _a + _b] = _fixed
-del _a, _b, _hx, _fixed
-
-
-class _FixedHex(dict[str, str]):
-    """The two characters after a "%" -> what "%" and they become for matching:
-    an escape's matching form (see _FIXES), changed or not; after a "%" that
-    starts no escape, ``%25`` and the characters themselves."""
-
-    def __missing__(self, head: str) -> str:
-        return "%25" + head
-
-
-_HEX_DIGITS = "0123456789ABCDEFabcdef"
-_FIXED_HEX = _FixedHex({a + b: _FIXES.get("%" + a + b, "%" + a + b) for a in _HEX_DIGITS for b in _HEX_DIGITS})
-#: the two characters after a "%" -> how many octets more the priority form has than the
-#: text as written: an escape of an unreserved character is one octet (-2); any other
-#: escape stays (0); a "%" that starts none is "%25" (+2, the default)
-_OCTETS_MORE = {a + b: -2 if chr(int(a + b, 16)) in _UNRESERVED else 0 for a in _HEX_DIGITS for b in _HEX_DIGITS}
-_HEAD, _TAIL = itemgetter(slice(0, 2)), itemgetter(slice(2, None))
-
-
-#: as _FIXED_HEX, but an escaped "*" becomes _STAR (see _normalized_pieces)
-_STAR = "\ufffe"
-_FIXED_HEX_STAR = _FixedHex({**_FIXED_HEX, "2A": _STAR, "2a": _STAR})
+    return text.encode("utf-8", "surrogatepass").decode("iso8859-1").translate(_escapes().escape_high)
 
 
 def _normalized_pieces(body: str) -> list[str]:
@@ -137,14 +163,16 @@ def _normalized_pieces(body: str) -> list[str]:
     (``%2A``, a literal star) is kept apart from the wildcards until the cut
     (a Python call per piece took milliseconds for thousands of pieces)."""
     text = body if body.isascii() else _encode_non_ascii(body)
-    if "%" in text and _NEEDS_FIX.search(text) is not None:
-        text = _fix_escapes(text, _FIXED_HEX_STAR)
-        if _STAR in text:
-            return list(map(methodcaller("replace", _STAR, "*"), text.split("*")))
+    if "%" in text:
+        escapes = _escapes()
+        if escapes.needs_fix.search(text) is not None:
+            text = _fix_escapes(text, escapes.fixed_hex_star)
+            if _STAR in text:
+                return list(map(methodcaller("replace", _STAR, "*"), text.split("*")))
     return text.split("*")
 
 
-def _fix_escapes(text: str, fixed: _FixedHex = _FIXED_HEX) -> str:
+def _fix_escapes(text: str, fixed: _FixedHex) -> str:
     """``text`` with each escape in its matching form and each "%" that starts
     none as ``%25``, at C speed: the text is cut at every "%" (hex digits
     hold none, so each escape is whole at the start of its part), and each
@@ -155,8 +183,9 @@ def _fix_escapes(text: str, fixed: _FixedHex = _FIXED_HEX) -> str:
     return parts[0] + "".join(map(add, map(fixed.__getitem__, map(_HEAD, rest)), map(_TAIL, rest)))
 
 
-def _needs_fix_pattern() -> str:
-    """A regex for what :data:`_FIXES` changes.
+def _needs_fix_pattern(decoded: dict[str, str]) -> str:
+    """A regex for what normalisation changes: an escape of a ``decoded``
+    character, one in lower-case hex, a "%" that starts no escape.
 
     Most URLs with escapes need no change, or one ("%20") among a run of
     UTF-8 escapes: substituting only these skips the rest at C speed, and
@@ -165,21 +194,20 @@ def _needs_fix_pattern() -> str:
     """
     alternatives = []
     for first in "01234567":
-        seconds = "".join(h[1] for h in sorted(_DECODED) if h[0] == first)
+        seconds = "".join(h[1] for h in sorted(decoded) if h[0] == first)
         alternatives.append(f"{first}[{seconds}a-f]")
     alternatives += ["[89A-F][a-f]", "[a-f][0-9A-Fa-f]", "(?![0-9A-Fa-f]{2})"]
     return "%(?![89A-F][0-9A-F])(?:" + "|".join(alternatives) + ")"
-
-
-_NEEDS_FIX = re.compile(_needs_fix_pattern())
 
 
 def normalize(text: str) -> str:
     """The matching form of a path or of one literal piece of a pattern."""
     if not text.isascii():
         text = _encode_non_ascii(text)
-    if "%" in text and _NEEDS_FIX.search(text) is not None:
-        text = _fix_escapes(text)
+    if "%" in text:
+        escapes = _escapes()
+        if escapes.needs_fix.search(text) is not None:
+            text = _fix_escapes(text, escapes.fixed_hex)
     return text
 
 
@@ -192,9 +220,9 @@ def canonical(text: str, outside: bool = True) -> str:
     if not text.isascii():
         text = _encode_non_ascii(text)
     if "%" in text:
-        text = _ESCAPE.sub(_fix_escape_canon, text)
-    if outside and _OUTSIDE.search(text):
-        text = _OUTSIDE.sub(_encode_outside, text)
+        text = _escapes().escape.sub(_fix_escape_canon, text)
+    if outside and _escapes().outside.search(text):
+        text = _escapes().outside.sub(_encode_outside, text)
     return text
 
 
@@ -276,7 +304,7 @@ def octets(raw: str, outside: bool = True) -> int:
         ascii_chars = len(raw_bytes.translate(None, _HIGH_BYTES))
         size = ascii_chars + 3 * (len(raw_bytes) - ascii_chars)
     if "%" in raw:  # (each "%" and what follows it looked up at C speed, as in _fix_escapes)
-        size += sum(map(_OCTETS_MORE.get, map(_HEAD, raw.split("%")[1:]), repeat(2)))
+        size += sum(map(_escapes().octets_more.get, map(_HEAD, raw.split("%")[1:]), repeat(2)))
     if outside:
         if raw_bytes is None:
             raw_bytes = raw.encode("ascii")
@@ -290,7 +318,7 @@ def compile_pattern(raw: str, outside: bool = True) -> tuple[int, object, str, i
     ``outside=False`` says the pattern holds no character of
     :data:`OUTSIDE_URI` (the caller has looked, for a whole file at once)."""
     plain = raw.isascii() and "%" not in raw  # most patterns: nothing to normalise
-    priority = len(raw) if plain and not (outside and _OUTSIDE.search(raw)) else octets(raw, outside)
+    priority = len(raw) if plain and not (outside and _escapes().outside.search(raw)) else octets(raw, outside)
     anchored = raw[-1] == "$"
     body = raw[:-1] if anchored else raw
     if "*" not in body:
