@@ -105,7 +105,10 @@ def test_the_cluster_recipe_crawls_the_demo_with_one_robots_txt_fetch_per_origin
     delay = blocks["Crawl-delay: 1"]
     assert delay.delay == "1 s" and float(delay.gap.split()[0]) >= 0.95
     workers_line = next(line for line in footer if line.startswith("workers: "))
-    assert re.match(r"workers: [23];", workers_line), workers_line  # the pages were shared
+    # the pages are usually shared, but on a loaded machine the first worker up can take all 26
+    # before the others pull (seen in a suite run at load 12); one robots.txt fetch per origin
+    # across the workers is what the footer above proves
+    assert re.match(r"workers: [123];", workers_line), workers_line
     paced = next(line for line in footer if line.startswith("Crawl-delay 1 s of "))
     found = re.search(r"its pages came from [123] worker\(s\), at least (\d\.\d\d) s apart at the server", paced)
     # starts are a floor apart in the workers; the server sees them through loopback
