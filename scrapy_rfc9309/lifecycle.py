@@ -72,7 +72,8 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
 
     ``enabled`` is False when ``RFC9309_ENABLED`` is False or when the user set
     ``ROBOTSTXT_OBEY = False`` (anywhere above Scrapy's own default: project,
-    spider, command line), as for Scrapy's middleware; one INFO line says so.
+    spider, command line), as for Scrapy's middleware, unless the crawl reads
+    usage statements (:func:`scrapy_switches`); one INFO line says so.
 
     A bad setting is one ERROR line here, where the first component reads
     the settings (early in the crawl's start-up, before Scrapy lists its
@@ -87,8 +88,14 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
             logger.error("%s. The crawl stops before its first request.", exc, extra={"spider": crawler.spider})
             state = _CRAWLS[crawler] = _Crawl(Rfc9309Settings(), refused=INVALID_SETTING)
             return state.settings
-        switch = _switched_off(crawler.settings, settings)
-        if switch:
+        settings, switch = scrapy_switches(crawler.settings, settings)
+        if not settings.obey:
+            logger.info(
+                "scrapy-rfc9309: robots.txt's access rules are off (ROBOTSTXT_OBEY = False); the purposes the crawl "
+                "declares are still enforced on what each response states (headers, meta tags): nothing is "
+                "fetched for them, no robots.txt, no tdmrep.json"
+            )
+        elif switch:
             settings = replace(settings, enabled=False)
             builtin = switch != "ROBOTSTXT_OBEY = False" and _builtin_enabled(crawler.settings)
             logger.info(
@@ -135,14 +142,17 @@ def refused(crawler: Crawler) -> bool:
     return state is not None and state.refused is not None
 
 
-def _switched_off(scrapy_settings: Any, settings: Rfc9309Settings) -> str:
-    """Which switch turns the plugin off, or ""."""
+def scrapy_switches(scrapy_settings: Any, settings: Rfc9309Settings) -> tuple[Rfc9309Settings, str]:
+    """``settings`` as Scrapy's switches leave them, and the switch that turns the plugin off ("": none).
+    A ``ROBOTSTXT_OBEY = False`` the user set turns robots.txt's access rules off; the plugin too, unless
+    the crawl reads usage statements (a declared purpose, the report): a promise only a usage switch
+    breaks, so the plugin stays on with ``obey`` False (docs/usage_preferences.md, "Not obeying robots.txt")."""
     if not settings.enabled:
-        return "RFC9309_ENABLED = False"
+        return settings, "RFC9309_ENABLED = False"
     obey = scrapy_settings.getbool("ROBOTSTXT_OBEY")
-    if not obey and (scrapy_settings.getpriority("ROBOTSTXT_OBEY") or 0) > SETTINGS_PRIORITIES["default"]:
-        return "ROBOTSTXT_OBEY = False"
-    return ""
+    if obey or (scrapy_settings.getpriority("ROBOTSTXT_OBEY") or 0) <= SETTINGS_PRIORITIES["default"]:
+        return settings, ""
+    return (replace(settings, obey=False), "") if settings.reads_pages else (settings, "ROBOTSTXT_OBEY = False")
 
 
 def _builtin_enabled(scrapy_settings: Any) -> bool:

@@ -60,7 +60,7 @@ class RobotsTxtMiddleware:
             settings = rfc9309_settings(crawler)
             if not settings.enabled:
                 raise NotConfigured  # said once, at INFO, by rfc9309_settings
-            if not refused(crawler):  # refused: the ERROR line said why; these are only the defaults
+            if settings.obey and not refused(crawler):  # refused: the ERROR line said why; these are only the defaults
                 logger.info(
                     "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
                     "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
@@ -100,8 +100,12 @@ class RobotsTxtMiddleware:
         policy = self.settings.for_origin(origin)
         tokens = policy.user_agents
         if meta.get("dont_obey_robotstxt") or not policy.obey:
+            # robots.txt's access rules off; its usage preferences apply where already known (nothing is fetched)
+            known, usage = self.service.known(origin) if self._reads_pages or META_USAGE in meta else None, UNKNOWN
+            if known is not None and (usage := usage_for(known.robots, request.url, tokens, allowed=True)):
+                self._check_usage(request, origin, known, tokens[0], usage, hit=True)  # (a denial: a cache hit)
             counts.inc(_ALLOWED[Verdict.ALLOWED_NOT_OBEYED])
-            meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, tokens, UNKNOWN)
+            meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, tokens, usage)
             return None
         if meta.get(META_USER_AGENT):
             tokens = self._request_tokens(request, origin, meta[META_USER_AGENT], META_USER_AGENT)
@@ -164,16 +168,26 @@ class RobotsTxtMiddleware:
             self._counts.inc_scrapy(FORBIDDEN)
             self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
         usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
-        purposes = self._purposes(request, origin) if usage or META_USAGE in request.meta else ()  # (a bad one raises)
+        if usage or META_USAGE in request.meta:
+            self._check_usage(request, origin, known, token, usage)
+        return decision, token, usage
+
+    def _check_usage(
+        self, request: Request, origin: str, known: Known, token: str, usage: Usage, hit: bool = False
+    ) -> None:
+        """Robots.txt's ``usage`` for the URL against the declared purposes (a bad one raises): a denial
+        before the download is counted, recorded and raised."""
+        purposes = self._purposes(request, origin)
         denied = usage.denies(purposes) if purposes else None
         if denied is not None:
             label, sources = denied
             self._counts.inc(f"usage/denied/{label}")
             self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
+            if hit:
+                self._counts.inc("cache/hits")
             if self.recorder.active:
                 self.recorder.usage_decided(request.url, origin, known, token, "denied", "robots.txt", label, sources)
             self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {_where(sources)}")
-        return decision, token, usage
 
     def _allow(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...], checked: Checked) -> None:
         decision, token, usage = checked

@@ -154,9 +154,10 @@ class Rfc9309Settings:
     Immutable; compared by identity (a crawl has one).  A dataclass (``fields``,
     ``replace``) whose methods are written below, not generated: a dataclass's
     generated methods are compiled when the module is imported, about 10 M
-    instructions of every crawl's start-up for this one's 36 fields."""
+    instructions of every crawl's start-up for this one's 37 fields."""
 
     enabled: bool = True
+    obey: bool = True  # False: ROBOTSTXT_OBEY = False kept the plugin on for a declared purpose (lifecycle)
     max_bytes: int = 512_000
     max_redirects: int = field(default_factory=lambda: MAX_REDIRECTS)  # (constants read when built)
     fetch_timeout: float = 30.0
@@ -283,10 +284,13 @@ class Rfc9309Settings:
     def __post_init__(self) -> None:
         from_ua = self.user_agent_source == "USER_AGENT"  # the policy is built once: for_origin runs per request
         policy = OriginPolicy(
-            True, self.user_agent, self.unreachable, self.user_agents, from_ua, self.usage, self.unreachable_wait
+            self.obey, self.user_agent, self.unreachable, self.user_agents, from_ua, self.usage, self.unreachable_wait
         )
         object.__setattr__(self, "user_agents", policy.user_agents)
         object.__setattr__(self, "_default_policy", policy)
+        if not self.obey:  # no origin's access rules, whatever RFC9309_ORIGINS says
+            off = {o: OriginPolicy(False, *_policy_values(p)[1:]) for o, p in self.origins.items()}
+            object.__setattr__(self, "origins", MappingProxyType(off))
 
     @property
     def declares_purposes(self) -> bool:

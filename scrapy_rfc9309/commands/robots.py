@@ -2,7 +2,7 @@
 
 ::
 
-    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME] [--usage PURPOSE ...] [--page]
+    scrapy robots URL [URL ...] [--agent TOKEN ...] [--file PATH] [--spider NAME] [--usage PURPOSE ...] [--page [--fetch-denied]]
     scrapy robots --lint PATH
     scrapy robots --audit FILE URL [URL ...] [--audit-key-file PATH]
     scrapy robots --audit FILE --summary [--audit-key-file PATH]
@@ -40,10 +40,14 @@ the file states any.  With ``--audit`` the purposes the crawl declared are
 used unless ``--usage`` is given.  Online, where a purpose is declared (or
 with ``--page``), the origin's ``/.well-known/tdmrep.json`` is fetched too and
 its rule for each URL shown (``no tdmrep.json`` when there is none) and
-counted, as a crawl counts it.  ``--page`` also fetches each URL robots.txt
-allows (through the robots.txt lane) and shows what its headers and HTML head
+counted, as a crawl counts it.  ``--page`` also fetches each URL a crawl would
+download (through the robots.txt lane) and shows what its headers and HTML head
 state (``Content-Usage``, ``tdm-*``, ``X-Robots-Tag``, robots / token meta
-tags, ``nofollow``), combined as a crawl combines them on the response.
+tags, ``nofollow``), combined as a crawl combines them on the response.  Like a
+crawl, it fetches no page robots.txt disallows, nor one its usage preferences
+deny for a declared purpose (reported as not fetched), unless ``--fetch-denied``;
+nor anything but the pages of an origin that is not obeyed (``obey: False``,
+``ROBOTSTXT_OBEY = False`` with a purpose declared).
 
 Exit status: 0 when every URL is allowed, 1 when any is denied (``--lint``:
 when the file has diagnostics) and never otherwise, 2 when there is no
@@ -164,8 +168,14 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--page",
             action="store_true",
-            help="also fetch each URL robots.txt allows and show what its headers and HTML head state "
+            help="also fetch each URL a crawl would download and show what its headers and HTML head state "
             "(X-Robots-Tag, tdm-*, robots meta tags, Content-Usage)",
+        )
+        parser.add_argument(
+            "--fetch-denied",
+            action="store_true",
+            help="with --page: fetch too the pages robots.txt's usage preferences deny for a declared purpose "
+            "(a crawl never downloads them; a Disallow still holds)",
         )
         parser.add_argument(
             "--lint", metavar="PATH", help="print the diagnostics of this robots.txt ('-' for stdin) and exit"
@@ -225,7 +235,7 @@ class Command(ScrapyCommand):
             return self._replay(opts.audit, args, opts.summary, opts.agent, opts.usage, key)
         if opts.file is not None:
             return self._check_file(opts.file, args, config)
-        return self._check_online(args, config, agent_given=opts.agent is not None, page=opts.page)
+        return self._check_online(args, config, opts.agent is not None, opts.page, opts.fetch_denied)
 
     # -- the three modes ---------------------------------------------------------
     def _lint(self, path: str, config: Rfc9309Settings) -> int:
@@ -249,7 +259,9 @@ class Command(ScrapyCommand):
         _print(lines)
         return exit_status(decisions)
 
-    def _check_online(self, urls: list[str], config: Rfc9309Settings, agent_given: bool, page: bool = False) -> int:
+    def _check_online(
+        self, urls: list[str], config: Rfc9309Settings, agent_given: bool, page: bool = False, denied: bool = False
+    ) -> int:
         from ..origins import origin_of
         from .report import exit_status
 
@@ -261,7 +273,7 @@ class Command(ScrapyCommand):
         to_fetch = [origin for origin in by_origin if config.for_origin(origin).obey]
         # the other sources: where a purpose is declared (the origin's tdmrep.json), or --page
         sources = [origin for origin in by_origin if page or config.for_origin(origin).usage]
-        extras = Extras({origin: by_origin[origin] if page else [] for origin in sources})
+        extras = Extras({origin: by_origin[origin] if page else [] for origin in sources}, denied)
         results = self._fetch(to_fetch, config, extras) if to_fetch or sources else {}
         missing = [origin for origin in to_fetch if origin not in results]
         if missing:
@@ -389,6 +401,7 @@ class Command(ScrapyCommand):
     def _config(self, agents: list[str] | None, usage: list[str] | None = None) -> Rfc9309Settings:
         """The project's RFC9309_* settings, with ``--agent`` (once or more) as
         the token(s) and ``--usage`` as the declared purposes."""
+        from ..lifecycle import scrapy_switches
         from ..settings import Rfc9309Settings, usage_with_purposes
 
         settings = self._settings()
@@ -398,8 +411,8 @@ class Command(ScrapyCommand):
         if agents:
             tokens = _agent_tokens(agents)
             settings.set("ROBOTSTXT_USER_AGENT", list(tokens) if len(tokens) > 1 else tokens[0], priority="cmdline")
-        try:
-            return Rfc9309Settings.from_settings(settings)
+        try:  # ROBOTSTXT_OBEY = False with a purpose declared: as in a crawl, no origin is obeyed
+            return scrapy_switches(settings, Rfc9309Settings.from_settings(settings))[0]
         except ValueError as exc:  # InvalidSetting: one line naming it, its value masked
             raise UsageError(f"invalid setting {exc}", print_help=False) from None
 
@@ -443,9 +456,11 @@ class Extras:
     """What is fetched beside robots.txt: per origin, its tdmrep.json and the
     pages to read (``--page``); filled in by :class:`RobotsFetchSpider`."""
 
-    def __init__(self, wanted: dict[str, list[str]]) -> None:
+    def __init__(self, wanted: dict[str, list[str]], fetch_denied: bool = False) -> None:
         #: origin -> the URLs whose pages are fetched (empty: its tdmrep.json only)
         self.wanted = wanted
+        #: --fetch-denied: pages robots.txt's usage preferences deny are fetched too
+        self.fetch_denied = fetch_denied
         #: origin -> its tdmrep.json fetch, or None when robots.txt disallows it
         self.tdmrep: dict[str, FetchResult | None] = {}
         #: URL -> its page fetch (only URLs robots.txt allows)
@@ -488,27 +503,38 @@ class RobotsFetchSpider(Spider):
             except Exception:  # a bug, not a network problem (those are results)
                 self.logger.exception("could not fetch the robots.txt of %s", origin)
 
-        async def extra(origin: str, urls: list[str]) -> None:
+        async def page(origin: str, url: str) -> None:
             from urllib.parse import urlsplit
 
+            parts = urlsplit(url)
+            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            self.extras.pages[url] = await service.fetcher.fetch(origin, path=path)
+
+        async def extra(origin: str, urls: list[str]) -> None:
             from ..origins import resource_url
             from ..robots.tdmrep import MAX_FILE_BYTES, PATH
+            from ..robots.usage import usage_for
 
-            if origin in self.origins:
-                await fetch(origin)
+            if origin not in self.origins:  # not obeyed: a crawl fetches nothing of it but its pages
+                await maybe_deferred_to_future(DeferredList([deferred_from_coro(page(origin, url)) for url in urls]))
+                return
+            await fetch(origin)
             inspected = self.results.get(origin)
-            tokens = self.config.for_origin(origin).user_agents
+            policy = self.config.for_origin(origin)
+            tokens, purposes = policy.user_agents, policy.usage
             robots = inspected[1] if inspected is not None else None
 
-            def allowed(url: str) -> bool:
-                return robots is None or all(robots.check(url, token).allowed for token in tokens)
+            def allowed(url: str, usage: bool = False) -> bool:
+                """As a crawl decides before the download: access, then (``usage``) robots.txt's preferences."""
+                if robots is None:
+                    return True
+                if not all(robots.check(url, token).allowed for token in tokens):
+                    return False
+                return (
+                    not usage or not purposes or usage_for(robots, url, tokens, allowed=True).denies(purposes) is None
+                )
 
-            async def page(url: str) -> None:
-                parts = urlsplit(url)
-                path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-                self.extras.pages[url] = await service.fetcher.fetch(origin, path=path)
-
-            jobs = [deferred_from_coro(page(url)) for url in urls if allowed(url)]
+            jobs = [deferred_from_coro(page(origin, url)) for url in urls if allowed(url, not self.extras.fetch_denied)]
             if allowed(resource_url(origin, PATH)):
                 hop = (lambda url: service.allows(url, origin, robots)) if robots is not None else None
                 self.extras.tdmrep[origin] = await service.fetcher.fetch(
@@ -546,7 +572,8 @@ def _origin_block(
     robots: RobotsTxt
     if inspected is None:  # obey: False for this origin
         robots = RobotsTxt.allow_all(Verdict.ALLOWED_NOT_OBEYED)
-        lines.append(row("robots.txt", "not fetched (RFC9309_ORIGINS: obey: False)"))
+        switch = "RFC9309_ORIGINS: obey: False" if config.obey else "ROBOTSTXT_OBEY = False"
+        lines.append(row("robots.txt", f"not fetched ({switch})"))
     else:
         result, robots = inspected
         lines.append(
@@ -558,7 +585,9 @@ def _origin_block(
     lines.extend(_file_lines(robots, tokens))
     purposes = policy.usage
     tdmrep: TdmRep | None = None
-    if extras is not None:
+    if extras is not None and inspected is None:
+        lines.append(row("tdmrep.json", "not fetched (robots.txt not obeyed: a crawl fetches nothing of this origin)"))
+    elif extras is not None:
         fetched = extras.tdmrep.get(origin)
         tdmrep = _tdmrep_of(fetched)
         lines.append(row("tdmrep.json", _describe_tdmrep(resource_url(origin, PATH), fetched, tdmrep, config)))
@@ -753,7 +782,10 @@ def _page_lines(target: str, fetched: FetchResult | None, decided: _Decided) -> 
     from .report import row
 
     if fetched is None:
-        return [row("page", f"{mask_url(target)}: not fetched (robots.txt disallows it)")]
+        why = "robots.txt disallows it"
+        if decided.usage is not None:  # allowed, but robots.txt's usage preferences deny it: no crawl downloads it
+            why = "denied before the download, as in a crawl; --fetch-denied fetches it"
+        return [row("page", f"{mask_url(target)}: not fetched ({why})")]
     if fetched.error is not None:
         what = f"{type(fetched.error).__name__}: {mask_text(str(fetched.error))}"
     else:
@@ -830,6 +862,8 @@ def _path_shown(path: str) -> str:
 def _check_options(args: list[str], opts: argparse.Namespace) -> None:
     """``UsageError`` for options that do not go together (one that would be
     ignored is refused: the answer would not be the one asked for)."""
+    if opts.fetch_denied and not opts.page:
+        raise UsageError("--fetch-denied goes with --page (it fetches pages a crawl would not)", print_help=False)
     if opts.lint is not None:
         given = [
             name
