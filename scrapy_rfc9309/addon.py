@@ -4,7 +4,8 @@ The add-on swaps Scrapy's RobotsTxtMiddleware for ours at the same place in the 
 after OffsiteMiddleware, before everything that touches the request), enables the nofollow spider
 middleware (:mod:`.nofollow`), and puts the gate (:mod:`.gate`) in front of whatever scheduler the
 project, spider or command line chose, which moves to ``RFC9309_SCHEDULER`` at the priority it had.
-``ROBOTSTXT_OBEY`` keeps its Scrapy meaning (False turns ours off too); ``RFC9309_ENABLED = False``
+``ROBOTSTXT_OBEY`` keeps its Scrapy meaning (False turns ours off, unless a purpose is declared:
+:func:`.lifecycle.scrapy_switches`); ``RFC9309_ENABLED = False``
 gives Scrapy's own middleware back (one INFO line at start-up says which runs).  A Scrapy setting the
 plugin reads that Scrapy cannot read (``CONCURRENT_REQUESTS=abc``) is one ERROR line here, not a
 traceback (:func:`.lifecycle.check_early`).
