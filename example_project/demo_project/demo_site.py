@@ -42,7 +42,7 @@ HITS_PATH = "/__demo__/hits.json"
 NAMES = (
     "rules", "allow", "wildcards", "missing", "down", "moved", "moved-to", "delay", "bom", "html", "intranet",
     "usage", "signal", "signal-file", "tdmrep", "tdm-header", "tdm-meta", "x-robots", "x-robots-token",
-    "meta-noai", "meta-noindex", "nofollow",
+    "meta-noai", "meta-noindex", "nofollow", "signal-header",
 )  # fmt: skip
 #: where a site states its TDM reservations (TDMRep); served only where an origin routes it
 TDMREP_PATH = "/.well-known/tdmrep.json"
@@ -361,6 +361,18 @@ def plan() -> list[DemoOrigin]:
             ("/index.html",),
             spider="demo",
             links=("/linked-1.html", "/linked-2.html"),
+        ),
+        DemoOrigin(
+            "signal-header",
+            "Content-Signal header",
+            # the response header Cloudflare sends, read as robots.txt's Content-Signal line is
+            {
+                "/robots.txt": _robots(ALLOW_ALL),
+                "/article.html": _page("An article", headers=(("Content-Signal", "ai-train=no, search=yes"),)),
+                "/open.html": _page("Open to training", headers=(("Content-Signal", "ai-train=yes"),)),
+            },
+            ("/article.html", "/open.html"),
+            spider="demo",
         ),
     ]
 

@@ -116,9 +116,9 @@ def test_demo_ends_with_one_table_on_stdout(demo, table):
     title, blocks, footer = table
     # the spider-level override (custom_settings) beats settings.py's USER_AGENT (ExampleBot)
     assert "product token 'DemoBot' (from ROBOTSTXT_USER_AGENT)" in title
-    assert len(blocks) == 21
+    assert len(blocks) == 22
     assert footer[0].startswith(
-        "22 pages allowed, 10 denied, 11 skipped by usage preferences (3 before the download, 8 after it), "
+        "23 pages allowed, 10 denied, 12 skipped by usage preferences (3 before the download, 9 after it), "
         "2 links not followed, 0 errors"
     )
     # nothing but the table on stdout; Scrapy's log went to stderr, before the table was printed
@@ -152,7 +152,7 @@ def test_the_footer_says_how_the_crawls_own_counts_differ(demo, table):
     stats = {key: int(value) for key, value in re.findall(r"'rfc9309/(requests/[^']+)': (\d+)", process.stderr)}
     allowed = sum(v for k, v in stats.items() if k.startswith("requests/allowed/"))
     denied = sum(v for k, v in stats.items() if k.startswith("requests/denied/"))
-    assert (stats["requests/checked"], allowed, denied) == (43, 30, 13)  # what the issue saw
+    assert (stats["requests/checked"], allowed, denied) == (45, 32, 13)  # the issue saw 43, 30, 13: 2 pages since
     said = [line for line in table[2] if line.startswith("The crawl's log and stats")]
     assert said, table[2]
     said = said[0]
@@ -330,6 +330,12 @@ def test_every_other_opt_out_a_site_states_skips_its_page(demo, table):
     assert nofollow.pages["/index.html"] == "allowed  allowed_implicit"
     for link in ("/linked-1.html", "/linked-2.html"):
         assert nofollow.pages[link] == 'NOFOLLOW html line 4: <meta name="robots" content="nofollow"> (never requested)'
+    # the Content-Signal response header (as Cloudflare sends it), read as robots.txt's line is
+    signal = blocks["Content-Signal header"]
+    assert signal.pages["/article.html"] == (
+        "SKIPPED  train-ai disallowed by header: Content-Signal: ai-train=no, search=yes" + dropped
+    )
+    assert signal.pages["/open.html"] == "allowed  allowed_implicit; train-ai=y (header)"
     _, _, footer = table
     assert "denied pages that reached a server: 0" in footer[0]  # the links never reached it either
     assert any(line.startswith("NOFOLLOW: a link the spider yielded") for line in footer)
@@ -408,6 +414,6 @@ def test_one_host_layout_keeps_each_origin_on_its_own_slot():
     assert float(blocks["wildcards * and $"].gap.split()[0]) < float(delay.gap.split()[0]) / 2
     assert blocks["redirect to other port"].robots[1] == f"(file at 127.0.0.1:{port + 6})"
     assert footer[0].startswith(
-        "22 pages allowed, 10 denied, 11 skipped by usage preferences (3 before the download, 8 after it), "
+        "23 pages allowed, 10 denied, 12 skipped by usage preferences (3 before the download, 9 after it), "
         "2 links not followed, 0 errors"
     )
