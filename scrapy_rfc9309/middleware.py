@@ -19,11 +19,9 @@ from .lifecycle import crawl_state, refused, rfc9309_settings, robots_service
 from .masking import mask_url
 from .origins import origin_of_request
 from .page_usage import read_response
-from .robots import Decision, Verdict
-from .robots.tdmrep import EMPTY
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
-from .robots.verdicts import ALLOW_NOT_OBEYED
+from .robots.verdicts import ALLOW_NOT_OBEYED, Decision, Verdict
 from .service import Known, NotResolved
 from .settings import usage_purposes
 from .useragent import derive_tokens
@@ -43,37 +41,31 @@ logger = logging.getLogger(__name__)
 META_USER_AGENT = "robotstxt_user_agent"
 #: a request's own declared purposes (usage categories), overriding RFC9309_USAGE
 META_USAGE = "rfc9309_usage"
-_ALLOWED = {v: f"requests/allowed/{v.value}" for v in Verdict}
-_DENIED = {v: f"requests/denied/{v.value}" for v in Verdict}
-DROPPED_CLOSING = "requests/dropped/spider_closing"
-DROPPED_ERROR = "requests/dropped/error"  # the gate's or the service's own work failed for the request
+_VERDICT = {v: f"requests/{'allowed' if v.value.startswith('allowed') else 'denied'}/{v.value}" for v in Verdict}
 DENIED_USAGE = "requests/denied/usage_preferences"  # allowed by robots.txt, not by its usage preferences
 FORBIDDEN = "robotstxt/forbidden"  # Scrapy's own stat for every request robots.txt drops, counted beside ours
 Checked = tuple[Decision, str, Usage]  # what RobotsTxtMiddleware._check found
+Names = tuple[str, ...]  # product tokens, or declared purposes (usage categories)
 
 
 class RobotsTxtMiddleware:
     """RFC 9309 robots.txt for Scrapy; replaces Scrapy's RobotsTxtMiddleware."""
 
-    def __init__(self, crawler: Crawler, settings: Rfc9309Settings | None = None) -> None:
-        if settings is None:
-            settings = rfc9309_settings(crawler)
-            if not settings.enabled:
-                raise NotConfigured  # said once, at INFO, by rfc9309_settings
-            if settings.obey and not refused(crawler):  # refused: the ERROR line said why; these are only the defaults
-                logger.info(
-                    "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
-                    "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
-                    settings.user_agent_source, settings.unreachable, settings.cache_seconds, settings.cache_max_origins,
-                    extra={"spider": crawler.spider},
-                )  # fmt: skip
-        self.crawler = crawler
-        self.settings = settings
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler, self.settings = crawler, (settings := rfc9309_settings(crawler))
+        if not settings.enabled:
+            raise NotConfigured  # said once, at INFO, by rfc9309_settings
+        if settings.obey and not refused(crawler):  # refused: the ERROR line said why; these are only the defaults
+            logger.info(
+                "RFC 9309 robots.txt: product token%s %s (from %s); unreachable robots.txt: %s; cache %gs, at most %d origins",
+                "s" if len(settings.user_agents) > 1 else "", ", ".join(map(repr, settings.user_agents)),
+                settings.user_agent_source, settings.unreachable, settings.cache_seconds, settings.cache_max_origins,
+                extra={"spider": crawler.spider},
+            )  # fmt: skip
         self.service = service = robots_service(crawler)
         self._gate: Any = None  # the crawl's gate, once the engine built its scheduler
         self._counts = service.counts
-        #: provenance, changes and the audit trail (scrapy_rfc9309.audit)
-        self.recorder = recorder = Recorder(crawler, service, settings)
+        self.recorder = recorder = Recorder(crawler, service, settings)  # provenance, changes, the audit trail
         service.on_file(lambda *args: recorder.tdmrep(*args) if recorder.active else None)
         self._reads_pages = settings.reads_pages  # whether any response may be read for usage sources
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
@@ -85,9 +77,7 @@ class RobotsTxtMiddleware:
 
     @compat.request_method  # the spider argument of Scrapy 2.13
     def process_request(self, request: Request) -> Coroutine[Any, Any, None] | None:
-        meta = request.meta
-        origin = origin_of_request(request)
-        if FETCH_META_KEY in meta or origin is None:
+        if FETCH_META_KEY in (meta := request.meta) or (origin := origin_of_request(request)) is None:
             return None  # our own robots.txt fetch; data:, file: and other non-HTTP URLs are never checked
         counts = self._counts
         counts.inc("requests/checked")
@@ -95,38 +85,34 @@ class RobotsTxtMiddleware:
         held = self._gate.released.pop(request, None) if self._gate is not None else None
         if held is not None and held.error:
             counts.inc("cache/misses")
-            counts.inc(DROPPED_ERROR)
+            counts.inc("requests/dropped/error")  # the gate's or the service's own work failed for it
             self._drop(request, f"Dropped: {held.error}")
         policy = self.settings.for_origin(origin)
         tokens = policy.user_agents
-        if meta.get("dont_obey_robotstxt") or not policy.obey:
-            # robots.txt's access rules off; its usage preferences apply where already known (nothing is fetched)
-            known, usage = self.service.known(origin) if self._reads_pages or META_USAGE in meta else None, UNKNOWN
+        files = self._reads_pages or META_USAGE in meta
+        if meta.get("dont_obey_robotstxt") or not policy.obey:  # access rules off; usage preferences kept
+            known, usage = self.service.known(origin) if files else None, UNKNOWN
             if known is not None and (usage := usage_for(known.robots, request.url, tokens, allowed=True)):
-                self._check_usage(request, origin, known, tokens[0], usage, hit=True)  # (a denial: a cache hit)
-            counts.inc(_ALLOWED[Verdict.ALLOWED_NOT_OBEYED])
+                if denied := usage.denies(self._purposes(request, origin)):  # (known already: nothing fetched)
+                    counts.inc("cache/hits")  # the known file decided it
+                    self._usage_denied(request, origin, denied, "denied", known, tokens[0])
+            counts.inc(_VERDICT[Verdict.ALLOWED_NOT_OBEYED])
             meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, tokens, usage)
             return None
         if meta.get(META_USER_AGENT):
             tokens = self._request_tokens(request, origin, meta[META_USER_AGENT], META_USER_AGENT)
         elif policy.from_user_agent and request.headers and (header := request.headers.get(b"User-Agent")):
-            # (most requests have no header yet here: UserAgentMiddleware comes later)
             tokens = self._request_tokens(request, origin, header, "User-Agent header")
-        files = self._reads_pages or META_USAGE in meta
         known = self.service.fresh(origin, files)
-        if known is not None and (held is not None and held.paced or not self._floor(known, tokens)):
-            # the hot path: known, and no Crawl-delay turn to take here
+        if known is not None and (held is not None and held.paced or not self._floor(known, tokens)):  # the hot path
             counts.inc("cache/misses" if held is not None and held.for_robots else "cache/hits")
             self._allow(request, origin, known, tokens, self._check(request, origin, known, tokens))
             return None
         counts.inc("cache/hits" if known is not None else "cache/misses")
         return self._wait(request, origin, tokens, known, files)
 
-    async def _wait(
-        self, request: Request, origin: str, tokens: tuple[str, ...], known: Known | None, files: bool
-    ) -> None:
-        """A request that came without the gate waits, in its downloader place, for its origin's
-        resolution and its Crawl-delay turn (the gate's, else a shared store's)."""
+    async def _wait(self, request: Request, origin: str, tokens: Names, known: Known | None, files: bool) -> None:
+        """A request that came without the gate waits, in its downloader place, for its origin and its turn."""
         try:
             if known is None:
                 try:
@@ -143,88 +129,78 @@ class RobotsTxtMiddleware:
                 await self.service.wait_turn(origin, floor)
                 compat.spawn(self.service.note_start(origin, floor))
         except NotResolved:
-            self._counts.inc(DROPPED_CLOSING)
+            self._counts.inc("requests/dropped/spider_closing")
             self._drop(request, "Dropped: the spider closed before robots.txt allowed it")
         self._allow(request, origin, known, tokens, checked)
 
-    def _floor(self, known: Known, tokens: tuple[str, ...]) -> float:
+    def _floor(self, known: Known, tokens: Names) -> float:
         """The floor ``tokens`` keep where a turn is taken: with the gate, or a shared store."""
         if not known.floor or (self._gate is None and not self.service.paces):
             return 0.0
         return known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
 
-    def _check(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...]) -> Checked:
-        """The decision, the token it names and robots.txt's usage preferences for the URL; a denial
-        (by robots.txt for any token, or against a declared purpose) is counted, recorded and raised."""
+    def _check(self, request: Request, origin: str, known: Known, tokens: Names) -> Checked:
+        """The decision, its token and robots.txt's usage for the URL; a denial is counted, recorded, raised."""
         if len(tokens) == 1:
-            token = tokens[0]
-            decision = known.robots.check(request.url, token)
+            decision, token = known.robots.check(request.url, tokens[0]), tokens[0]
         else:
             decision, token = decide_all(known.robots, request.url, tokens)
         if not decision.allowed:
             if self.recorder.active:
                 self.recorder.decided(request.url, origin, known, decision, token)
-            self._counts.inc(_DENIED[decision.verdict])
+            self._counts.inc(_VERDICT[decision.verdict])
             self._counts.inc_scrapy(FORBIDDEN)
             self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
         usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
-        if usage or META_USAGE in request.meta:
-            self._check_usage(request, origin, known, token, usage)
+        if (usage or META_USAGE in request.meta) and (denied := usage.denies(self._purposes(request, origin))):
+            self._usage_denied(request, origin, denied, "denied", known, token)
         return decision, token, usage
 
-    def _check_usage(
-        self, request: Request, origin: str, known: Known, token: str, usage: Usage, hit: bool = False
-    ) -> None:
-        """Robots.txt's ``usage`` for the URL against the declared purposes (a bad one raises): a denial
-        before the download is counted, recorded and raised."""
-        purposes = self._purposes(request, origin)
-        denied = usage.denies(purposes) if purposes else None
-        if denied is not None:
-            label, sources = denied
-            self._counts.inc(f"usage/denied/{label}")
+    def _usage_denied(
+        self, request: Request, origin: str, denied: Any, action: str, known: Any = None, token: Any = None
+    ):
+        """A purpose ``denied`` before the download ("denied") or after ("dropped", "marked"): counted, recorded."""
+        label, sources = denied
+        self._counts.inc(f"usage/{action}/{label}")
+        if action == "denied":
             self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
-            if hit:
-                self._counts.inc("cache/hits")
-            if self.recorder.active:
-                self.recorder.usage_decided(request.url, origin, known, token, "denied", "robots.txt", label, sources)
-            self._drop(request, f"Forbidden by usage preferences: {label} disallowed by {_where(sources)}")
+        if self.recorder.active:
+            stage = "robots.txt" if known is not None else sources[0].origin if sources else "unknown"
+            self.recorder.usage_decided(request.url, origin, known, token, action, stage, label, sources)
+        if action != "marked":
+            verb = "Forbidden" if action == "denied" else "Dropped"
+            where = "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE's unknown = 'deny')"
+            self._drop(request, f"{verb} by usage preferences: {label} disallowed by {where}")
 
-    def _allow(self, request: Request, origin: str, known: Known, tokens: tuple[str, ...], checked: Checked) -> None:
+    def _allow(self, request: Request, origin: str, known: Known, tokens: Names, checked: Checked) -> None:
         decision, token, usage = checked
         if self.recorder.active:
             self.recorder.decided(request.url, origin, known, decision, token, usage)
-        self._counts.inc(_ALLOWED[decision.verdict])
+        self._counts.inc(_VERDICT[decision.verdict])
         request.meta[META_KEY] = provenance(known, decision, tokens, usage)
 
-    def _purposes(self, request: Request, origin: str, downloaded: bool = False) -> tuple[str, ...]:
-        """:func:`declared_purposes`; a bad ``rfc9309_usage`` is a denial before the download (so the
-        stats add up), a drop after it (a request that skipped the check, counted as allowed)."""
+    def _purposes(self, request: Request, origin: str, downloaded: bool = False) -> Names:
+        """A bad ``rfc9309_usage`` is a denial before the download, a drop after it (counted as allowed)."""
         try:
-            return _declared(request, self.settings, origin)
+            return declared_purposes(request, self.settings, origin, strict=True)
         except (ValueError, TypeError) as exc:
-            reason = f"invalid {META_USAGE} ({shorten(exc)})"
-            if downloaded:
-                self._counts.inc("usage/dropped/invalid_purpose")
-                self._drop(request, f"Dropped by usage preferences: {reason}")
-            self._counts.inc("usage/denied/invalid_purpose")
-            self._counts.inc(DENIED_USAGE)
-            self._drop(request, f"Forbidden by usage preferences: {reason}")
+            kind, verb = ("dropped", "Dropped") if downloaded else ("denied", "Forbidden")
+            self._counts.inc(f"usage/{kind}/invalid_purpose")
+            if not downloaded:
+                self._counts.inc(DENIED_USAGE)
+            self._drop(request, f"{verb} by usage preferences: invalid {META_USAGE} ({shorten(exc)})")
 
     @compat.response_method  # the spider argument of Scrapy 2.13
     def process_response(self, request: Request, response: Response) -> Response:
-        """Add the response's ``Content-Usage`` header to the preferences in its provenance; where
-        purposes are declared (or RFC9309_USAGE reports), read every source (:meth:`_read_page`)."""
+        """The ``Content-Usage`` header joins the provenance's preferences; every source where they are read."""
         meta = request.meta
-        prov = meta.get(META_KEY)
-        if prov is None or FETCH_META_KEY in meta:
+        if (prov := meta.get(META_KEY)) is None or FETCH_META_KEY in meta:
             return response
-        origin = origin_of_request(request)
-        if origin is not None and (self._reads_pages or META_USAGE in meta):
+        if (origin := origin_of_request(request)) is not None and (self._reads_pages or META_USAGE in meta):
             purposes = self._purposes(request, origin, downloaded=True)
             if purposes or self.settings.usage_report:
-                return self._read_page(request, response, prov, origin, purposes)
-        header = response.headers.getlist(b"Content-Usage")
-        if not header:
+                return self._read_page(request, response, origin, purposes)
+        if not (header := response.headers.getlist(b"Content-Usage")):
             return response  # the common case: nothing more to say (no purpose: nothing to enforce)
         usage, stated = from_header(header), prov.get("usage")  # robots.txt's, given at request time
         prov["usage"] = (Usage.from_dict(stated).combine(usage) if stated is not None else usage).to_dict()
@@ -232,47 +208,32 @@ class RobotsTxtMiddleware:
             self.recorder.response_usage(request.url, origin or "", prov["usage"])
         return response
 
-    def _read_page(
-        self, request: Request, response: Response, prov: dict[str, Any], origin: str, purposes: tuple[str, ...]
-    ) -> Response:
-        """Every source of the response (:func:`.page_usage.read_response`) into the provenance and the
-        audit trail; one that disallows a declared purpose is dropped or marked (RFC9309_USAGE)."""
-        known = self.service.known(origin)
-        tdmrep = known.tdmrep.tdmrep if known is not None and known.tdmrep is not None else EMPTY
+    def _read_page(self, request: Request, response: Response, origin: str, purposes: Names) -> Response:
+        """Every source of the response into its provenance and the trail; a denial is dropped or marked."""
+        prov, known = request.meta[META_KEY], self.service.known(origin)
+        tdmrep = known.tdmrep.tdmrep if known is not None and known.tdmrep is not None else None
         reading = read_response(response, request.url, prov.get("tokens") or self.settings.user_agents, tdmrep)
         if reading.head_read:
             self._counts.inc("page/heads_read")
         if reading.nofollow:
             enforced = bool(purposes) and self.settings.follows_nofollow
             prov["nofollow"] = {"sources": [s.to_dict() for s in reading.nofollow], "enforced": enforced}
-        usage, stated = reading.usage, prov.get("usage")  # robots.txt's, given at request time
-        if stated is not None and not _states_any(stated):
-            stated = None  # (robots.txt says nothing here: nothing to read back)
+        usage, stated = reading.usage, Usage.from_dict(prov.get("usage"))  # robots.txt's, given at request time
         if usage:
-            if stated is not None:
-                usage = Usage.from_dict(stated).combine(usage)
+            usage = stated.combine(usage) if stated else usage
             prov["usage"] = usage.to_dict()
             if self.recorder.allowed_records or (self.recorder.active and self.settings.usage_report):
                 self.recorder.response_usage(request.url, origin, prov["usage"])
-        elif self.settings.usage_unknown_denies and stated is not None:
-            usage = Usage.from_dict(stated)
+        elif self.settings.usage_unknown_denies and stated:
+            usage = stated
         denied = usage.denies(purposes, self.settings.usage_unknown_denies) if purposes else None
-        if denied is None:
-            return response
-        label, sources = denied
-        action = "marked" if self.settings.usage_header == "mark" else "dropped"
-        self._counts.inc(f"usage/{action}/{label}")
-        if self.recorder.active:
-            stage = sources[0].origin if sources else "unknown"
-            self.recorder.usage_decided(request.url, origin, None, None, action, stage, label, sources)
-        if action == "dropped":
-            self._drop(request, f"Dropped by usage preferences: {label} disallowed by {_where(sources)}")
-        prov["usage_denied"] = {"category": label, "sources": [s.to_dict() for s in sources]}
+        if denied is not None:
+            self._usage_denied(request, origin, denied, "marked" if self.settings.usage_header == "mark" else "dropped")
+            prov["usage_denied"] = {"category": denied[0], "sources": [s.to_dict() for s in denied[1]]}
         return response
 
-    def _request_tokens(self, request: Request, origin: str, value: Any, source: str) -> tuple[str, ...]:
-        """The tokens of the request's ``robotstxt_user_agent`` (a string or a list) or ``User-Agent``
-        header (Scrapy's order); a value naming no valid token is a logged denial."""
+    def _request_tokens(self, request: Request, origin: str, value: Any, source: str) -> Names:
+        """The tokens of ``robotstxt_user_agent`` (a string or a list) or a ``User-Agent`` header; none: a denial."""
         try:
             return _tokens_of(tuple(value) if isinstance(value, list) else value)
         except (ValueError, TypeError) as exc:
@@ -294,18 +255,15 @@ class RobotsTxtMiddleware:
             logger.info(
                 "scrapy-rfc9309: the scheduler is not the gate (SCHEDULER = 'scrapy_rfc9309.gate.GateScheduler', "
                 "set by the add-on): requests of origins whose robots.txt is not known yet wait inside the "
-                "downloader, each in a CONCURRENT_REQUESTS place",
-                extra={"spider": spider},
-            )
+                "downloader, each in a CONCURRENT_REQUESTS place", extra={"spider": spider},
+            )  # fmt: skip
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self._counts.flush()
         get, stats = self.crawler.stats.get_value, self.crawler.stats.get_stats().items()
-        # every key under each prefix (docs/middleware.md: the stats add up): no new key is left out
-        allowed, denied, dropped = (
+        allowed, denied, dropped = (  # every key under each prefix (the stats add up): no new key is left out
             sum(v for k, v in stats if k.startswith(f"{STATS}requests/{kind}/") and isinstance(v, int))
-            for kind in ("allowed", "denied", "dropped")
-        )
+            for kind in ("allowed", "denied", "dropped"))  # fmt: skip
         logger.info(
             "RFC 9309 robots.txt: origins with a file: %d, unavailable (allow all): %d, unreachable: %d; "
             "requests checked: %d, allowed: %d, denied: %d%s",
@@ -315,29 +273,19 @@ class RobotsTxtMiddleware:
         )  # fmt: skip
 
 
-def _states_any(usage: dict[str, Any]) -> bool:
-    """Whether a provenance's ``usage`` (``Usage.to_dict()``) states anything."""
-    return "use" in usage or any(isinstance(item, dict) and item.get("value") is not None for item in usage.values())
-
-
-def _where(sources: tuple[Any, ...]) -> str:  # the statements behind a usage denial, for its message
-    return "; ".join(map(str, sources)) or "no statement (RFC9309_USAGE's unknown = 'deny')"
-
-
-def declared_purposes(request: Request, settings: Rfc9309Settings) -> tuple[str, ...]:
-    """The purposes ``request`` declares (its ``rfc9309_usage``, else its origin's, else the
-    crawl's); none for a bad value (the middleware refuses it)."""
-    try:
-        return _declared(request, settings, origin_of_request(request))
-    except (ValueError, TypeError):
-        return ()
-
-
-def _declared(request: Request, settings: Rfc9309Settings, origin: str | None) -> tuple[str, ...]:
+def declared_purposes(request: Request, settings: Rfc9309Settings, origin: str = "", strict: bool = False) -> Names:
+    """The purposes ``request`` (of ``origin``) declares: its ``rfc9309_usage``, else its origin's, else the
+    crawl's; a bad value raises (``strict``: the middleware refuses it) or declares none."""
     value = request.meta.get(META_USAGE)
     if value is None:
-        return settings.for_origin(origin).usage if origin is not None else settings.usage
-    return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)
+        origin = origin or origin_of_request(request) or ""
+        return settings.for_origin(origin).usage if origin else settings.usage
+    try:
+        return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)
+    except (ValueError, TypeError):
+        if strict:
+            raise
+        return ()
 
 
 _purposes_of = lru_cache(maxsize=256)(partial(usage_purposes, name=META_USAGE))
