@@ -79,8 +79,7 @@ class RobotsTxtMiddleware:
     def process_request(self, request: Request) -> Coroutine[Any, Any, None] | None:
         if FETCH_META_KEY in (meta := request.meta) or (origin := origin_of_request(request)) is None:
             return None  # our own robots.txt fetch; data:, file: and other non-HTTP URLs are never checked
-        counts = self._counts
-        counts.inc("requests/checked")
+        (counts := self._counts).inc("requests/checked")
         counts.tick()
         held = self._gate.released.pop(request, None) if self._gate is not None else None
         if held is not None and held.error:
@@ -95,7 +94,7 @@ class RobotsTxtMiddleware:
             if known is not None and (usage := usage_for(known.robots, request.url, tokens, allowed=True)):
                 if denied := usage.denies(self._purposes(request, origin)):  # (known already: nothing fetched)
                     counts.inc("cache/hits")  # the known file decided it
-                    self._usage_denied(request, origin, denied, "denied", known, tokens[0])
+                    self._usage_denied(request, denied, "denied", known, tokens[0])
             counts.inc(_VERDICT[Verdict.ALLOWED_NOT_OBEYED])
             meta[META_KEY] = provenance(None, ALLOW_NOT_OBEYED, tokens, usage)
             return None
@@ -153,12 +152,10 @@ class RobotsTxtMiddleware:
             self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
         usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
         if (usage or META_USAGE in request.meta) and (denied := usage.denies(self._purposes(request, origin))):
-            self._usage_denied(request, origin, denied, "denied", known, token)
+            self._usage_denied(request, denied, "denied", known, token)
         return decision, token, usage
 
-    def _usage_denied(
-        self, request: Request, origin: str, denied: Any, action: str, known: Any = None, token: Any = None
-    ):
+    def _usage_denied(self, request: Request, denied: Any, action: str, known: Any = None, token: Any = None) -> None:
         """A purpose ``denied`` before the download ("denied") or after ("dropped", "marked"): counted, recorded."""
         label, sources = denied
         self._counts.inc(f"usage/{action}/{label}")
@@ -166,6 +163,7 @@ class RobotsTxtMiddleware:
             self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
         if self.recorder.active:
             stage = "robots.txt" if known is not None else sources[0].origin if sources else "unknown"
+            origin = origin_of_request(request) or ""
             self.recorder.usage_decided(request.url, origin, known, token, action, stage, label, sources)
         if action != "marked":
             verb = "Forbidden" if action == "denied" else "Dropped"
@@ -228,7 +226,7 @@ class RobotsTxtMiddleware:
             usage = stated
         denied = usage.denies(purposes, self.settings.usage_unknown_denies) if purposes else None
         if denied is not None:
-            self._usage_denied(request, origin, denied, "marked" if self.settings.usage_header == "mark" else "dropped")
+            self._usage_denied(request, denied, "marked" if self.settings.usage_header == "mark" else "dropped")
             prov["usage_denied"] = {"category": denied[0], "sources": [s.to_dict() for s in denied[1]]}
         return response
 
@@ -245,8 +243,8 @@ class RobotsTxtMiddleware:
             self._drop(request, message)
 
     def _drop(self, request: Request, message: str) -> NoReturn:
-        shown = f"<{request.method} {shorten(mask_url(request.url))}>"  # as Scrapy prints it, masked, bounded
-        logger.debug("%s: %s", message, shown, extra={"spider": self.crawler.spider})
+        url = shorten(mask_url(request.url))  # the request as Scrapy prints it, masked, bounded
+        logger.debug("%s: <%s %s>", message, request.method, url, extra={"spider": self.crawler.spider})
         raise IgnoreRequest(message) from None
 
     def _spider_opened(self, spider: Spider) -> None:
