@@ -243,8 +243,8 @@ class RobotsTxtMiddleware:
             self._drop(request, message)
 
     def _drop(self, request: Request, message: str) -> NoReturn:
-        url = shorten(mask_url(request.url))  # the request as Scrapy prints it, masked, bounded
-        logger.debug("%s: <%s %s>", message, request.method, url, extra={"spider": self.crawler.spider})
+        shown = f"<{request.method} {shorten(mask_url(request.url))}>"  # as Scrapy prints it, masked, bounded
+        logger.debug("%s: %s", message, shown, extra={"spider": self.crawler.spider})
         raise IgnoreRequest(message) from None
 
     def _spider_opened(self, spider: Spider) -> None:
