@@ -1,11 +1,7 @@
-"""The spider middleware that does not follow the links of a ``nofollow`` page.
-
-Where a purpose is declared, the downloader middleware puts a page's ``nofollow`` (or ``none``) robots
-directives (``X-Robots-Tag``, robots meta tag) in ``response.meta["rfc9309"]["nofollow"]``; this
-middleware drops the requests the callback yields from that page (items go on), counted and logged once
-per page.  The add-on enables it at :data:`PRIORITY`, nearest the spider so that no other middleware
-counts the dropped requests; ``RFC9309_USAGE``'s ``"nofollow": False`` leaves it out.
-"""
+"""The spider middleware that does not follow the links of a ``nofollow`` page.  Where a purpose is declared,
+the requests a callback yields from a page whose directives say ``nofollow`` or ``none`` are dropped (items go
+on), counted and logged once per page.  The add-on enables it at :data:`PRIORITY`, nearest the spider, so no
+other middleware counts them; ``RFC9309_USAGE``'s ``"nofollow": False`` leaves it out."""
 
 from __future__ import annotations
 
@@ -42,16 +38,23 @@ class NofollowMiddleware:
         settings = rfc9309_settings(crawler)
         if not settings.enabled or not settings.follows_nofollow:
             raise NotConfigured  # (it would cost every response a pass over what its callback yields)
-        self.crawler = crawler
-        self.counts = robots_service(crawler).counts
+        self.crawler, self.counts = crawler, robots_service(crawler).counts
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def process_spider_output(self, response: Response, result: Iterable[Any], spider: Any = None) -> Iterable[Any]:
-        directive = _directive(response)
-        return result if directive is None else self._filter(response, result, directive)
+    def process_spider_output(self, response: Response, result: Iterable[Any], spider: Any = None) -> Iterator[Any]:
+        """A synchronous callback's output, where Scrapy keeps it synchronous (2.13)."""
+        directive, dropped = _directive(response), 0
+        try:
+            for item in result:
+                if directive is not None and isinstance(item, Request):
+                    dropped += 1
+                else:
+                    yield item
+        finally:
+            self._dropped(response, directive, dropped)
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any], spider: Any = None
@@ -66,30 +69,18 @@ class NofollowMiddleware:
         finally:
             self._dropped(response, directive, dropped)
 
-    def _filter(self, response: Response, result: Iterable[Any], directive: str) -> Iterator[Any]:
-        dropped = 0
-        try:
-            for item in result:
-                if isinstance(item, Request):
-                    dropped += 1
-                else:
-                    yield item
-        finally:
-            self._dropped(response, directive, dropped)
-
     def _dropped(self, response: Response, directive: str | None, count: int) -> None:
-        if not count:
-            return
-        self.counts.inc("nofollow/pages")
-        self.counts.inc("nofollow/requests_dropped", count)
-        logger.info("Not following %d link%s of %s: nofollow (%s)", count, "s" if count > 1 else "",
-                    shorten(mask_url(response.url)), directive, extra={"spider": self.crawler.spider})  # fmt: skip
+        if count:
+            self.counts.inc("nofollow/pages")
+            self.counts.inc("nofollow/requests_dropped", count)
+            logger.info("Not following %d link%s of %s: nofollow (%s)", count, "s" if count > 1 else "",
+                        shorten(mask_url(response.url)), directive, extra={"spider": self.crawler.spider})  # fmt: skip
 
 
 def _directive(response: Response) -> str | None:
     """The page's nofollow statements when they are enforced, else None."""
     prov = response.meta.get(META_KEY) if response.request is not None else None
     said = prov.get("nofollow") if isinstance(prov, dict) else None
-    if not said or not said.get("enforced"):
-        return None
-    return "; ".join(str(Source.from_dict(s)) for s in said.get("sources") or ()) or "nofollow"
+    if said and said.get("enforced"):
+        return "; ".join(str(Source.from_dict(s)) for s in said.get("sources") or ()) or "nofollow"
+    return None
