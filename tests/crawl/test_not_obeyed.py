@@ -113,7 +113,7 @@ async def test_robotstxt_obey_false_in_a_spider_with_an_origin_purpose_keeps_it(
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_dont_obey_request_of_a_known_origin_meets_its_usage_lines_before_the_download(servers):
+async def test_a_dont_obey_request_of_a_known_origin_meets_its_usage_lines_before_the_download(servers, tmp_path):
     """Once the origin is resolved (an obeyed page went first), a ``dont_obey_robotstxt``
     request meets robots.txt's ``Content-Usage`` and tdmrep.json as any request does:
     denied before the download (not downloaded), or dropped on the response, the line
@@ -123,7 +123,8 @@ async def test_a_dont_obey_request_of_a_known_origin_meets_its_usage_lines_befor
         Req(s.url(path), meta={"dont_obey_robotstxt": True})
         for path in ("/ai-no/x", "/reserved/y", "/private/ai-no/z", "/private/p")
     ]
-    result = await crawl([Req(s.url("/first"), then=later)], TRAIN)
+    audit = tmp_path / "audit.jsonl"
+    result = await crawl([Req(s.url("/first"), then=later)], {**TRAIN, "RFC9309_AUDIT": str(audit)})
     check_accounting(result)
     assert result.outcome(s.url("/first")).status == 200
     denied = (
@@ -140,6 +141,10 @@ async def test_a_dont_obey_request_of_a_known_origin_meets_its_usage_lines_befor
     assert s.count("/robots.txt") == 1 and s.count(TDM) == 1
     prov = result.outcome(s.url("/private/p")).provenance
     assert prov["verdict"] == "allowed_not_obeyed"
+    # the trail has both usage decisions: before the download (robots.txt's line) and after it
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    usage = {r["url"]: (r["action"], r["stage"]) for r in records if r["type"] == "usage"}
+    assert usage == {s.url("/ai-no/x"): ("denied", "robots.txt"), s.url("/reserved/y"): ("dropped", "tdmrep.json")}
 
 
 # -- scrapy robots: what a crawl would download ---------------------------------------------------
