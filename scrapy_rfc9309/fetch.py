@@ -1,10 +1,8 @@
-"""Downloading one origin's robots.txt (or tdmrep.json) through the crawl's downloader middlewares.
-
-Hops switch off what is meant for pages; redirects are followed here, never from a public origin
-to an internal address.  A ``bytes_received`` handler stops the body just past the parse limit (a
-positive ``download_maxsize`` would fail a large file), and the ``Content-Encoding`` is decoded
-here, bounded, not by HttpCompressionMiddleware.  The lane: :mod:`.internals`; docs/middleware.md.
-"""
+"""The one fetch path of an origin's files (robots.txt, tdmrep.json, ...), through the crawl's downloader
+middlewares in a lane of its own (:mod:`.internals`; docs/middleware.md).  Hops switch off what is meant for
+pages; redirects are followed here, each robots-checked, never from a public origin to an internal address.
+The body stops just past the limit (``bytes_received``: a positive ``download_maxsize`` would fail a large
+file) and is decoded here, bounded, not by HttpCompressionMiddleware."""
 
 from __future__ import annotations
 
@@ -50,7 +48,7 @@ HOP_META: dict[str, Any] = dict.fromkeys(
 PATH_META_KEYS = ("proxy", "bindaddress")
 #: a downloader middleware may replace the robots.txt request this many times
 REPLACEMENTS = 5
-#: why a public origin's fetch ended as unavailable (scrapy_rfc9309.addresses)
+#: why a fetch ended as unavailable (all allowed) on a redirect not followed
 INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
 NO_LOCATION = "a redirect without a usable Location"
 DISALLOWED_NOTE = "a redirect to a URL robots.txt disallows, not followed"
@@ -60,10 +58,10 @@ Allow = Callable[[str], Awaitable[bool]]
 
 @dataclass(slots=True, eq=False)
 class _Transfer:
-    """What ``bytes_received`` learns about one hop; only its fetcher (``owner``) counts."""
+    """What ``bytes_received`` learns about one hop (of ``owner``), kept ``max_bytes`` at most."""
 
     owner: RobotsFetcher
-    max_bytes: int  # the bytes kept (the parse limit)
+    max_bytes: int
     received: int = 0
     stopped: bool = False
     encodings: list[bytes] = field(default_factory=list)
@@ -71,7 +69,7 @@ class _Transfer:
 
 @dataclass
 class FetchResult:
-    """The outcome of one robots.txt fetch, redirects included."""
+    """The outcome of one fetch, redirects included."""
 
     access: Access
     status: int | None  # of the last response, None after a network error
@@ -91,8 +89,7 @@ class FetchResult:
     headers: Any = None  # the last response's ``Headers``, None after a network error
 
     @property
-    def outcome(self) -> str:
-        """The stats class of the final hop."""
+    def outcome(self) -> str:  # the stats class of the final hop
         return self.classes[-1]
 
     @property
@@ -111,7 +108,7 @@ class FetchResult:
 
 
 class RobotsFetcher:
-    """Fetches robots.txt files; one instance per crawler."""
+    """Fetches an origin's files; one instance per crawler."""
 
     def __init__(self, crawler: Crawler, settings: Rfc9309Settings) -> None:
         self.crawler = crawler
@@ -122,34 +119,28 @@ class RobotsFetcher:
         self._handlers: Any = None  # the lane's download handlers, made at the first fetch
 
     async def fetch(
-        self,
-        origin: str,
-        trigger: Request | None = None,
-        path: str = "/robots.txt",
-        allow: Allow | None = None,
+        self, origin: str, trigger: Request | None = None, path: str = "/robots.txt", allow: Allow | None = None,
         max_bytes: int | None = None,
-    ) -> FetchResult:
+    ) -> FetchResult:  # fmt: skip
         """Fetch ``origin``'s ``path`` (at most ``max_bytes`` kept), following redirects that
         ``allow(url)`` lets be asked.  Never raises for network trouble: that is an access result."""
-        chain: list[str] = []
         if not self._lane.tokens:
             self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
         await compat.wait_for(self._lane.acquire())
+        chain: list[str] = []
+        started = time.time()
         try:
-            started = time.time()
-            url = resource_url(origin, path)
-            result = await self._follow(origin, url, trigger, chain, allow, max_bytes or self.settings.max_bytes)
+            result = await self._follow(origin, path, trigger, chain, allow, max_bytes or self.settings.max_bytes)
         finally:
             self._lane.release()
         result.chain, result.started_at = chain, started
         return result
 
     async def _follow(
-        self, origin: str, url: str, trigger: Request | None, chain: list[str], allow: Allow | None, max_bytes: int
+        self, origin: str, path: str, trigger: Request | None, chain: list[str], allow: Allow | None, max_bytes: int
     ) -> FetchResult:
+        url, status, limit = resource_url(origin, path), None, self.settings.max_redirects
         classes: list[str] = []
-        limit = self.settings.max_redirects
-        status: int | None = None
         # a public origin's redirects are followed only to public addresses (scrapy_rfc9309.addresses)
         private = self.settings.allow_private_redirects or self.addresses.private_origin(origin)
         guard = None if private else self.addresses
@@ -247,7 +238,9 @@ class RobotsFetcher:
         crawler = self.crawler
         if self._handlers is None:
             self._handlers = internals.lane_handlers(crawler, self.settings.fetch_concurrency)
-        self._listen(1)
+        if not self._in_flight:  # receive ``bytes_received`` only while a download runs
+            crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+        self._in_flight += 1
         try:
             for _ in range(REPLACEMENTS):
                 result = await internals.lane_download(crawler, self._handlers, request, _encoding_aside)
@@ -258,21 +251,15 @@ class RobotsFetcher:
             else:
                 raise IgnoreRequest(f"downloader middlewares replaced the robots.txt request {REPLACEMENTS} times")
         finally:
-            self._listen(-1)
+            self._in_flight -= 1
+            if not self._in_flight:
+                crawler.signals.disconnect(self._bytes_received, signal=signals.bytes_received)
         # what the engine does for every download it makes (a line of our own: secrets masked, bounded)
         spider = crawler.spider
         shown = f"<{request.method} {shorten(mask_url(request.url))}>"
         logger.debug("Crawled (%d) %s (robots.txt lane)", result.status, shown, extra={"spider": spider})
         crawler.signals.send_catch_log(signals.response_received, response=result, request=request, spider=spider)
         return result
-
-    def _listen(self, change: int) -> None:
-        """Receive ``bytes_received`` while a download runs, only."""
-        self._in_flight += change
-        if change > 0 and self._in_flight == 1:
-            self.crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
-        elif change < 0 and self._in_flight == 0:
-            self.crawler.signals.disconnect(self._bytes_received, signal=signals.bytes_received)
 
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         transfer = request.meta.get(FETCH_META_KEY)

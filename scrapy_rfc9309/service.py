@@ -1,10 +1,7 @@
-"""One robots service per crawl: everything that is per origin.
-
-It answers "what governs this origin now?" (middleware, gate, ``scrapy robots``, sitemaps) from an
-LRU of :class:`Known` results over the store (a shared one: fetch lease, cluster-wide Crawl-delay
-turns), resolving each origin once at a time: robots.txt, then tdmrep.json where usage statements are
-read (robots-checked hop by hop, paced like a page).  No Scrapy import: fetcher and stats are handed in.
-"""
+"""One robots service per crawl: what governs each origin, from an LRU of :class:`Known` results over
+the store (a shared one: fetch lease, cluster-wide Crawl-delay turns).  Each origin is resolved once at
+a time: robots.txt, then each of :data:`FILES` the crawl reads, every hop robots-checked, paced like a
+page.  No Scrapy import: fetcher and stats are handed in."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ import hashlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,40 +27,27 @@ from .robots.text import shorten
 from .storage import STALE_MAX_SECONDS, FallbackStorage, Lease, LruDict, RobotsEntry
 
 if TYPE_CHECKING:
-    from .fetch import FetchResult
+    from .fetch import FetchResult, RobotsFetcher
     from .settings import OriginPolicy, Rfc9309Settings
 
 logger = logging.getLogger(__name__)
 
 #: "wait" mode: first retry after this many seconds, doubling up to the cap
-WAIT_FIRST_DELAY = 1.0
-WAIT_MAX_DELAY = 60.0
+WAIT_FIRST_DELAY, WAIT_MAX_DELAY = 1.0, 60.0
 #: a shared store's fetch lease: poll for the holder's result this often (doubling), and wait for a
 #: live holder this long beyond its longest possible fetch
-CLAIM_POLL_FIRST = 0.05
-CLAIM_POLL_MAX = 0.5
-CLAIM_MARGIN = 10.0
+CLAIM_POLL_FIRST, CLAIM_POLL_MAX, CLAIM_MARGIN = 0.05, 0.5, 10.0
 #: a larger robots.txt is parsed, and compiled for the origin's tokens, in steps of at most
 #: PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
-STEPPED_PARSE_BYTES = 8_192
-PARSE_STEP_SECONDS = 0.002
+STEPPED_PARSE_BYTES, PARSE_STEP_SECONDS = 8_192, 0.002
 #: the stats class of a fetch that ended on a redirect robots.txt disallows (not followed)
 DISALLOWED_HOP = "3xx_disallowed"
-
-
-class Fetcher(Protocol):
-    """Downloads one origin's robots.txt (:class:`scrapy_rfc9309.fetch.RobotsFetcher`)."""
-
-    async def fetch(
-        self, origin: str, trigger: Any = None, path: str = "/robots.txt", allow: Any = None, max_bytes: Any = None
-    ) -> FetchResult: ...
 
 
 class Pacer(Protocol):
     """Crawl-delay turns per download slot (:class:`scrapy_rfc9309.gate.GateScheduler`)."""
 
     async def file_turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]: ...
-
     def fetched(self, origin: str, trigger: Any, floor: float) -> None: ...
 
 
@@ -76,10 +60,42 @@ class NotResolved(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class TdmRepFile:
+    """An origin's tdmrep.json as used (:class:`FileKind`'s ``make``; :data:`EMPTY` rules: none)."""
+
+    tdmrep: TdmRep
+    expires_at: float
+    access: str
+    status: int | None = None
+    sha256: str | None = None
+    url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileKind:
+    """A file an origin publishes beside robots.txt, resolved with it where the crawl reads usage statements:
+    ``parsing(body)``, steps to its statements (``empty``: none; with ``diagnostics`` and a length); ``make(
+    statements, expires_at, access, status, sha256, url)``, the file kept in :class:`Known`'s field ``key``,
+    also its stats prefix (``access``: an :class:`Access` value, or "disallowed" by robots.txt)."""
+
+    name: str
+    path: str
+    key: str
+    max_bytes: int
+    parsing: Callable[[bytes], Generator[Any, None, Any]]
+    empty: Any
+    make: Callable[..., Any]
+
+
+TDMREP = FileKind("tdmrep.json", PATH, "tdmrep", MAX_FILE_BYTES, TdmRep.parsing, EMPTY, TdmRepFile)
+FILES: tuple[FileKind, ...] = (TDMREP,)  # fetched in this order
+
+
+@dataclass(frozen=True, slots=True)
 class Known:
-    """What governs an origin: ``entry``, the policy it means, the product ``token`` (``tokens``: all,
-    it first; all must allow), the ``floor`` between requests (``capped_from``: what the file asked when
-    the cap cut it), the governing body's SHA-256, its tdmrep.json (None: not asked), and until when."""
+    """What governs an origin: ``entry``, the policy it means, the product ``token`` (``tokens``: all must allow),
+    the ``floor`` between requests (``capped_from``: what the cap cut), the body's SHA-256, each of :data:`FILES`
+    (None: not asked), and until when."""
 
     entry: RobotsEntry
     robots: RobotsTxt
@@ -92,36 +108,23 @@ class Known:
     expires_at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class TdmRepFile:
-    """An origin's tdmrep.json as used: the rules (:data:`EMPTY`: none), until when, and what was fetched
-    (``access``: an :class:`Access` value, or "disallowed" by robots.txt; ``sha256`` of a 2xx body)."""
-
-    tdmrep: TdmRep
-    expires_at: float
-    access: str
-    status: int | None = None
-    sha256: str | None = None
-    url: str = ""
-
-
 #: listeners: (origin, known, previous known or None, the request that triggered the fetch or None);
 #: (origin, the fetch just made); (origin, file, its entry, the fetch or None when read from the store)
 ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
 FetchListener = Callable[[str, "FetchResult"], None]
-FileListener = Callable[[str, TdmRepFile, RobotsEntry, "FetchResult | None"], None]
+FileListener = Callable[[str, Any, RobotsEntry, "FetchResult | None"], None]
 
 
-def store_key(origin: str) -> str:
-    """The store key of an origin's tdmrep.json (``<origin>/.well-known/tdmrep.json``: no origin key has a path)."""
-    return origin + PATH
+def store_key(origin: str, path: str = PATH) -> str:
+    """The store key of an origin's file at ``path`` (no origin key has a path)."""
+    return origin + path
 
 
 @dataclass(slots=True, eq=False)
 class _Pending:
     """The one resolution in flight for an origin, and the requests awaiting it."""
 
-    files: bool  # it resolves the origin's tdmrep.json too
+    files: bool  # it resolves the origin's other files too
     waiters: list[Deferred] = field(default_factory=list)
     known: Known | None = None
     error: BaseException | None = None
@@ -129,13 +132,12 @@ class _Pending:
     task: Deferred | None = None  # once ``done`` it may still be storing the result
 
     async def wait(self) -> Known:
-        if not self.done:
-            self.waiters.append(waiter := Deferred[Known]())
-            return await compat.wait_for(waiter)
-        if self.error is not None:
+        if self.done and self.error is not None:
             raise self.error
-        assert self.known is not None
-        return self.known
+        if self.done:
+            return self.known  # type: ignore[return-value]  # set whenever no error is
+        self.waiters.append(waiter := Deferred[Known]())
+        return await compat.wait_for(waiter)
 
     def finish(self, known: Known | None, error: BaseException | None = None) -> None:
         if not self.done:
@@ -146,9 +148,9 @@ class _Pending:
 
 
 class RobotsService:
-    """Per-origin robots.txt resolution for one crawl (see the module docstring)."""
+    """Per-origin resolution for one crawl (see the module docstring)."""
 
-    def __init__(self, settings: Rfc9309Settings, fetcher: Fetcher, storage: FallbackStorage, stats: Any) -> None:
+    def __init__(self, settings: Rfc9309Settings, fetcher: RobotsFetcher, storage: FallbackStorage, stats: Any) -> None:
         self.settings, self.fetcher, self.storage = settings, fetcher, storage
         self.counts, self._stats = Counts(stats), stats
         self.closed = False  # the spider began to close: no fetch starts, waiters get NotResolved
@@ -160,10 +162,8 @@ class RobotsService:
         self._ready: list[ReadyListener] = []
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
-        self._files: list[FileListener] = []
-        self.prefetch_cap = settings.fetch_concurrency  # each early fetch takes a place of the robots.txt lane
+        self._files: list[tuple[FileKind, FileListener]] = []
         self.pacer: Pacer | None = None  # the Crawl-delay turns of the download slots (the gate), if any
-        self._stores_files = settings.storage != "memory"  # tdmrep.json kept in a lasting store too
 
     def on_ready(self, listener: ReadyListener) -> None:
         """Call ``listener`` (maybe a coroutine function) as an origin's result takes effect, before its waiters."""
@@ -177,18 +177,19 @@ class RobotsService:
         """Call ``listener(origin)`` when the cache forgets an origin."""
         self._forget.append(listener)
 
-    def on_file(self, listener: FileListener) -> None:
-        """Call ``listener`` when an origin's tdmrep.json takes effect (fetched, or from the store)."""
-        self._files.append(listener)
+    def on_file(self, listener: FileListener, kind: FileKind = TDMREP) -> None:
+        """Call ``listener`` when an origin's file of ``kind`` takes effect (fetched, or from the store)."""
+        self._files.append((kind, listener))
 
     def fresh(self, origin: str, files: bool = False) -> Known | None:
         """The fresh result of ``origin`` (with its other files too: ``files``), or None; no I/O."""
         known = self._known.get(origin)
+        # every file of FILES is resolved with the first one
         fresh = known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files)
         return known if fresh else None
 
     def reads(self, origin: str) -> bool:
-        """Whether the crawl reads ``origin``'s usage statements: its tdmrep.json is resolved too."""
+        """Whether the crawl reads ``origin``'s usage statements: its other files are resolved too."""
         return self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
 
     def known(self, origin: str) -> Known | None:
@@ -199,14 +200,13 @@ class RobotsService:
         return origin in self._pending
 
     def prefetch(self, origin: str, trigger: Any = None, files: bool = False) -> None:
-        """Start resolving ``origin`` if neither known nor in flight, under :attr:`prefetch_cap`."""
-        busy = self.closed or origin in self._pending or len(self._pending) >= self.prefetch_cap
+        """Start resolving ``origin`` if neither known nor in flight, and the robots.txt lane has a place."""
+        busy = self.closed or origin in self._pending or len(self._pending) >= self.settings.fetch_concurrency
         if not busy and self.fresh(origin, files) is None:
             self._start(origin, trigger, files)
 
     async def resolve(self, origin: str, trigger: Any = None, files: bool = False) -> Known:
-        """What governs ``origin``: cached, or from the one resolution in flight (started if needed); ``files``:
-        with its tdmrep.json even where the crawl does not read it.  :class:`NotResolved` once closing."""
+        """What governs ``origin`` (with its other files: ``files``), cached or resolved once; NotResolved once closing."""
         known = self.fresh(origin, files)
         if known is not None:
             return known
@@ -214,7 +214,7 @@ class RobotsService:
             raise NotResolved(origin)
         pending = self._pending.get(origin)
         if pending is not None and files and not pending.files:
-            await pending.wait()  # robots.txt alone: then one more resolution, for the file
+            await pending.wait()  # robots.txt alone: then one more resolution, for the files
             return await self.resolve(origin, trigger, files)
         return await (pending or self._start(origin, trigger, files)).wait()
 
@@ -229,14 +229,11 @@ class RobotsService:
         """``(floor, capped_from)``: seconds between two requests of ``token`` (the largest), capped by the settings."""
         tokens = (token,) if isinstance(token, str) else token
         delay = max((robots.min_delay(t) or 0.0 for t in tokens), default=0.0) if self.settings.crawl_delay else 0.0
-        if delay <= 0:
-            return 0.0, None
         cap = self.settings.max_crawl_delay
-        return (delay, None) if delay <= cap else (cap, delay)
+        return (0.0, None) if delay <= 0 else (delay, None) if delay <= cap else (cap, delay)
 
     async def wait_turn(self, origin: str, floor: float, since: float | None = None) -> None:
-        """With a shared store: return once a request may start on ``origin``, ``floor`` after any worker's
-        last start (in the store, on its clock); one request per origin asks at a time; ``since``: for stats."""
+        """Shared store: return once a request of ``origin`` may start, ``floor`` after any worker's last start."""
         lock = self._turns.setdefault(origin, DeferredLock())
         await compat.wait_for(lock.acquire())
         began = time.monotonic() if since is None else since
@@ -248,8 +245,7 @@ class RobotsService:
             lock.release()
             if not lock.locked and not lock.waiting:
                 self._turns.pop(origin, None)
-        waited = round(time.monotonic() - began, 3)
-        if waited >= 0.001:
+        if (waited := round(time.monotonic() - began, 3)) >= 0.001:
             self.counts.inc("crawl_delay/cluster/requests_held")
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
@@ -265,13 +261,13 @@ class RobotsService:
         await self.storage.open()
 
     def shutdown(self) -> None:
-        """The spider began to close: start nothing more, wake every waiter."""
+        """The spider began to close: start nothing more, wake every waiter (the gate says what becomes of them)."""
         if self.closed:
             return
         self.closed = True
-        # the resolutions already done are only storing their result: let them finish (close waits)
+        # (the resolutions already done are only storing their result: close waits for them)
         pending = [(origin, entry) for origin, entry in self._pending.items() if not entry.done]
-        if pending:  # (what becomes of their requests, the gate says)
+        if pending:
             logger.debug("scrapy-rfc9309: the spider is closing; %d resolution(s) stopped", len(pending))
         for origin, entry in pending:
             entry.finish(None, NotResolved(origin))
@@ -330,15 +326,11 @@ class RobotsService:
                 # ours included, may follow the fetch too closely
                 await self.storage.store(origin, entry, lease, floor)
                 lease = None
-            kept = previous.tdmrep if previous is not None else None
-            if pending.files and (kept is None or time.time() >= kept.expires_at):
-                kept = await self._tdmrep(origin, trigger, policy, robots, entry.expires_at, floor)
-            file = kept if pending.files else None
+            args = (origin, trigger, policy, robots, entry.expires_at, floor, previous)
+            files = {kind.key: await self._file(kind, *args) for kind in FILES} if pending.files else {}
             sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
-            expires = entry.expires_at if file is None else min(entry.expires_at, file.expires_at)
-            known = Known(
-                entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, file, expires
-            )
+            files["expires_at"] = min([entry.expires_at, *(file.expires_at for file in files.values())])
+            known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, **files)
             await self._publish(origin, known, trigger)
             pending.finish(known)  # the waiting requests go on first; the store's round trip is not on their way
             if lease is not None:
@@ -352,8 +344,7 @@ class RobotsService:
     async def _fetch(
         self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, stored: RobotsEntry | None
     ) -> RobotsEntry:
-        """Fetch robots.txt (retrying in "wait" mode) into the entry to keep; an unreachable one may give way to
-        a stored copy under 30 days old, until the next retry (RFC 9309 2.3.1.4, 2.4)."""
+        """robots.txt fetched (retried in "wait" mode); unreachable, a copy under 30 days old (RFC 9309 2.4)."""
         stale = previous.entry if previous is not None else None
         if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
             stale = stored  # newer than ours: another worker's, or an earlier run's
@@ -410,8 +401,7 @@ class RobotsService:
     async def claim(
         self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
     ) -> tuple[RobotsEntry | None, Lease | None, bool]:
-        """``(entry, lease, fresh)`` for a store key: the fresh entry; or the lease to fetch it (with the stale
-        entry); or, after a live holder took longer than any fetch can, no lease: fetch anyway."""
+        """``(entry, lease, fresh)``: the fresh entry, or a lease to fetch it, or none once the holder is overdue."""
         deadline = bound = 0.0
         delay = CLAIM_POLL_FIRST
         while True:
@@ -480,8 +470,7 @@ class RobotsService:
                 self.counts.inc("crawl_delay/origins")
             self._stats.max_value(STATS + "crawl_delay/max_floor", known.floor)
         for listener in self._ready:
-            outcome = listener(origin, known, previous, trigger)
-            if inspect.isawaitable(outcome):
+            if inspect.isawaitable(outcome := listener(origin, known, previous, trigger)):
                 await outcome
 
     def entry_of(self, result: FetchResult) -> RobotsEntry:
@@ -501,39 +490,44 @@ class RobotsService:
         for listener in self._forget:
             listener(origin)
 
-    async def _tdmrep(
-        self, origin: str, trigger: Any, policy: OriginPolicy, robots: RobotsTxt, expires: float, floor: float
-    ) -> TdmRepFile:
-        """tdmrep.json: the store's, or a fetch that robots.txt allows (each hop too), paced; else states nothing."""
-        if not self._allowed(robots, resource_url(origin, PATH), policy.user_agents):
-            self.counts.inc("tdmrep/disallowed")
-            logger.debug("tdmrep.json of %s: robots.txt disallows it; not fetched", origin)
-            return TdmRepFile(EMPTY, expires, "disallowed")
-        key, lease = store_key(origin), None
-        if self._stores_files:
-            stored, lease, fresh = await self.claim(key, policy, "tdmrep.json")
+    async def _file(
+        self, kind: FileKind, origin: str, trigger: Any, policy: OriginPolicy, robots: RobotsTxt,
+        expires: float, floor: float, previous: Known | None,
+    ) -> Any:  # fmt: skip
+        """``kind``'s file of ``origin``: the one kept while fresh, the store's, or a fetch robots.txt allows (each
+        hop too) through the robots.txt lane, bounded and paced; where robots.txt disallows it, it states nothing."""
+        kept = getattr(previous, kind.key) if previous is not None else None
+        if kept is not None and time.time() < kept.expires_at:
+            return kept
+        if not self._allowed(robots, resource_url(origin, kind.path), policy.user_agents):
+            self.counts.inc(f"{kind.key}/disallowed")
+            logger.debug("%s of %s: robots.txt disallows it; not fetched", kind.name, origin)
+            return kind.make(kind.empty, expires, "disallowed")
+        key, lease = store_key(origin, kind.path), None
+        if self.settings.storage != "memory":  # a lasting store keeps them too
+            stored, lease, fresh = await self.claim(key, policy, kind.name)
             if fresh:
                 assert stored is not None
-                self.counts.inc("tdmrep/storage_hits")
-                return await self._file(origin, stored, None)
+                self.counts.inc(f"{kind.key}/storage_hits")
+                return await self._read(kind, origin, stored, None)
         try:
             allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
-            result = await self._get(origin, trigger, PATH, allow, MAX_FILE_BYTES, floor=floor)
+            result = await self._get(origin, trigger, kind.path, allow, kind.max_bytes, floor=floor)
             entry = self.entry_of(result)
             if result.truncated_bytes:
                 entry = replace(entry, body=b"")  # a cut file is not read
                 logger.info(
-                    "tdmrep.json of %s is too large (over %d bytes): it states nothing", origin, len(result.body)
+                    "%s of %s is too large (over %d bytes): it states nothing", kind.name, origin, len(result.body)
                 )
-            self.counts.inc("tdmrep/fetch/count")
-            self.counts.inc(f"tdmrep/fetch/{result.outcome}")
+            self.counts.inc(f"{kind.key}/fetch/count")
+            self.counts.inc(f"{kind.key}/fetch/{result.outcome}")
             if result.outcome == DISALLOWED_HOP:
-                self.counts.inc("tdmrep/disallowed")
+                self.counts.inc(f"{kind.key}/disallowed")
             logger.debug(
-                "tdmrep.json of %s: %s, status %s, %d bytes (%s)",
-                origin, result.access.value, result.status, len(result.body), mask_url(result.url),
+                "%s of %s: %s, status %s, %d bytes (%s)",
+                kind.name, origin, result.access.value, result.status, len(result.body), mask_url(result.url),
             )  # fmt: skip
-            file = await self._file(origin, entry, result)
+            file = await self._read(kind, origin, entry, result)
             if lease is not None:
                 await self.storage.store(key, entry, lease)
                 lease = None
@@ -541,6 +535,23 @@ class RobotsService:
         finally:
             if lease is not None:
                 await self.storage.release(lease)
+
+    async def _read(self, kind: FileKind, origin: str, entry: RobotsEntry, result: FetchResult | None) -> Any:
+        """The file an entry means (parsed once, in steps), counted and told to the listeners."""
+        ok = entry.access == Access.SUCCESS.value and entry.body
+        said = await compat.in_steps(kind.parsing(entry.body), PARSE_STEP_SECONDS) if ok else kind.empty
+        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.body else None
+        file = kind.make(said, entry.expires_at, entry.access, entry.status, sha256, entry.url)
+        self.counts.inc(f"{kind.key}/files/" + ("rules" if said else "invalid" if said.diagnostics and ok else "none"))
+        if said.diagnostics:
+            logger.debug(
+                "%s of %s: %d rules; %s",
+                kind.name, origin, len(said), "; ".join(map(str, said.diagnostics[:3])),
+            )  # fmt: skip
+        for wanted, listener in self._files:
+            if wanted is kind:
+                listener(origin, file, entry, result)
+        return file
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:
         """Whether robots.txt of ``url``'s origin allows a hop of a file of ``origin`` (``robots``) for every token."""
@@ -555,24 +566,6 @@ class RobotsService:
     @staticmethod
     def _allowed(robots: RobotsTxt, url: str, tokens: tuple[str, ...]) -> bool:
         return all(robots.check(url, token).allowed for token in tokens)
-
-    async def _file(self, origin: str, entry: RobotsEntry, result: FetchResult | None) -> TdmRepFile:
-        """The file an entry means (parsed once, in steps), counted and told to the listeners."""
-        tdmrep = EMPTY
-        if entry.access == Access.SUCCESS.value and entry.body:
-            tdmrep = await compat.in_steps(TdmRep.parsing(entry.body), PARSE_STEP_SECONDS)
-        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.body else None
-        file = TdmRepFile(tdmrep, entry.expires_at, entry.access, entry.status, sha256, entry.url)
-        kind = "rules" if tdmrep else "invalid" if tdmrep.diagnostics and entry.body else "none"
-        self.counts.inc(f"tdmrep/files/{kind}")
-        if tdmrep.diagnostics:
-            logger.debug(
-                "tdmrep.json of %s: %d rules; %s",
-                origin, len(tdmrep), "; ".join(map(str, tdmrep.diagnostics[:3])),
-            )  # fmt: skip
-        for listener in self._files:
-            listener(origin, file, entry, result)
-        return file
 
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
         """Count and log a robots.txt fetch (an internal failure only when ``log_internal``)."""
