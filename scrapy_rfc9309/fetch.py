@@ -111,8 +111,7 @@ class RobotsFetcher:
     """Fetches an origin's files; one instance per crawler."""
 
     def __init__(self, crawler: Crawler, settings: Rfc9309Settings) -> None:
-        self.crawler = crawler
-        self.settings = settings
+        self.crawler, self.settings = crawler, settings
         self._in_flight = 0  # downloads running: pages pay no ``bytes_received`` receiver when none
         self.addresses = AddressPolicy(settings.internal_networks)
         self._lane = DeferredSemaphore(settings.fetch_concurrency)  # fetches at once (a redirect chain is one)
@@ -145,8 +144,7 @@ class RobotsFetcher:
         private = self.settings.allow_private_redirects or self.addresses.private_origin(origin)
         guard = None if private else self.addresses
 
-        def unfollowable(note: str, outcome: str = "3xx_unfollowable") -> FetchResult:
-            """The last redirect is not followed: the fetch ends unavailable (all allowed)."""
+        def unfollowable(note: str, outcome: str = "3xx_unfollowable") -> FetchResult:  # unavailable: all allowed
             classes[-1] = outcome
             return FetchResult(Access.UNAVAILABLE, status, url, classes, note=note)
 
@@ -172,9 +170,8 @@ class RobotsFetcher:
             except Exception as exc:  # not the network: a middleware's bug, a URL filter ...
                 classes.append(f"error/internal/{type(exc).__name__}")
                 return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
-            # Whether the answer came from inside: the address connected to; through a proxy that is
-            # the proxy's, not checked then.  (Scrapy 2.13 gives an empty body, such as a redirect's,
-            # no ip_address: then the origin's own name, as the crawl's resolver answers it.)
+            # Whether the answer came from inside: the address connected to (a proxy's: not checked); Scrapy 2.13
+            # gives an empty body (a redirect's) no ip_address: then the origin's name, as the resolver answers.
             if guard is not None and not request.meta.get("proxy"):
                 if response.ip_address is not None:
                     inside = guard.internal(response.ip_address)
@@ -184,8 +181,7 @@ class RobotsFetcher:
                     return unfollowable(INWARD_NOTE)  # a redirect target that answered from inside: nothing kept
                 if inside:  # the origin's own server (an intranet, split-horizon DNS): its redirects are its own
                     guard = None
-            access, name = classify_status(response.status)
-            status = response.status
+            access, name = classify_status(status := response.status)
             if access is Access.REDIRECT:
                 classes.append("3xx")
                 target = redirect_target(response.url, response.headers.get("Location"))

@@ -206,9 +206,8 @@ class RobotsService:
             self._start(origin, trigger, files)
 
     async def resolve(self, origin: str, trigger: Any = None, files: bool = False) -> Known:
-        """What governs ``origin`` (with its other files: ``files``), cached or resolved once; NotResolved once closing."""
-        known = self.fresh(origin, files)
-        if known is not None:
+        """What governs ``origin`` (``files``: its other files too), cached or resolved; NotResolved once closing."""
+        if (known := self.fresh(origin, files)) is not None:
             return known
         if self.closed:
             raise NotResolved(origin)
@@ -293,10 +292,9 @@ class RobotsService:
     async def _resolve(self, origin: str, trigger: Any, pending: _Pending) -> None:
         try:
             pending.finish(await self._obtain(origin, trigger, pending))
-        except NotResolved as exc:
-            pending.finish(None, exc)
-        except Exception as exc:  # a bug, not a network problem: fail the waiters loudly
-            logger.error("scrapy-rfc9309: could not resolve robots.txt of %s", origin, exc_info=True)
+        except Exception as exc:
+            if not isinstance(exc, NotResolved):  # a bug, not a network problem: fail the waiters loudly
+                logger.error("scrapy-rfc9309: could not resolve robots.txt of %s", origin, exc_info=True)
             pending.finish(None, exc)
         finally:
             pending.finish(None, NotResolved(origin))  # cancelled: nobody may hang (no-op when done)
@@ -402,8 +400,9 @@ class RobotsService:
         self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
     ) -> tuple[RobotsEntry | None, Lease | None, bool]:
         """``(entry, lease, fresh)``: the fresh entry, or a lease to fetch it, or none once the holder is overdue."""
-        deadline = bound = 0.0
-        delay = CLAIM_POLL_FIRST
+        bound = self.settings.fetch_timeout * (self.settings.max_redirects + 1) + CLAIM_MARGIN
+        bound += policy.unreachable_wait if policy.unreachable == "wait" else 0.0
+        deadline, delay = 0.0, CLAIM_POLL_FIRST
         while True:
             now = time.time()
             entry, lease = await self.storage.lookup(origin, now)
@@ -414,8 +413,6 @@ class RobotsService:
             if lease is not None:
                 return entry, lease, False
             if not deadline:
-                bound = self.settings.fetch_timeout * (self.settings.max_redirects + 1) + CLAIM_MARGIN
-                bound += policy.unreachable_wait if policy.unreachable == "wait" else 0.0
                 deadline = time.monotonic() + bound
                 self.counts.inc("storage/lock_waits")
             elif time.monotonic() > deadline:
@@ -456,17 +453,18 @@ class RobotsService:
         if previous is not None and previous.entry is known.entry:
             return  # only another file changed: robots.txt's result took effect before
         self.counts.inc(f"origins/{known.entry.access}")
+        was_capped, had_floor = (previous.capped_from, previous.floor) if previous is not None else (None, 0.0)
         if known.capped_from is not None:
-            if previous is None or previous.capped_from is None:
+            if was_capped is None:
                 self.counts.inc("crawl_delay/capped")
-            if previous is None or previous.capped_from != known.capped_from:
+            if was_capped != known.capped_from:
                 logger.warning(
                     "robots.txt of %s asks for %g s between requests (Crawl-delay/Request-rate); "
                     "using RFC9309_CRAWL_DELAY's cap of %g s instead",
                     origin, known.capped_from, known.floor,
                 )  # fmt: skip
         if known.floor:
-            if previous is None or not previous.floor:
+            if not had_floor:
                 self.counts.inc("crawl_delay/origins")
             self._stats.max_value(STATS + "crawl_delay/max_floor", known.floor)
         for listener in self._ready:
@@ -475,15 +473,13 @@ class RobotsService:
 
     def entry_of(self, result: FetchResult) -> RobotsEntry:
         """The entry a fetch keeps (body only for a success), fresh as long as the settings allow."""
-        now, s = time.time(), self.settings
+        now, s, access = time.time(), self.settings, result.access
         lifetime = cache_seconds(
-            result.access, result.fresh_for, cap=s.cache_seconds, floor=s.cache_min_seconds,
+            access, result.fresh_for, cap=s.cache_seconds, floor=s.cache_min_seconds,
             unreachable_retry=s.retry_unreachable_seconds,
         )  # fmt: skip
-        body = result.body if result.access is Access.SUCCESS else b""
-        return RobotsEntry(
-            result.access.value, result.status, body, result.content_type, now, now + lifetime, result.url
-        )
+        body = result.body if access is Access.SUCCESS else b""
+        return RobotsEntry(access.value, result.status, body, result.content_type, now, now + lifetime, result.url)
 
     def _evicted(self, origin: str) -> None:
         self.counts.inc("cache/evictions")
