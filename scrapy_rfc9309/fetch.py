@@ -58,9 +58,8 @@ Allow = Callable[[str], Awaitable[bool]]
 
 @dataclass(slots=True, eq=False)
 class _Transfer:
-    """What ``bytes_received`` learns about one hop (of ``owner``), kept ``max_bytes`` at most."""
+    """What ``bytes_received`` learns about one hop, of which ``max_bytes`` at most are kept."""
 
-    owner: RobotsFetcher
     max_bytes: int
     received: int = 0
     stopped: bool = False
@@ -222,7 +221,7 @@ class RobotsFetcher:
         return address is not None and guard.internal(address)
 
     def _request(self, url: str, trigger: Request | None, max_bytes: int) -> Request:
-        meta = {**HOP_META, FETCH_META_KEY: _Transfer(self, max_bytes), "download_timeout": self.settings.fetch_timeout}
+        meta = {**HOP_META, FETCH_META_KEY: _Transfer(max_bytes), "download_timeout": self.settings.fetch_timeout}
         if trigger is not None:
             meta.update((key, trigger.meta[key]) for key in PATH_META_KEYS if key in trigger.meta)
         headers = {"Accept-Encoding": ACCEPT_ENCODING}
@@ -259,7 +258,7 @@ class RobotsFetcher:
 
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         transfer = request.meta.get(FETCH_META_KEY)
-        if isinstance(transfer, _Transfer) and transfer.owner is self:
+        if isinstance(transfer, _Transfer):  # (one fetcher per crawler: its signals are the crawl's)
             transfer.received += len(data)
             if transfer.received > transfer.max_bytes + SLACK_BYTES:
                 transfer.stopped = True
