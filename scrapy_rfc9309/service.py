@@ -213,6 +213,8 @@ class RobotsService:
             raise NotResolved(origin)
         pending = self._pending.get(origin)
         if pending is not None and files and not pending.files:
+            if pending.done:  # robots.txt alone, only storing its result now: one more resolution, for the files
+                return await self._start(origin, trigger, files).wait()
             await pending.wait()  # robots.txt alone: then one more resolution, for the files
             return await self.resolve(origin, trigger, files)
         return await (pending or self._start(origin, trigger, files)).wait()
