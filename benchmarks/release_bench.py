@@ -7,7 +7,9 @@ and released at once.  A healthy origin (127.0.0.2) serves ``pages`` pages,
 ``latency`` seconds each: its first page is the first start request, the
 denied ones follow, then its other pages (``--order interleaved``: its pages
 spread among the denied ones, so they are in the scheduler when the denials
-are released).  Per run, in a fresh process: the longest gap between two
+are released; ``--order lazy``: interleaved, and ``start()`` waits while
+``engine.needs_backout()``, as Scrapy's docs show for lazy start requests, so
+Scrapy never reads the rest of ``start()`` in one turn of the loop).  Per run, in a fresh process: the longest gap between two
 healthy pages reaching the spider, the longest time the event loop was held (a
 5 ms timer's lateness), and when ``start()`` yielded the second healthy page
 (with the default order, Scrapy reads it only after the 20,000 denied ones: the
@@ -104,9 +106,11 @@ def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float, o
             # (start requests are taken as the engine asks for them, not all in one callback)
             asyncio.get_running_loop().create_task(watch())
             yield scrapy.Request(f"{healthy}/first", callback=self.page, dont_filter=True)
-            every = max(1, denied // pages) if order == "interleaved" else 0
+            every = max(1, denied // pages) if order != "after" else 0
             page = 0
             for i in range(denied):
+                while order == "lazy" and self.crawler.engine.needs_backout():
+                    await asyncio.sleep(0.01)
                 yield scrapy.Request(f"{denying}/d{i}", callback=self.page, errback=self.failed, dont_filter=True)
                 if every and i % every == 0 and page < pages:
                     yield self.healthy_page(page)
@@ -169,7 +173,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--order", choices=("after", "interleaved"), default="after")
+    parser.add_argument("--order", choices=("after", "interleaved", "lazy"), default="after")
     parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
