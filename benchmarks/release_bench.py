@@ -5,9 +5,15 @@ denies; its robots.txt answers after ``delay`` seconds, so they are all held
 (in the gate with the plugin, in the downloader with Scrapy's middleware)
 and released at once.  A healthy origin (127.0.0.2) serves ``pages`` pages,
 ``latency`` seconds each: its first page is the first start request, the
-denied ones follow, then its other pages.  Per run, in a fresh process:
-the longest gap between two healthy pages reaching the spider, and the
-longest time the event loop was held (a 5 ms timer's lateness).
+denied ones follow, then its other pages (``--order interleaved``: its pages
+spread among the denied ones, so they are in the scheduler when the denials
+are released; ``--order lazy``: interleaved, and ``start()`` waits while
+``engine.needs_backout()``, as Scrapy's docs show for lazy start requests, so
+Scrapy never reads the rest of ``start()`` in one turn of the loop).  Per run, in a fresh process: the longest gap between two
+healthy pages reaching the spider, the longest time the event loop was held (a
+5 ms timer's lateness), and when ``start()`` yielded the second healthy page
+(with the default order, Scrapy reads it only after the 20,000 denied ones: the
+gap then includes reading them).
 
 ``python benchmarks/release_bench.py --denied 20000 --rounds 3`` (the plugin's add-on, then
 Scrapy's own RobotsTxtMiddleware, one after the other in each round)
@@ -71,7 +77,7 @@ class Web:
         await self._serve(reader, writer, b"User-agent: *\nDisallow: /\n", self.delay)
 
 
-def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float) -> dict[str, Any]:
+def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float, order: str = "after") -> dict[str, Any]:
     """One crawl in this process (the worker side)."""
     import scrapy
 
@@ -85,6 +91,7 @@ def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float) -
     denying = f"http://127.0.0.3:{web.ports['127.0.0.3']}"
     seen: list[float] = []
     holds: list[float] = []
+    marks: dict[str, float] = {}
 
     async def watch() -> None:
         while True:
@@ -99,10 +106,21 @@ def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float) -
             # (start requests are taken as the engine asks for them, not all in one callback)
             asyncio.get_running_loop().create_task(watch())
             yield scrapy.Request(f"{healthy}/first", callback=self.page, dont_filter=True)
+            every = max(1, denied // pages) if order != "after" else 0
+            page = 0
             for i in range(denied):
+                while order == "lazy" and self.crawler.engine.needs_backout():
+                    await asyncio.sleep(0.01)
                 yield scrapy.Request(f"{denying}/d{i}", callback=self.page, errback=self.failed, dont_filter=True)
-            for i in range(pages):
-                yield scrapy.Request(f"{healthy}/p{i}", callback=self.page, errback=self.failed, dont_filter=True)
+                if every and i % every == 0 and page < pages:
+                    yield self.healthy_page(page)
+                    page += 1
+            for i in range(page, pages):
+                yield self.healthy_page(i)
+
+        def healthy_page(self, i: int) -> scrapy.Request:
+            marks.setdefault("second_page_read", time.monotonic())
+            return scrapy.Request(f"{healthy}/p{i}", callback=self.page, errback=self.failed, dont_filter=True)
 
         def page(self, response):
             if response.url.startswith(healthy):
@@ -135,12 +153,13 @@ def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float) -
         "healthy_pages": len(times),
         "max_gap": round(max(gaps), 3) if gaps else None,
         "max_hold_ms": round(max(holds) * 1e3, 1) if holds else None,
+        "second_page_read": round(marks["second_page_read"] - started, 2) if marks else None,
         "seconds": round(time.monotonic() - started, 2),
     }
 
 
-def run_one(plugin: bool, denied: int, pages: int, delay: float, latency: float) -> dict[str, Any]:
-    args = ["--worker", str(int(plugin)), str(denied), str(pages), str(delay), str(latency)]
+def run_one(plugin: bool, denied: int, pages: int, delay: float, latency: float, order: str) -> dict[str, Any]:
+    args = ["--worker", str(int(plugin)), str(denied), str(pages), str(delay), str(latency), order]
     out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=900, cwd=ROOT)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
@@ -154,16 +173,17 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--order", choices=("after", "interleaved", "lazy"), default="after")
+    parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        plugin, denied, pages, delay, latency = args.worker
-        print(json.dumps(crawl(plugin == "1", int(denied), int(pages), float(delay), float(latency))))
+        plugin, denied, pages, delay, latency, order = args.worker
+        print(json.dumps(crawl(plugin == "1", int(denied), int(pages), float(delay), float(latency), order)))
         return
     runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
     for _ in range(args.rounds):
         for plugin in (True, False):
-            result = run_one(plugin, args.denied, args.pages, args.delay, args.latency)
+            result = run_one(plugin, args.denied, args.pages, args.delay, args.latency, args.order)
             print(json.dumps(result), flush=True)
             runs[plugin].append(result)
     print("\n| | healthy pages | longest gap (median s) | longest hold (median ms) |\n|---|---|---|---|")

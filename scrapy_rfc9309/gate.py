@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.asyncgen import collect_asyncgen
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
@@ -43,14 +44,11 @@ __all__ = ["RELEASED", "GateScheduler", "Held"]
 
 logger = logging.getLogger(__name__)
 
-#: the meta key of a request the gate held and scheduled again (``request_scheduled`` is sent twice)
-RELEASED = "rfc9309_released"
+RELEASED = "rfc9309_released"  #: meta key of a request held and scheduled again (request_scheduled twice)
 #: a released request not in the downloader this long after (a middleware dropped it, a cache
 #: answered) no longer counts against its slot: a burst of one more vs a slot held idle
 UNSEEN_SECONDS = 0.25
-#: requests held per next_request call, and released per turn of the loop, at most
-HOLD_BATCH = 32
-RELEASE_BATCH = 256
+HOLD_BATCH, RELEASE_BATCH = 32, 256  #: held per next_request call, released per turn of the loop, at most
 CLOSING = {
     "origin": "Dropped: the spider closed before robots.txt of its origin was known",
     "turn": "Dropped: the spider closed before its Crawl-delay turn",
@@ -120,10 +118,13 @@ class GateScheduler:
         self._keys_of: dict[str, set[str]] = {}  # and back
         self._sweeper: Any = None
         self._offsite: Any = None
+        self._feed: Any = None  # scrapy-redis's RedisSpider takes more work: schedule_next_requests
         self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
         self._handed = 0  # released requests handed out in this turn of the loop
-        self._feed: Any = None  # scrapy-redis's RedisSpider takes more work: schedule_next_requests
         self._reads_pages = self.settings.reads_pages
+        get = crawler.settings.getint
+        self._per_slot = get("CONCURRENT_REQUESTS_PER_IP") or get("CONCURRENT_REQUESTS_PER_DOMAIN")
+        self._slot_settings = crawler.settings.getdict("DOWNLOAD_SLOTS")
         redis = uses_scrapy_redis(project_scheduler(crawler.settings))  # (keeps its queue across the close)
         self._keeps = bool(crawler.settings.get("JOBDIR")) or (redis and crawler.settings.getbool("SCHEDULER_PERSIST"))
         crawl_state(crawler).gate = self
@@ -135,7 +136,6 @@ class GateScheduler:
 
     @property
     def held(self) -> int:
-        """Requests held here now."""
         return self._count + len(self._ready) + (self._peek is not None)
 
     def __len__(self) -> int:
@@ -190,23 +190,20 @@ class GateScheduler:
                     self._counts.inc("gate/full")
                     logger.info(
                         "scrapy-rfc9309: %d requests are held for their origin or their Crawl-delay turn "
-                        "(RFC9309_MAX_HELD); no more are taken from the scheduler until some go on",
-                        self._count,
-                    )
+                        "(RFC9309_MAX_HELD); no more are taken from the scheduler until some go on", self._count,
+                    )  # fmt: skip
                 return None
-            request = self._take()
-            if request is None:
+            if (request := self._take()) is None:
                 if self._feed is not None and self._count and not self._held and not self._releases:
                     self._feed()  # only turns to wait for (pending, so no spider_idle): its next work
                 return None
             try:
-                admitted = self._admit(request)
+                if self._admit(request):
+                    self._full = False
+                    return request
             except Exception as exc:  # a bug of the gate's: the request ends, the crawl goes on
                 self._fail([request], f"the gate could not look at it ({type(exc).__name__}: {exc})", exc)
                 continue
-            if admitted:
-                self._full = False
-                return request
             if self._count - held >= HOLD_BATCH:  # a turn of the loop for the rest first
                 if not self._waking:
                     self._waking = True
@@ -218,15 +215,16 @@ class GateScheduler:
         self.service.shutdown()
         self._tracked.clear()
         self._listen()
+        queued = [item for slot in self._slots.values() for item in slot.queue]
         kinds: dict[str, list[Request]] = {
             "origin": [r for rs in self._held.values() for r in rs] + [r for r, _ in self._releases],
-            "turn": [item for slot in self._slots.values() for item in slot.queue if not isinstance(item, _Ticket)],
+            "turn": [item for item in queued if not isinstance(item, _Ticket)],
             "queued": [entry[2] for entry in self._ready] + ([self._peek] if self._peek is not None else []),
         }
-        for ticket in [item for slot in self._slots.values() for item in slot.queue if isinstance(item, _Ticket)]:
+        for ticket in (item for item in queued if isinstance(item, _Ticket)):
             ticket.waiter.errback(NotResolved(ticket.origin))
         self._ready, self._peek, self._count, self._slots, self._releases = [], None, 0, {}, deque()
-        self._held.clear()
+        self._held = defaultdict(list)
         if self._keeps:  # what the scheduler refuses or cannot serialize stays, to be dropped
             total = sum(map(len, kinds.values()))
             kinds = {kind: [r for r in requests if not self._hand_back(r)] for kind, requests in kinds.items()}
@@ -242,14 +240,14 @@ class GateScheduler:
         request, self._peek = self._peek, None
         return request if request is not None else self.inner.next_request()
 
-    def _admit(self, request: Request) -> bool:
-        """Whether ``request`` goes on now; else the gate keeps it."""
+    def _admit(self, request: Request, for_robots: bool = False) -> bool:
+        """Whether ``request`` goes on now; else the gate keeps it (``for_robots``: see :meth:`_route`)."""
         origin, files = self._checked(request)
         if origin is None:  # robots.txt does not govern it: on now, or its floored slot's turn
             floor = self._slot_floor(key := self._key(request)) if self._floored else 0.0
             return not floor or self._queue(request, key, floor)
         if (known := self.service.fresh(origin, files)) is not None:
-            return self._route(request, origin, known, for_robots=False)
+            return self._route(request, origin, known, for_robots)
         if self._offsite is not None and self._offsite(request):
             return True  # OffsiteMiddleware drops it: no robots.txt for it
         held = self._held[origin]
@@ -263,34 +261,29 @@ class GateScheduler:
     def _checked(self, request: Request) -> tuple[str | None, bool]:
         """The origin to resolve first (None: robots.txt does not govern it), and whether its usage files too."""
         meta = request.meta
-        if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt"):
+        if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt") or (origin := origin_of_request(request)) is None:
             return None, False
-        origin = origin_of_request(request)
-        if origin is None or not self.settings.for_origin(origin).obey:
+        if not self.settings.for_origin(origin).obey:
             return None, False
         return origin, (self._reads_pages and self.service.reads(origin)) or META_USAGE in meta
 
     async def _resolve(self, origin: str, trigger: Request, files: bool) -> None:
-        error = ""
         try:
             await self.service.resolve(origin, trigger, files)
         except NotResolved:
             return  # closing: close() ends what is held
         except Exception as exc:  # logged by the service: each request ends with it
-            error = f"its origin could not be resolved ({type(exc).__name__}: {shorten(mask_text(str(exc)))})"
-        waiting = self._held.pop(origin, [])
-        if error:
+            waiting = self._held.pop(origin, [])
             self._count -= len(waiting)
-            self._fail(waiting, error)
-        else:
-            self._releases.extend(zip(waiting, itertools.repeat(not self._fits(waiting))))
-            self._release_batch()
-
-    def _fits(self, waiting: list[Request]) -> bool:
-        """Whether released requests all fit in their slot's concurrency: then they need not be followed."""
-        if not waiting or self._floored or (key := self._key(waiting[0])) in self._slots:
-            return False
-        return len(waiting) <= self._concurrency(key) and all(self._key(request) == key for request in waiting[1:])
+            error = f"its origin could not be resolved ({type(exc).__name__}: {shorten(mask_text(str(exc)))})"
+            return self._fail(waiting, error)
+        waiting = self._held.pop(origin, [])
+        # all in their slot's concurrency (nothing floored, nothing queued there): no need to follow them
+        key = self._key(waiting[0]) if waiting and not self._floored else None
+        fits = key is not None and key not in self._slots and len(waiting) <= self._concurrency(key)
+        fits = fits and all(self._key(request) == key for request in waiting[1:])
+        self._releases.extend(zip(waiting, itertools.repeat(not fits)))
+        self._release_batch()
 
     def _release_batch(self) -> None:
         """Route the resolved requests, :data:`RELEASE_BATCH` a turn of the loop."""
@@ -298,11 +291,8 @@ class GateScheduler:
         for _ in range(min(RELEASE_BATCH, len(self._releases))):
             request, tracked = self._releases.popleft()
             self._count -= 1
-            try:
-                origin, files = self._checked(request)
-                known = self.service.fresh(origin, files) if origin is not None else None
-                # expired meanwhile, or no longer checked: looked at again
-                if self._route(request, origin, known, tracked) if origin and known else self._admit(request):
+            try:  # (expired meanwhile, or no longer checked: looked at again)
+                if self._admit(request, tracked):
                     self._release(request, Held(for_robots=True))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
@@ -340,12 +330,10 @@ class GateScheduler:
         self._wake(key, slot)
         return False
 
-    def _free(self, slot: _Slot, now: float) -> bool:
-        """Whether a floored slot's turn is free now (with a shared store, the cluster's turns decide)."""
+    def _free(self, slot: _Slot, now: float) -> bool:  # (with a shared store, the cluster's turns decide)
         return not slot.queue and now >= slot.due and not slot.out and not self.service.paces
 
-    def _link(self, key: str, origin: str) -> None:
-        """Note that floored ``origin`` is served by slot ``key`` (its every request keeps the floor)."""
+    def _link(self, key: str, origin: str) -> None:  # floored origin is served by slot key: its requests keep the floor
         self._floored.setdefault(key, set()).add(origin)
         self._keys_of.setdefault(origin, set()).add(key)
 
@@ -373,9 +361,7 @@ class GateScheduler:
         return str(self.crawler.engine.downloader.get_slot_key(request))
 
     def _concurrency(self, key: str) -> int:
-        settings = self.crawler.settings
-        default = settings.getint("CONCURRENT_REQUESTS_PER_IP") or settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
-        return int(settings.getdict("DOWNLOAD_SLOTS").get(key, {}).get("concurrency", default)) or 1
+        return int(self._slot_settings.get(key, {}).get("concurrency", self._per_slot)) or 1
 
     async def file_turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
         """The slot's turn for a fetch of ``origin``'s files (a :class:`~.service.Pacer`); call the result once in."""
@@ -502,8 +488,7 @@ class GateScheduler:
                     self._turn(key, slot)
 
     def _next_turn(self) -> None:
-        """After a turn of the loop that handed out more than :data:`RELEASE_BATCH` released
-        requests (20,000 denials held the loop for seconds): wake the engine for the rest."""
+        """After a turn of the loop that handed out more than :data:`RELEASE_BATCH` released requests: wake the engine."""
         handed, self._handed = self._handed, 0
         if handed > RELEASE_BATCH and self._ready and not self._closed:
             request = heapq.heappop(self._ready)[2]  # scheduled again, back to _ready
@@ -538,17 +523,15 @@ class GateScheduler:
             "scrapy-rfc9309: %d request(s) end because %s (rfc9309/requests/dropped/error)",
             len(requests), error, exc_info=exc is not None and (type(exc), exc, exc.__traceback__),
         )  # fmt: skip
-        closing = [request for request in requests if not self._release(request, Held(error=error))]
-        if closing:
+        if closing := [request for request in requests if not self._release(request, Held(error=error))]:
             self._drop(closing, "queued")
 
     def _fail_slot(self, key: str, slot: _Slot, error: str, exc: BaseException) -> None:
         items = list(slot.queue)
         slot.queue.clear()
-        for item in items:
-            if isinstance(item, _Ticket):
-                item.waiter.errback(exc)
         requests = [item for item in items if not isinstance(item, _Ticket)]
+        for ticket in (item for item in items if isinstance(item, _Ticket)):
+            ticket.waiter.errback(exc)
         self._count -= len(requests)
         if self._slots.get(key) is slot and not slot.out:
             del self._slots[key]
@@ -613,28 +596,19 @@ class GateScheduler:
         for request in requests:
             for key in ("requests/checked", "cache/misses", "requests/dropped/spider_closing"):
                 self._counts.inc(key)
-            if request.errback is not None:
-                failure = Failure(IgnoreRequest(message))
-                failure.request = request  # type: ignore[attr-defined]  # as Scrapy hands it to errbacks
-                _call_errback(request, failure)
+            if request.errback is None:
+                continue
+            failure = Failure(IgnoreRequest(message))
+            failure.request = request  # type: ignore[attr-defined]  # as Scrapy hands it to errbacks
+            try:  # as the scraper would call it; what it yields is dropped (the spider is closed)
+                result = request.errback(failure)
+                if inspect.isasyncgen(result) or inspect.iscoroutine(result):
+                    compat.spawn(collect_asyncgen(result) if inspect.isasyncgen(result) else result)
+                elif inspect.isgenerator(result):
+                    deque(result, maxlen=0)  # (runs it to the end)
+            except Exception:
+                logger.exception("scrapy-rfc9309: the errback of %s failed", request)
         logger.info(
             "scrapy-rfc9309: the spider closed; %d held requests dropped: %s (rfc9309/requests/dropped/spider_closing)",
             len(requests), message[len("Dropped: the spider closed ") :],
         )  # fmt: skip
-
-
-def _call_errback(request: Request, failure: Failure) -> None:
-    """Call an errback as the scraper would; what it yields is dropped (the spider is closed)."""
-    try:
-        result = request.errback(failure)  # type: ignore[misc]
-        if inspect.isasyncgen(result) or inspect.iscoroutine(result):
-            compat.spawn(_drain(result) if inspect.isasyncgen(result) else result)
-        elif inspect.isgenerator(result):
-            deque(result, maxlen=0)  # (runs it to the end)
-    except Exception:
-        logger.exception("scrapy-rfc9309: the errback of %s failed", request)
-
-
-async def _drain(results: Any) -> None:
-    async for _ in results:
-        pass
