@@ -173,38 +173,38 @@ class Rfc9309Settings:
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
         """Read and validate a Scrapy ``BaseSettings`` (or a plain mapping); :class:`InvalidSetting` for the first bad value."""
-        get = partial(_get, settings)
+
+        def get(name: str) -> Any:
+            value = settings.get(name)
+            return _FALLBACKS.get(name) if value is None else value
+
         try:
             problem = unreadable_scrapy_setting(settings)
             if problem is not None:
                 raise ValueError(problem)
-            _refuse_unknown(settings)
-            values = {field: read(get(name), name) for name, (field, read) in _READERS.items()}
-            cache = values["cache_seconds"]
-            mode, wait = unreachable = unreachable_mode(get("RFC9309_UNREACHABLE"), "RFC9309_UNREACHABLE")
+            for name in sorted(n for n in settings if str(n).startswith("RFC9309_") and n not in DEFAULTS):
+                if settings.get(name) is not None:  # a typo or an old name would change nothing, silently
+                    raise ValueError(
+                        f"{name} is not a setting of scrapy-rfc9309 (docs/middleware.md lists them): {', '.join(DEFAULTS)}"
+                    )
+            values = {field: value for name, read in _READERS.items() for field, value in read(get(name), name).items()}
             given = get("ROBOTSTXT_USER_AGENT")
             source = "ROBOTSTXT_USER_AGENT" if given else "USER_AGENT"
             tokens = _tokens(given or get("USER_AGENT"), source)
-            usage = _usage(get("RFC9309_USAGE"))
-            origins = _origins(
-                get("RFC9309_ORIGINS") or {}, tokens, unreachable, source == "USER_AGENT", usage["usage"]
-            )
+            mode, wait, usage = values["unreachable"], values["unreachable_wait"], values["usage"]
+            crawl = OriginPolicy(True, tokens[0], mode, tokens, source == "USER_AGENT", usage, wait)
+            cache = values["cache_seconds"]
             return cls(
                 **values,
-                **usage,
-                **_audit(get("RFC9309_AUDIT")),
                 **_storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings),
-                **_crawl_delay(get("RFC9309_CRAWL_DELAY")),
-                fetch_concurrency=_fetch_concurrency(get("RFC9309_FETCH_CONCURRENCY"), get("CONCURRENT_REQUESTS")),
-                unreachable=mode,
-                unreachable_wait=wait,
                 retry_unreachable_seconds=min(RETRY_UNREACHABLE_SECONDS, cache),
                 cache_min_seconds=min(CACHE_MIN_SECONDS, cache),
+                allow_private_redirects=values["internal_networks"] == (),
+                fetch_concurrency=_fetch_concurrency(get("RFC9309_FETCH_CONCURRENCY"), get("CONCURRENT_REQUESTS")),
                 user_agent=tokens[0],
                 user_agents=tokens,
                 user_agent_source=source,
-                origins=MappingProxyType(origins),
-                allow_private_redirects=values["internal_networks"] == (),
+                origins=MappingProxyType(_origins(get("RFC9309_ORIGINS") or {}, crawl)),
             )
         except ValueError as exc:
             raise InvalidSetting(one_line(str(exc))) from None
@@ -273,24 +273,6 @@ def project_scheduler(settings: Any) -> Any:
         return scheduler
     name = scheduler if isinstance(scheduler, str) else f"{scheduler.__module__}.{scheduler.__qualname__}"
     return settings.get("RFC9309_SCHEDULER") or SCRAPY_SCHEDULER if name == GATE else scheduler
-
-
-def _refuse_unknown(settings: Any) -> None:
-    """An ``RFC9309_*`` setting the plugin does not read (a typo, an old name) would change nothing, silently."""
-    try:
-        names = sorted(name for name in settings if isinstance(name, str) and name.startswith("RFC9309_"))
-    except TypeError:
-        return  # not a mapping: nothing to check
-    for name in names:
-        if name not in DEFAULTS and settings.get(name) is not None:
-            raise ValueError(
-                f"{name} is not a setting of scrapy-rfc9309 (docs/middleware.md lists them): {', '.join(DEFAULTS)}"
-            )
-
-
-def _get(settings: Any, name: str) -> Any:
-    value = settings.get(name) if hasattr(settings, "get") else None
-    return _FALLBACKS.get(name) if value is None else value
 
 
 def _bool(value: Any, name: str) -> bool:
@@ -386,14 +368,14 @@ def unreachable_mode(value: Any, name: str) -> tuple[str, float]:
     return mode, wait
 
 
-def _crawl_delay(value: Any) -> dict[str, Any]:
+def _crawl_delay(value: Any, name: str) -> dict[str, Any]:
     """True (floors capped at :data:`MAX_CRAWL_DELAY_SECONDS`), False (none) or the cap in seconds."""
     if isinstance(value, (bool, str)) and str(value).strip().lower() in ("true", "false"):
         return {"crawl_delay": str(value).strip().lower() == "true", "max_crawl_delay": MAX_CRAWL_DELAY_SECONDS}
     cap = _positive(value)
     if cap is None:
         raise ValueError(
-            f"RFC9309_CRAWL_DELAY={_shown(value)}: use True (floors, capped at 60 s), False (no floors) or the longest floor in seconds, e.g. 30"
+            f"{name}={_shown(value)}: use True (floors, capped at 60 s), False (no floors) or the longest floor in seconds, e.g. 30"
         )
     return {"crawl_delay": True, "max_crawl_delay": cap}
 
@@ -420,24 +402,23 @@ def _trail_path(path: Any, name: str) -> str:
     return path
 
 
-def _audit(value: Any) -> dict[str, Any]:
+def _audit(value: Any, name: str) -> dict[str, Any]:
     """``RFC9309_AUDIT`` as the ``audit*`` fields; the key is checked even without a path (a bad key is a bad setting)."""
     example = '{"path": "audit/%(name)s.jsonl", "allowed": true}'
-    value = _json(value, "{", "RFC9309_AUDIT", example)
+    value = _json(value, "{", name, example)
     if value is None or isinstance(value, str):
         return {"audit": value or None, "audit_key": audit_key(None)}
     if not isinstance(value, Mapping):
         raise ValueError(
-            f"RFC9309_AUDIT must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as {example}, not {type(value).__name__}"
+            f"{name} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as {example}, not {type(value).__name__}"
         )
-    audit = _form(value, "RFC9309_AUDIT", _AUDIT_KEYS)
+    audit = _form(value, name, _AUDIT_KEYS)
     return {**audit, "audit_allowed": audit["audit_allowed"] or audit["audit_sync"]}  # sync records every request
 
 
 def audit_setting_key(value: Any) -> Any:
     """The key an ``RFC9309_AUDIT`` value gives, or None (``scrapy robots --audit`` checks with it)."""
-    form = _dict_form(value)
-    return None if form is None else form.get("key")
+    return (_dict_form(value) or {}).get("key")
 
 
 def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
@@ -458,12 +439,10 @@ def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
     return tuple(purposes)
 
 
-def _usage(value: Any) -> dict[str, Any]:
+def _usage(value: Any, name: str) -> dict[str, Any]:
     """``RFC9309_USAGE`` (the purposes, or its dict form) as the ``usage*`` and ``nofollow`` fields."""
-    value = _json(value, "{", "RFC9309_USAGE", '{"purposes": ["train-ai"], "unknown": "deny"}')
-    if isinstance(value, Mapping):
-        return _form(value, "RFC9309_USAGE", _USAGE_KEYS)
-    return {"usage": usage_purposes(value, "RFC9309_USAGE")}
+    value = _json(value, "{", name, '{"purposes": ["train-ai"], "unknown": "deny"}')
+    return _form(value, name, _USAGE_KEYS) if isinstance(value, Mapping) else {"usage": usage_purposes(value, name)}
 
 
 def usage_with_purposes(value: Any, purposes: list[str]) -> Any:
@@ -476,17 +455,13 @@ def _fetch_concurrency(value: Any, concurrent: Any) -> int:
     """By default as many as the early fetches may start (the service's prefetch cap is this bound)."""
     if value is not None and value != "":
         return _number(value, "RFC9309_FETCH_CONCURRENCY", int, positive=True)
-    try:
-        pages = int(concurrent or 0)
-    except (TypeError, ValueError):
-        pages = 0  # Scrapy itself refuses it
-    return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * pages)
+    return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * int(concurrent or 0))  # (Scrapy's getint checked it)
 
 
 def _storage(value: Any, jobdir: Any, settings: Any) -> dict[str, str]:
     """RFC9309_STORAGE, else scrapy-redis's server when it schedules (its workers share robots.txt), else a
     SQLite file in JOBDIR, else memory; as ``storage`` and ``redis_prefix``: redis-py would pass ``?prefix=`` on."""
-    cluster = None if value or not hasattr(settings, "get") else factory.scrapy_redis_url(settings)
+    cluster = None if value else factory.scrapy_redis_url(settings)
     local = "sqlite://" + os.path.join(str(jobdir), factory.JOBDIR_FILE) if jobdir else "memory"
     url = str(value).strip() if value else cluster or local
     url, given = factory.split_prefix(url) if url.lower().startswith(factory.REDIS_SCHEMES) else (url, None)
@@ -495,9 +470,8 @@ def _storage(value: Any, jobdir: Any, settings: Any) -> dict[str, str]:
     return {"storage": url, "redis_prefix": prefix}
 
 
-def _origins(
-    raw: Any, tokens: tuple[str, ...], unreachable: tuple[str, float], from_ua: bool, usage: tuple[str, ...]
-) -> dict[str, OriginPolicy]:
+def _origins(raw: Any, crawl: OriginPolicy) -> dict[str, OriginPolicy]:
+    """``RFC9309_ORIGINS``: each origin's policy, its overrides over the crawl's."""
     raw = _json(raw, "", "RFC9309_ORIGINS", '{"https://example.com": {"obey": false}}')
     if not isinstance(raw, Mapping):
         raise ValueError(f"RFC9309_ORIGINS must be a dict of origin -> overrides, not {type(raw).__name__}")
@@ -510,12 +484,14 @@ def _origins(
             raise ValueError(f"{name} must be a dict such as {{'obey': False}}")
         _unknown_keys(overrides, name, ("obey", "user_agent", "unreachable", "usage"))
         obey = _bool(overrides.get("obey", True), f"{name}['obey']")
-        user_agent = overrides.get("user_agent")
-        agents = _tokens(user_agent, f"{name}['user_agent']") if user_agent else tokens
-        given = overrides.get("unreachable")
-        mode, wait = unreachable_mode(given, f"{name}['unreachable']") if given else unreachable
-        purposes = usage_purposes(overrides["usage"], f"{name}['usage']") if "usage" in overrides else usage
-        resolved[origin] = OriginPolicy(obey, agents[0], mode, agents, from_ua and not user_agent, purposes, wait)
+        user_agent, given = overrides.get("user_agent"), overrides.get("unreachable")
+        agents = _tokens(user_agent, f"{name}['user_agent']") if user_agent else crawl.user_agents
+        mode, wait = (
+            unreachable_mode(given, f"{name}['unreachable']") if given else (crawl.unreachable, crawl.unreachable_wait)
+        )
+        usage = usage_purposes(overrides["usage"], f"{name}['usage']") if "usage" in overrides else crawl.usage
+        from_ua = crawl.from_user_agent and not user_agent
+        resolved[origin] = OriginPolicy(obey, agents[0], mode, agents, from_ua, usage, wait)
     return resolved
 
 
@@ -532,19 +508,21 @@ def _max_bytes(value: Any, name: str) -> int:
     return number
 
 
-#: the settings read alone, each into one field: ``{setting: (field, reader of (value, setting))}``
-_READERS: dict[str, tuple[str, Reader]] = {
-    "RFC9309_ENABLED": ("enabled", _bool),
-    "RFC9309_MAX_BYTES": ("max_bytes", _max_bytes),
-    "RFC9309_CACHE_SECONDS": (
-        "cache_seconds",
-        lambda value, name: float(min(_number(value, name, float), MAX_CACHE_SECONDS)),
-    ),
-    "RFC9309_CACHE_MAX_ORIGINS": ("cache_max_origins", partial(_number, kind=int, positive=True)),
-    "RFC9309_FETCH_TIMEOUT": ("fetch_timeout", partial(_number, kind=float, positive=True)),
-    "RFC9309_MAX_HELD": ("max_held", partial(_number, kind=int, positive=True)),
-    "RFC9309_EARLY_FETCH": ("early_fetch", _bool),
-    "RFC9309_INTERNAL_NETWORKS": ("internal_networks", _networks),
+#: the settings read alone, ``{setting: reader of (value, setting) into fields}``; RFC9309_ORIGINS, _STORAGE and
+#: _FETCH_CONCURRENCY need other settings (from_settings), RFC9309_SCHEDULER is the gate's
+_READERS: dict[str, Reader] = {
+    "RFC9309_ENABLED": lambda v, n: {"enabled": _bool(v, n)},
+    "RFC9309_MAX_HELD": lambda v, n: {"max_held": _number(v, n, int, positive=True)},
+    "RFC9309_UNREACHABLE": lambda v, n: dict(zip(("unreachable", "unreachable_wait"), unreachable_mode(v, n))),
+    "RFC9309_CACHE_SECONDS": lambda v, n: {"cache_seconds": float(min(_number(v, n, float), MAX_CACHE_SECONDS))},
+    "RFC9309_CACHE_MAX_ORIGINS": lambda v, n: {"cache_max_origins": _number(v, n, int, positive=True)},
+    "RFC9309_FETCH_TIMEOUT": lambda v, n: {"fetch_timeout": _number(v, n, float, positive=True)},
+    "RFC9309_MAX_BYTES": lambda v, n: {"max_bytes": _max_bytes(v, n)},
+    "RFC9309_CRAWL_DELAY": _crawl_delay,
+    "RFC9309_INTERNAL_NETWORKS": lambda v, n: {"internal_networks": _networks(v, n)},
+    "RFC9309_AUDIT": _audit,
+    "RFC9309_USAGE": _usage,
+    "RFC9309_EARLY_FETCH": lambda v, n: {"early_fetch": _bool(v, n)},
 }
 #: the dict forms' keys: ``{key: (field, default, reader of (value, "SETTING['key']"))}``
 _AUDIT_KEYS: dict[str, tuple[str, Any, Reader]] = {
