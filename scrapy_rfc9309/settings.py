@@ -58,14 +58,11 @@ DEFAULTS: dict[str, Any] = {
 }
 _FALLBACKS = {**DEFAULTS, "USER_AGENT": "Scrapy"}  # Scrapy's default USER_AGENT: only a plain mapping lacks it
 MESSAGE_CHARS = 1_000  # the longest a refused setting's message may be (a value in it is shortened first)
-#: Scrapy settings the plugin reads, with how Scrapy reads them: a value Scrapy cannot read
-#: (``-s CONCURRENT_REQUESTS=abc``) is refused as a bad RFC9309_* one is
 _PER = ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN", "CONCURRENT_REQUESTS_PER_IP")
+#: Scrapy settings the plugin reads, with how Scrapy reads them: one Scrapy cannot read is refused as a bad RFC9309_*
 SCRAPY_SETTINGS = {"ROBOTSTXT_OBEY": "getbool", **dict.fromkeys(_PER, "getint")}
 GATE = "scrapy_rfc9309.gate.GateScheduler"  # the add-on sets SCHEDULER to it
 SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
-
-
 Reader = Callable[[Any, str], Any]  # (value, the name a message gives it) -> what it reads as
 
 
