@@ -7,6 +7,7 @@ explicit, no userinfo, IPv6 literals in brackets.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -17,15 +18,6 @@ if TYPE_CHECKING:
     from scrapy import Request
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def _idna(host: str) -> str:
-    if host.isascii():
-        return host
-    try:
-        return ".".join(label.encode("idna").decode("ascii") if label else label for label in host.split("."))
-    except UnicodeError:  # not representable in IDNA 2003: the Unicode form, still one key per host
-        return host
 
 
 @lru_cache(maxsize=4096)  # a crawl asks about few origins, twice per request; bounded for millions of hosts
@@ -53,7 +45,9 @@ def _slow_key(scheme: str, netloc: str, default: int) -> str | None:
     host = parts.hostname
     if not host:
         return None
-    host = _idna(host)
+    if not host.isascii():
+        with suppress(UnicodeError):  # not representable in IDNA 2003: the Unicode form, still one key per host
+            host = ".".join(label.encode("idna").decode("ascii") if label else label for label in host.split("."))
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     return f"{scheme}://{host}:{port if port is not None else default}"

@@ -313,13 +313,13 @@ def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     return value.strip().lower()
 
 
-def _json(value: Any, start: str, name: str, example: str = "") -> Any:
+def _json(value: Any, start: str, name: str, hint: str = "") -> Any:
     """``value``, or the JSON document starting with ``start`` it holds (``-s 'NAME={...}'``)."""
     if isinstance(value, str) and value.lstrip().startswith(start):
         try:
             return json.loads(value)
         except ValueError as exc:
-            raise ValueError(f"{name} is not valid JSON ({exc}){example and ': give e.g. ' + example}") from None
+            raise ValueError(f"{name} is not valid JSON ({exc}){hint and ': ' + hint}") from None
     return value
 
 
@@ -402,7 +402,7 @@ def _trail_path(path: Any, name: str) -> str:
 def _audit(value: Any, name: str) -> dict[str, Any]:
     """``RFC9309_AUDIT`` as the ``audit*`` fields; the key is checked even without a path (a bad key is a bad setting)."""
     example = '{"path": "audit/%(name)s.jsonl", "allowed": true}'
-    value = _json(value, "{", name, example)
+    value = _json(value, "{", name, f"give e.g. {example}")
     if value is None or isinstance(value, str):
         return {"audit": value or None, "audit_key": audit_key(None)}
     if not isinstance(value, Mapping):
@@ -438,14 +438,13 @@ def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
 
 def _usage(value: Any, name: str) -> dict[str, Any]:
     """``RFC9309_USAGE`` (the purposes, or its dict form) as the ``usage*`` and ``nofollow`` fields."""
-    value = _json(value, "{", name, '{"purposes": ["train-ai"], "unknown": "deny"}')
+    value = _json(value, "{", name, 'give e.g. {"purposes": ["train-ai"], "unknown": "deny"}')
     return _form(value, name, _USAGE_KEYS) if isinstance(value, Mapping) else {"usage": usage_purposes(value, name)}
 
 
 def usage_with_purposes(value: Any, purposes: list[str]) -> Any:
     """``RFC9309_USAGE`` with its purposes replaced, its other keys kept (``scrapy robots --usage``)."""
-    form = _dict_form(value)
-    return purposes if form is None else {**form, "purposes": purposes}
+    return purposes if (form := _dict_form(value)) is None else {**form, "purposes": purposes}
 
 
 def _fetch_concurrency(value: Any, concurrent: Any) -> int:
@@ -469,7 +468,7 @@ def _storage(value: Any, jobdir: Any, settings: Any) -> dict[str, str]:
 
 def _origins(raw: Any, crawl: OriginPolicy) -> dict[str, OriginPolicy]:
     """``RFC9309_ORIGINS``: each origin's policy, its overrides over the crawl's."""
-    raw = _json(raw, "", "RFC9309_ORIGINS", '{"https://example.com": {"obey": false}}')
+    raw = _json(raw, "", "RFC9309_ORIGINS", _shown(raw))
     if not isinstance(raw, Mapping):
         raise ValueError(f"RFC9309_ORIGINS must be a dict of origin -> overrides, not {type(raw).__name__}")
     resolved: dict[str, OriginPolicy] = {}
@@ -492,10 +491,6 @@ def _origins(raw: Any, crawl: OriginPolicy) -> dict[str, OriginPolicy]:
     return resolved
 
 
-def _networks(value: Any, name: str) -> tuple[Any, ...] | None:
-    return None if isinstance(value, str) and not value.strip() else parse_networks(value, name)  # "": the default
-
-
 def _max_bytes(value: Any, name: str) -> int:
     number: int = _number(value, name, int)
     if number < MIN_MAX_BYTES:
@@ -516,7 +511,9 @@ _READERS: dict[str, Reader] = {
     "RFC9309_FETCH_TIMEOUT": lambda v, n: {"fetch_timeout": _number(v, n, float, positive=True)},
     "RFC9309_MAX_BYTES": lambda v, n: {"max_bytes": _max_bytes(v, n)},
     "RFC9309_CRAWL_DELAY": _crawl_delay,
-    "RFC9309_INTERNAL_NETWORKS": lambda v, n: {"internal_networks": _networks(v, n)},
+    "RFC9309_INTERNAL_NETWORKS": lambda v, n: {  # "" (-s NAME=): the default, not "nothing is internal"
+        "internal_networks": None if isinstance(v, str) and not v.strip() else parse_networks(v, n)
+    },
     "RFC9309_AUDIT": _audit,
     "RFC9309_USAGE": _usage,
     "RFC9309_EARLY_FETCH": lambda v, n: {"early_fetch": _bool(v, n)},
