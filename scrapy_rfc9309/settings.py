@@ -213,10 +213,8 @@ class Rfc9309Settings:
             object.__setattr__(self, spec.name, values.pop(spec.name, default))
         if values:
             raise TypeError(f"Rfc9309Settings() got unexpected keyword arguments: {', '.join(sorted(values))}")
-        from_ua = self.user_agent_source == "USER_AGENT"
-        policy = OriginPolicy(
-            self.obey, self.user_agent, self.unreachable, self.user_agents, from_ua, self.usage, self.unreachable_wait
-        )
+        from_ua, wait = self.user_agent_source == "USER_AGENT", self.unreachable_wait
+        policy = OriginPolicy(self.obey, self.user_agent, self.unreachable, self.user_agents, from_ua, self.usage, wait)
         object.__setattr__(self, "user_agents", policy.user_agents)
         object.__setattr__(self, "_default_policy", policy)
         if not self.obey:  # no origin's access rules, whatever RFC9309_ORIGINS says
