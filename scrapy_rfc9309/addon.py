@@ -1,14 +1,9 @@
-"""One line to enable the plugin: ``ADDONS = {"scrapy_rfc9309.Addon": 0}``.
+"""One line enables the plugin: ``ADDONS = {"scrapy_rfc9309.Addon": 0}``.
 
-The add-on swaps Scrapy's RobotsTxtMiddleware for ours at the same place in the chain (priority 100,
-after OffsiteMiddleware, before everything that touches the request), enables the nofollow spider
-middleware (:mod:`.nofollow`), and puts the gate (:mod:`.gate`) in front of whatever scheduler the
-project, spider or command line chose, which moves to ``RFC9309_SCHEDULER`` at the priority it had.
-``ROBOTSTXT_OBEY`` keeps its Scrapy meaning (False turns ours off, unless a purpose is declared:
-:func:`.lifecycle.scrapy_switches`); ``RFC9309_ENABLED = False``
-gives Scrapy's own middleware back (one INFO line at start-up says which runs).  A Scrapy setting the
-plugin reads that Scrapy cannot read (``CONCURRENT_REQUESTS=abc``) is one ERROR line here, not a
-traceback (:func:`.lifecycle.check_early`).
+Our middleware takes Scrapy's RobotsTxtMiddleware's place (priority 100), the nofollow spider middleware
+is enabled, and the gate wraps the scheduler the project chose (moved to ``RFC9309_SCHEDULER``).
+``ROBOTSTXT_OBEY = False`` turns ours off too unless a purpose is declared (:func:`.lifecycle.scrapy_switches`);
+``RFC9309_ENABLED = False`` gives Scrapy's own back.
 """
 
 from __future__ import annotations

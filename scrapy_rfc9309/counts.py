@@ -1,6 +1,5 @@
-"""Stat increments batched in a dict and added to Scrapy's stats about once a
-second (and at close): one ``StatsCollector.inc_value`` costs about as much
-as a whole robots.txt check."""
+"""Stat increments batched in a dict and added to Scrapy's stats about once a second (and at close):
+one ``StatsCollector.inc_value`` costs about as much as a whole robots.txt check."""
 
 from __future__ import annotations
 
@@ -35,10 +34,8 @@ class Counts:
             self.flush()
 
     def flush(self) -> None:
-        counts, self._counts = self._counts, defaultdict(int)
-        scrapy, self._scrapy = self._scrapy, defaultdict(int)
-        self._flushed_at = time.monotonic()
-        for key, count in counts.items():
-            self._stats.inc_value(STATS + key, count)
-        for key, count in scrapy.items():
-            self._stats.inc_value(key, count)
+        batches = ((STATS, self._counts), ("", self._scrapy))
+        self._counts, self._scrapy, self._flushed_at = defaultdict(int), defaultdict(int), time.monotonic()
+        for prefix, counts in batches:
+            for key, count in counts.items():
+                self._stats.inc_value(prefix + key, count)

@@ -1,9 +1,5 @@
-"""Scrapy's ``robots_parsed`` signal, for extensions written for the built-in middleware.
-
-Its ``robotparser`` answers ``allowed(url, user_agent)`` and ``crawl_delay(user_agent)`` for whatever
-``user_agent`` an extension holds (a token, a full User-Agent, bytes): :class:`RobotParserAdapter`
-answers both from a :class:`~scrapy_rfc9309.RobotsTxt`, and can serve as ``ROBOTSTXT_PARSER`` too.
-"""
+"""Scrapy's ``RobotParser`` over a :class:`~scrapy_rfc9309.RobotsTxt`: the ``robotparser`` of the
+``robots_parsed`` signal (for extensions written for the built-in middleware), or a ``ROBOTSTXT_PARSER``."""
 
 from __future__ import annotations
 
@@ -19,7 +15,8 @@ if TYPE_CHECKING:
 
 
 class RobotParserAdapter(RobotParser):
-    """A :class:`RobotsTxt` behind Scrapy's ``RobotParser`` interface."""
+    """``allowed`` and ``crawl_delay`` for whatever ``user_agent`` an extension holds (a token, a full
+    User-Agent, bytes)."""
 
     def __init__(self, robots: RobotsTxt, default_token: str) -> None:
         self.robots = robots  # the governing file or policy, for code that knows this plugin
@@ -36,17 +33,12 @@ class RobotParserAdapter(RobotParser):
         settings = Rfc9309Settings.from_settings(crawler.settings if crawler is not None else Settings())
         return cls(parse(robotstxt_body, max_bytes=settings.max_bytes), settings.user_agent)
 
-    def _token(self, user_agent: str | bytes | None) -> str:
-        """The product token of ``user_agent``; the crawl's own when it names none."""
-        return lenient_token(user_agent) or self.default_token
-
     def allowed(self, url: str | bytes, user_agent: str | bytes) -> bool:
-        if isinstance(url, bytes):
-            url = url.decode("utf-8", "replace")
-        return self.robots.can_fetch(url, self._token(user_agent))
+        url = url.decode("utf-8", "replace") if isinstance(url, bytes) else url
+        return self.robots.can_fetch(url, lenient_token(user_agent) or self.default_token)
 
     def crawl_delay(self, user_agent: str | bytes) -> float | None:
-        return self.robots.crawl_delay(self._token(user_agent))
+        return self.robots.crawl_delay(lenient_token(user_agent) or self.default_token)
 
     def __repr__(self) -> str:
         return f"<RobotParserAdapter {self.robots!r}>"

@@ -1,14 +1,13 @@
 """The one place that decides which robots.txt governs a URL.
 
-RFC 9309 section 2.3: the rules of ``/robots.txt`` apply to the scheme, host
-and port it was fetched from, and to nothing else - ``http`` and ``https`` of
-one host are two origins, and so are two ports.  The key is written
-``"scheme://host:port"``: lower-case host in IDNA (ASCII) form, the default
-port made explicit, no userinfo, IPv6 literals in brackets.
+RFC 9309 section 2.3: a ``/robots.txt`` governs the scheme, host and port it was fetched from, nothing
+else.  The key is ``"scheme://host:port"``: lower-case host in IDNA (ASCII) form, the default port made
+explicit, no userinfo, IPv6 literals in brackets.
 """
 
 from __future__ import annotations
 
+from contextlib import suppress
 from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -21,32 +20,17 @@ if TYPE_CHECKING:
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _idna(host: str) -> str:
-    if host.isascii():
-        return host
-    try:
-        return ".".join(label.encode("idna").decode("ascii") if label else label for label in host.split("."))
-    except UnicodeError:
-        # Not representable in IDNA 2003: keep the Unicode form, still one key per host.
-        return host
-
-
-# (scheme, netloc) -> origin: a crawl asks about few origins many times each
-# (twice per request); bounded, so a crawl of millions of hosts stays small.
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)  # a crawl asks about few origins, twice per request; bounded for millions of hosts
 def _key(scheme: str, netloc: str) -> str | None:
     default = DEFAULT_PORTS.get(scheme)
     if default is None or not netloc:
         return None
     if "@" in netloc or "[" in netloc or not netloc.isascii():
         return _slow_key(scheme, netloc, default)
-    # the common case, with string operations only (this runs for every request)
-    host, colon, port = netloc.rpartition(":")
+    host, colon, port = netloc.rpartition(":")  # the common case, with string operations only
     if not colon:
         host, port = netloc, ""
-    if port and not (port.isdigit() and int(port) <= 65535):
-        return None
-    if not host:
+    if not host or (port and not (port.isdigit() and int(port) <= 65535)):
         return None
     return f"{scheme}://{host.lower()}:{int(port) if port else default}"
 
@@ -61,15 +45,16 @@ def _slow_key(scheme: str, netloc: str, default: int) -> str | None:
     host = parts.hostname
     if not host:
         return None
-    host = _idna(host)
+    if not host.isascii():
+        with suppress(UnicodeError):  # not representable in IDNA 2003: the Unicode form, still one key per host
+            host = ".".join(label.encode("idna").decode("ascii") if label else label for label in host.split("."))
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     return f"{scheme}://{host}:{port if port is not None else default}"
 
 
 def origin_of(url: str) -> str | None:
-    """``"scheme://host:port"`` of an http(s) URL; None for ``data:``, ``file:``
-    and any other scheme, and for URLs without a host or with a bad port."""
+    """``"scheme://host:port"`` of an http(s) URL; None for any other scheme, no host or a bad port."""
     parts = urlsplit(url)
     return _key(parts.scheme.lower(), parts.netloc)
 
@@ -81,16 +66,12 @@ def origin_of_request(request: Request) -> str | None:
 
 
 def robots_url(origin: str) -> str:
-    """The robots.txt URL of a canonical origin (default port left out, as a
-    browser would write it)."""
+    """The robots.txt URL of a canonical origin."""
     return resource_url(origin, "/robots.txt")
 
 
 def resource_url(origin: str, path: str) -> str:
-    """The URL of ``path`` (``/robots.txt``, ``/.well-known/tdmrep.json``) on a
-    canonical origin, the default port left out."""
+    """The URL of ``path`` on a canonical origin, the default port left out (as a browser writes it)."""
     scheme, _, hostport = origin.partition("://")
     host, _, port = hostport.rpartition(":")
-    if DEFAULT_PORTS.get(scheme) == int(port):
-        return f"{scheme}://{host}{path}"
-    return origin + path
+    return f"{scheme}://{host}{path}" if DEFAULT_PORTS.get(scheme) == int(port) else origin + path

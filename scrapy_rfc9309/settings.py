@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
 from functools import partial
 from types import MappingProxyType
@@ -58,12 +58,12 @@ DEFAULTS: dict[str, Any] = {
 }
 _FALLBACKS = {**DEFAULTS, "USER_AGENT": "Scrapy"}  # Scrapy's default USER_AGENT: only a plain mapping lacks it
 MESSAGE_CHARS = 1_000  # the longest a refused setting's message may be (a value in it is shortened first)
-#: Scrapy settings the plugin reads, with how Scrapy reads them: a value Scrapy cannot read
-#: (``-s CONCURRENT_REQUESTS=abc``) is refused as a bad RFC9309_* one is
 _PER = ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN", "CONCURRENT_REQUESTS_PER_IP")
+#: Scrapy settings the plugin reads, with how Scrapy reads them: one Scrapy cannot read is refused as a bad RFC9309_*
 SCRAPY_SETTINGS = {"ROBOTSTXT_OBEY": "getbool", **dict.fromkeys(_PER, "getint")}
 GATE = "scrapy_rfc9309.gate.GateScheduler"  # the add-on sets SCHEDULER to it
 SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
+Reader = Callable[[Any, str], Any]  # (value, the name a message gives it) -> what it reads as
 
 
 class InvalidSetting(ValueError):
@@ -79,14 +79,16 @@ def _shown(value: Any) -> str:
     return shorten(mask_text(repr(value)))
 
 
+def _frozen(self: Any, name: str, *value: Any) -> None:
+    """``__setattr__`` and ``__delattr__`` of the immutable classes below."""
+    raise FrozenInstanceError(f"cannot assign to or delete field {name!r}")
+
+
 class OriginPolicy:
-    """What applies to one origin once every override is resolved.  Immutable,
-    compared and hashed by value.  (A plain class, not a dataclass: a
-    dataclass's methods are generated and compiled when the module is imported,
-    about 4 M instructions of every crawl's start-up for this one.)"""
+    """What applies to one origin once every override is resolved: immutable, compared and hashed by
+    value.  A plain class: a dataclass's generated methods are compiled at import, in every crawl's start-up."""
 
-    __slots__ = ("from_user_agent", "obey", "unreachable", "unreachable_wait", "usage", "user_agent", "user_agents")
-
+    __slots__ = ("obey", "user_agent", "unreachable", "user_agents", "from_user_agent", "usage", "unreachable_wait")
     obey: bool
     user_agent: str  # the product token robots.txt groups are selected with
     unreachable: str  # "deny", "wait" or "allow"
@@ -105,56 +107,29 @@ class OriginPolicy:
         usage: tuple[str, ...] = (),
         unreachable_wait: float = UNREACHABLE_WAIT_SECONDS,
     ) -> None:
-        put = object.__setattr__
-        put(self, "obey", obey)
-        put(self, "user_agent", user_agent)
-        put(self, "unreachable", unreachable)
-        put(self, "user_agents", user_agents or (user_agent,))
-        put(self, "from_user_agent", from_user_agent)
-        put(self, "usage", usage)
-        put(self, "unreachable_wait", unreachable_wait)
+        values = (obey, user_agent, unreachable, user_agents or (user_agent,), from_user_agent, usage, unreachable_wait)
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not OriginPolicy:
-            return NotImplemented
-        return _policy_values(self) == _policy_values(other)
+        return self._values() == other._values() if isinstance(other, OriginPolicy) else NotImplemented
 
     def __hash__(self) -> int:
-        return hash(_policy_values(self))
+        return hash(self._values())
 
     def __repr__(self) -> str:
-        return (
-            f"OriginPolicy(obey={self.obey!r}, user_agent={self.user_agent!r}, unreachable={self.unreachable!r}, "
-            f"user_agents={self.user_agents!r}, from_user_agent={self.from_user_agent!r}, usage={self.usage!r}, "
-            f"unreachable_wait={self.unreachable_wait!r})"
-        )
+        return f"OriginPolicy({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-
-def _policy_values(policy: OriginPolicy) -> tuple[Any, ...]:
-    return (
-        policy.obey,
-        policy.user_agent,
-        policy.unreachable,
-        policy.user_agents,
-        policy.from_user_agent,
-        policy.usage,
-        policy.unreachable_wait,
-    )
+    __setattr__ = __delattr__ = _frozen
 
 
 @dataclass(init=False, repr=False, eq=False)
 class Rfc9309Settings:
-    """Every ``RFC9309_*`` setting of a crawl, read and checked (:meth:`from_settings`).
-    Immutable; compared by identity (a crawl has one).  A dataclass (``fields``,
-    ``replace``) whose methods are written below, not generated: a dataclass's
-    generated methods are compiled when the module is imported, about 10 M
-    instructions of every crawl's start-up for this one's 37 fields."""
+    """Every ``RFC9309_*`` setting of a crawl, read and checked (:meth:`from_settings`); immutable, one per
+    crawl.  A dataclass (``fields``, ``replace``) with no generated method: those are compiled at import."""
 
     enabled: bool = True
     obey: bool = True  # False: ROBOTSTXT_OBEY = False kept the plugin on for a declared purpose (lifecycle)
@@ -182,7 +157,7 @@ class Rfc9309Settings:
     max_crawl_delay: float = MAX_CRAWL_DELAY_SECONDS
     audit: str | None = None  # the trail's file (%(name)s / %(time)s unexpanded)
     audit_allowed: bool = False
-    audit_key: Secret | None = field(default=None, repr=False)
+    audit_key: Secret | None = None
     audit_sync: bool = False
     allow_private_redirects: bool = False
     internal_networks: tuple[Any, ...] | None = None
@@ -195,102 +170,58 @@ class Rfc9309Settings:
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
         """Read and validate a Scrapy ``BaseSettings`` (or a plain mapping); :class:`InvalidSetting` for the first bad value."""
+
+        def get(name: str) -> Any:
+            value = settings.get(name)
+            return _FALLBACKS.get(name) if value is None else value
+
         try:
-            return cls._read(settings)
+            problem = unreadable_scrapy_setting(settings)
+            if problem is not None:
+                raise ValueError(problem)
+            for name in sorted(n for n in settings if str(n).startswith("RFC9309_") and n not in DEFAULTS):
+                if settings.get(name) is not None:  # a typo or an old name would change nothing, silently
+                    raise ValueError(
+                        f"{name} is not a setting of scrapy-rfc9309 (docs/middleware.md lists them): {', '.join(DEFAULTS)}"
+                    )
+            values = {field: value for name, read in _READERS.items() for field, value in read(get(name), name).items()}
+            given = get("ROBOTSTXT_USER_AGENT")
+            source = "ROBOTSTXT_USER_AGENT" if given else "USER_AGENT"
+            tokens = _tokens(given or get("USER_AGENT"), source)
+            mode, wait, usage = values["unreachable"], values["unreachable_wait"], values["usage"]
+            crawl = OriginPolicy(True, tokens[0], mode, tokens, source == "USER_AGENT", usage, wait)
+            cache = values["cache_seconds"]
+            return cls(
+                **values,
+                **_storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings),
+                retry_unreachable_seconds=min(RETRY_UNREACHABLE_SECONDS, cache),
+                cache_min_seconds=min(CACHE_MIN_SECONDS, cache),
+                allow_private_redirects=values["internal_networks"] == (),
+                fetch_concurrency=_fetch_concurrency(get("RFC9309_FETCH_CONCURRENCY"), get("CONCURRENT_REQUESTS")),
+                user_agent=tokens[0],
+                user_agents=tokens,
+                user_agent_source=source,
+                origins=MappingProxyType(_origins(get("RFC9309_ORIGINS") or {}, crawl)),
+            )
         except ValueError as exc:
             raise InvalidSetting(one_line(str(exc))) from None
 
-    @classmethod
-    def _read(cls, settings: Any) -> Rfc9309Settings:
-        problem = unreadable_scrapy_setting(settings)
-        if problem is not None:
-            raise ValueError(problem)
-        _refuse_unknown(settings)
-        get = partial(_get, settings)
-        enabled = _bool(get("RFC9309_ENABLED"), "RFC9309_ENABLED")
-        max_bytes = _number(get("RFC9309_MAX_BYTES"), "RFC9309_MAX_BYTES", int)
-        if max_bytes < MIN_MAX_BYTES:
-            raise ValueError(
-                f"RFC9309_MAX_BYTES={max_bytes} is below {MIN_MAX_BYTES:,}: RFC 9309 section 2.5 requires parsing at least 500 KiB"
-            )
-        cache_seconds = min(_number(get("RFC9309_CACHE_SECONDS"), "RFC9309_CACHE_SECONDS", float), MAX_CACHE_SECONDS)
-        unreachable = unreachable_mode(get("RFC9309_UNREACHABLE"), "RFC9309_UNREACHABLE")
-        ua_setting = get("ROBOTSTXT_USER_AGENT")
-        source = "ROBOTSTXT_USER_AGENT" if ua_setting else "USER_AGENT"
-        tokens = _tokens(ua_setting or get("USER_AGENT"), source)
-        usage = _usage(get("RFC9309_USAGE"))
-        origins = _origins(get("RFC9309_ORIGINS") or {}, tokens, unreachable, source == "USER_AGENT", usage["usage"])
-        audit = _audit(get("RFC9309_AUDIT"))
-        storage, redis_prefix = _storage(get("RFC9309_STORAGE"), get("JOBDIR"), settings)
-        crawl_delay, max_crawl_delay = _crawl_delay(get("RFC9309_CRAWL_DELAY"))
-        value = get("RFC9309_INTERNAL_NETWORKS")  # "" (-s NAME=): the default, not "nothing is internal"
-        networks = (
-            None if isinstance(value, str) and not value.strip() else parse_networks(value, "RFC9309_INTERNAL_NETWORKS")
-        )
-        return cls(
-            enabled=enabled,
-            max_bytes=max_bytes,
-            fetch_timeout=_number(get("RFC9309_FETCH_TIMEOUT"), "RFC9309_FETCH_TIMEOUT", float, positive=True),
-            fetch_concurrency=_fetch_concurrency(get("RFC9309_FETCH_CONCURRENCY"), get("CONCURRENT_REQUESTS")),
-            unreachable=unreachable[0],
-            unreachable_wait=unreachable[1],
-            retry_unreachable_seconds=min(RETRY_UNREACHABLE_SECONDS, cache_seconds),
-            cache_seconds=float(cache_seconds),
-            cache_min_seconds=min(CACHE_MIN_SECONDS, cache_seconds),
-            cache_max_origins=_number(
-                get("RFC9309_CACHE_MAX_ORIGINS"), "RFC9309_CACHE_MAX_ORIGINS", int, positive=True
-            ),
-            early_fetch=_bool(get("RFC9309_EARLY_FETCH"), "RFC9309_EARLY_FETCH"),
-            max_held=_number(get("RFC9309_MAX_HELD"), "RFC9309_MAX_HELD", int, positive=True),
-            storage=storage,
-            redis_prefix=redis_prefix,
-            user_agent=tokens[0],
-            user_agents=tokens,
-            user_agent_source=source,
-            origins=MappingProxyType(origins),
-            crawl_delay=crawl_delay,
-            max_crawl_delay=max_crawl_delay,
-            **audit,
-            allow_private_redirects=networks == (),
-            internal_networks=networks,
-            **usage,
-        )
-
     def __init__(self, **values: Any) -> None:
-        """Each field from ``values``, else its default (a default factory is called)."""
-        put = object.__setattr__
+        """Each field from ``values``, else its default; the crawl's own policy built once (for_origin runs per request)."""
         for spec in fields(self):
-            if spec.name in values:
-                value = values.pop(spec.name)
-            elif spec.default_factory is not MISSING:
-                value = spec.default_factory()
-            else:
-                value = spec.default
-            put(self, spec.name, value)
+            default = spec.default if spec.default_factory is MISSING else spec.default_factory()
+            object.__setattr__(self, spec.name, values.pop(spec.name, default))
         if values:
             raise TypeError(f"Rfc9309Settings() got unexpected keyword arguments: {', '.join(sorted(values))}")
-        self.__post_init__()
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{spec.name}={getattr(self, spec.name)!r}" for spec in fields(self) if spec.repr)
-        return f"Rfc9309Settings({shown})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __post_init__(self) -> None:
-        from_ua = self.user_agent_source == "USER_AGENT"  # the policy is built once: for_origin runs per request
-        policy = OriginPolicy(
-            self.obey, self.user_agent, self.unreachable, self.user_agents, from_ua, self.usage, self.unreachable_wait
-        )
+        from_ua, wait = self.user_agent_source == "USER_AGENT", self.unreachable_wait
+        policy = OriginPolicy(self.obey, self.user_agent, self.unreachable, self.user_agents, from_ua, self.usage, wait)
         object.__setattr__(self, "user_agents", policy.user_agents)
         object.__setattr__(self, "_default_policy", policy)
         if not self.obey:  # no origin's access rules, whatever RFC9309_ORIGINS says
-            off = {o: OriginPolicy(False, *_policy_values(p)[1:]) for o, p in self.origins.items()}
+            off = {o: OriginPolicy(False, *p._values()[1:]) for o, p in self.origins.items()}
             object.__setattr__(self, "origins", MappingProxyType(off))
+
+    __setattr__ = __delattr__ = _frozen
 
     @property
     def declares_purposes(self) -> bool:
@@ -339,40 +270,6 @@ def project_scheduler(settings: Any) -> Any:
     return settings.get("RFC9309_SCHEDULER") or SCRAPY_SCHEDULER if name == GATE else scheduler
 
 
-def audit_key(value: Any = None, where: str = "RFC9309_AUDIT['key']") -> Secret | None:
-    """The trail's HMAC key: ``value`` (``where`` names it), else :data:`AUDIT_KEY` in the environment, else None."""
-    if value is None or value == "":
-        value, where = os.environ.get(AUDIT_KEY) or None, f"the environment variable {AUDIT_KEY}"
-    if value is None:
-        return None
-    value = value.encode("utf-8") if isinstance(value, str) else value
-    if not isinstance(value, bytes):
-        raise ValueError(f"{where} must be a string (or bytes), not {type(value).__name__}")
-    if len(value) < MIN_AUDIT_KEY_BYTES:
-        raise ValueError(
-            f"{where} is too short ({len(value)} bytes): at least {MIN_AUDIT_KEY_BYTES}, e.g. python -c 'import secrets; print(secrets.token_hex(32))'"
-        )
-    return Secret(value)
-
-
-def _refuse_unknown(settings: Any) -> None:
-    """An ``RFC9309_*`` setting the plugin does not read (a typo, an old name) would change nothing, silently."""
-    try:
-        names = sorted(name for name in settings if isinstance(name, str) and name.startswith("RFC9309_"))
-    except TypeError:
-        return  # not a mapping: nothing to check
-    for name in names:
-        if name not in DEFAULTS and settings.get(name) is not None:
-            raise ValueError(
-                f"{name} is not a setting of scrapy-rfc9309 (docs/middleware.md lists them): {', '.join(DEFAULTS)}"
-            )
-
-
-def _get(settings: Any, name: str) -> Any:
-    value = settings.get(name) if hasattr(settings, "get") else None
-    return _FALLBACKS.get(name) if value is None else value
-
-
 def _bool(value: Any, name: str) -> bool:
     text = str(value).strip().lower() if isinstance(value, (int, str)) else None  # (a bool is an int)
     if text in ("true", "false", "1", "0"):
@@ -414,45 +311,43 @@ def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     return value.strip().lower()
 
 
-def _json(value: Any, start: str, refuse: Callable[[ValueError], str]) -> Any:
+def _json(value: Any, start: str, name: str, hint: str = "") -> Any:
     """``value``, or the JSON document starting with ``start`` it holds (``-s 'NAME={...}'``)."""
     if isinstance(value, str) and value.lstrip().startswith(start):
         try:
             return json.loads(value)
         except ValueError as exc:
-            raise ValueError(refuse(exc)) from None
+            raise ValueError(f"{name} is not valid JSON ({exc}){hint and ': ' + hint}") from None
     return value
 
 
-def _json_dict(value: Any, name: str, example: str) -> Any:
-    return _json(value, "{", lambda exc: f"{name} is not valid JSON ({exc}): give e.g. {example}")
-
-
-def _dict_form(value: Any, name: str) -> Mapping[Any, Any] | None:
+def _dict_form(value: Any) -> Mapping[Any, Any] | None:
     """The dict form of ``value`` (a dict, or a JSON object), None for any other value or bad JSON."""
     try:
-        value = _json_dict(value, name, "{}")
+        value = _json(value, "{", "")
     except ValueError:
         return None
     return value if isinstance(value, Mapping) else None
 
 
-def _listish(value: Any) -> Any:
-    """A JSON list (``-s 'ROBOTSTXT_USER_AGENT=["A", "B"]'``) as a list (no comma splits: User-Agents hold some)."""
-    return _json(value, "[", lambda _: f"{_shown(value)} looks like a JSON list of user agents but is not valid JSON")
-
-
-def _tokens(value: Any, name: str) -> tuple[str, ...]:
-    try:
-        return derive_tokens(_listish(value))
-    except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
-
-
-def _unknown_keys(value: Mapping[Any, Any], name: str, known: tuple[str, ...]) -> None:
+def _unknown_keys(value: Mapping[Any, Any], name: str, known: Iterable[str]) -> None:
     unknown = sorted(str(key) for key in value if key not in known)
     if unknown:
         raise ValueError(f"{name}: unknown key(s) {unknown}; known: {', '.join(known)}")
+
+
+def _form(value: Mapping[Any, Any], name: str, keys: Mapping[str, tuple[str, Any, Reader]]) -> dict[str, Any]:
+    """A setting's dict form as fields: each key (``{key: (field, default, reader)}``) read, an unknown one refused."""
+    _unknown_keys(value, name, keys)
+    return {field: read(value.get(key, default), f"{name}[{key!r}]") for key, (field, default, read) in keys.items()}
+
+
+def _tokens(value: Any, name: str) -> tuple[str, ...]:
+    value = _json(value, "[", name)  # -s 'ROBOTSTXT_USER_AGENT=["A", "B"]' (no comma splits: User-Agents hold some)
+    try:
+        return derive_tokens(value)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def unreachable_mode(value: Any, name: str) -> tuple[str, float]:
@@ -468,76 +363,64 @@ def unreachable_mode(value: Any, name: str) -> tuple[str, float]:
     return mode, wait
 
 
-def _crawl_delay(value: Any) -> tuple[bool, float]:
+def _crawl_delay(value: Any, name: str) -> dict[str, Any]:
     """True (floors capped at :data:`MAX_CRAWL_DELAY_SECONDS`), False (none) or the cap in seconds."""
     if isinstance(value, (bool, str)) and str(value).strip().lower() in ("true", "false"):
-        return str(value).strip().lower() == "true", MAX_CRAWL_DELAY_SECONDS
+        return {"crawl_delay": str(value).strip().lower() == "true", "max_crawl_delay": MAX_CRAWL_DELAY_SECONDS}
     cap = _positive(value)
     if cap is None:
         raise ValueError(
-            f"RFC9309_CRAWL_DELAY={_shown(value)}: use True (floors, capped at 60 s), False (no floors) or the longest floor in seconds, e.g. 30"
+            f"{name}={_shown(value)}: use True (floors, capped at 60 s), False (no floors) or the longest floor in seconds, e.g. 30"
         )
-    return True, cap
+    return {"crawl_delay": True, "max_crawl_delay": cap}
 
 
-def _audit(value: Any) -> dict[str, Any]:
+def audit_key(value: Any = None, where: str = "RFC9309_AUDIT['key']") -> Secret | None:
+    """The trail's HMAC key: ``value`` (``where`` names it), else :data:`AUDIT_KEY` in the environment, else None."""
+    if value is None or value == "":
+        value, where = os.environ.get(AUDIT_KEY) or None, f"the environment variable {AUDIT_KEY}"
+    if value is None:
+        return None
+    value = value.encode("utf-8") if isinstance(value, str) else value
+    if not isinstance(value, bytes):
+        raise ValueError(f"{where} must be a string (or bytes), not {type(value).__name__}")
+    if len(value) < MIN_AUDIT_KEY_BYTES:
+        raise ValueError(
+            f"{where} is too short ({len(value)} bytes): at least {MIN_AUDIT_KEY_BYTES}, e.g. python -c 'import secrets; print(secrets.token_hex(32))'"
+        )
+    return Secret(value)
+
+
+def _trail_path(path: Any, name: str) -> str:
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"{name}={_shown(path)} must be the trail's file path (str), e.g. 'audit/%(name)s.jsonl'")
+    return path
+
+
+def _audit(value: Any, name: str) -> dict[str, Any]:
     """``RFC9309_AUDIT`` as the ``audit*`` fields; the key is checked even without a path (a bad key is a bad setting)."""
     example = '{"path": "audit/%(name)s.jsonl", "allowed": true}'
-    value = _json_dict(value, "RFC9309_AUDIT", example)
+    value = _json(value, "{", name, f"give e.g. {example}")
     if value is None or isinstance(value, str):
         return {"audit": value or None, "audit_key": audit_key(None)}
     if not isinstance(value, Mapping):
         raise ValueError(
-            f"RFC9309_AUDIT must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as {example}, not {type(value).__name__}"
+            f"{name} must be a file path (str), e.g. 'audit/%(name)s-%(time)s.jsonl', or a dict such as {example}, not {type(value).__name__}"
         )
-    _unknown_keys(value, "RFC9309_AUDIT", ("path", "allowed", "sync", "key"))
-    path = value.get("path")
-    if not isinstance(path, str) or not path:
-        raise ValueError(
-            f"RFC9309_AUDIT['path']={_shown(path)} must be the trail's file path (str), e.g. 'audit/%(name)s.jsonl'"
-        )
-    sync = _bool(value.get("sync", False), "RFC9309_AUDIT['sync']")
-    return {
-        "audit": path,
-        "audit_allowed": _bool(value.get("allowed", False), "RFC9309_AUDIT['allowed']") or sync,
-        "audit_sync": sync,
-        "audit_key": audit_key(value.get("key")),
-    }
+    audit = _form(value, name, _AUDIT_KEYS)
+    return {**audit, "audit_allowed": audit["audit_allowed"] or audit["audit_sync"]}  # sync records every request
 
 
 def audit_setting_key(value: Any) -> Any:
     """The key an ``RFC9309_AUDIT`` value gives, or None (``scrapy robots --audit`` checks with it)."""
-    form = _dict_form(value, "RFC9309_AUDIT")
-    return None if form is None else form.get("key")
-
-
-def _usage(value: Any) -> dict[str, Any]:
-    """``RFC9309_USAGE`` (the purposes or its dict form) as the ``usage*`` and ``nofollow`` fields."""
-    value = _json_dict(value, "RFC9309_USAGE", '{"purposes": ["train-ai"], "unknown": "deny"}')
-    if not isinstance(value, Mapping):
-        return {"usage": usage_purposes(value, "RFC9309_USAGE")}
-    _unknown_keys(value, "RFC9309_USAGE", ("purposes", "header", "unknown", "report", "nofollow"))
-    unknown = _choice(value.get("unknown", "allow"), "RFC9309_USAGE['unknown']", ("allow", "deny"))
-    return {
-        "usage": usage_purposes(value.get("purposes"), "RFC9309_USAGE['purposes']"),
-        "usage_header": _choice(value.get("header", "drop"), "RFC9309_USAGE['header']", ("drop", "mark")),
-        "usage_unknown_denies": unknown == "deny",
-        "usage_report": _bool(value.get("report", False), "RFC9309_USAGE['report']"),
-        "nofollow": _bool(value.get("nofollow", True), "RFC9309_USAGE['nofollow']"),
-    }
-
-
-def usage_with_purposes(value: Any, purposes: list[str]) -> Any:
-    """``RFC9309_USAGE`` with its purposes replaced, its other keys kept (``scrapy robots --usage``)."""
-    form = _dict_form(value, "RFC9309_USAGE")
-    return purposes if form is None else {**form, "purposes": purposes}
+    return (_dict_form(value) or {}).get("key")
 
 
 def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
     """Declared purposes (``["train-ai"]``, ``"train-ai,search"``, a JSON list) as usage categories."""
     if value is None or value == "":
         return ()
-    value = _listish(value)
+    value = _json(value, "[", name)
     if isinstance(value, str):
         value = [part for part in (p.strip() for p in value.split(",")) if part]
     if not isinstance(value, (list, tuple, set, frozenset)):
@@ -551,35 +434,39 @@ def usage_purposes(value: Any, name: str) -> tuple[str, ...]:
     return tuple(purposes)
 
 
+def _usage(value: Any, name: str) -> dict[str, Any]:
+    """``RFC9309_USAGE`` (the purposes, or its dict form) as the ``usage*`` and ``nofollow`` fields."""
+    value = _json(value, "{", name, 'give e.g. {"purposes": ["train-ai"], "unknown": "deny"}')
+    return _form(value, name, _USAGE_KEYS) if isinstance(value, Mapping) else {"usage": usage_purposes(value, name)}
+
+
+def usage_with_purposes(value: Any, purposes: list[str]) -> Any:
+    """``RFC9309_USAGE`` with its purposes replaced, its other keys kept (``scrapy robots --usage``)."""
+    return purposes if (form := _dict_form(value)) is None else {**form, "purposes": purposes}
+
+
 def _fetch_concurrency(value: Any, concurrent: Any) -> int:
     """By default as many as the early fetches may start (the service's prefetch cap is this bound)."""
-    if value is None or value == "":
-        try:
-            pages = int(concurrent or 0)
-        except (TypeError, ValueError):
-            pages = 0  # Scrapy itself refuses it
-        return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * pages)
-    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise ValueError(f"RFC9309_FETCH_CONCURRENCY={_shown(value)} must be a whole number of fetches, e.g. 64")
-    return _number(value, "RFC9309_FETCH_CONCURRENCY", int, positive=True)
+    if value is not None and value != "":
+        return _number(value, "RFC9309_FETCH_CONCURRENCY", int, positive=True)
+    return max(FETCH_LANE_MIN, FETCH_LANE_PER_CONCURRENT * int(concurrent or 0))  # (Scrapy's getint checked it)
 
 
-def _storage(value: Any, jobdir: Any, settings: Any) -> tuple[str, str]:
+def _storage(value: Any, jobdir: Any, settings: Any) -> dict[str, str]:
     """RFC9309_STORAGE, else scrapy-redis's server when it schedules (its workers share robots.txt), else a
-    SQLite file in JOBDIR, else memory; as ``(url, key prefix)``: redis-py would pass ``?prefix=`` on."""
-    cluster = None if value or not hasattr(settings, "get") else factory.scrapy_redis_url(settings)
+    SQLite file in JOBDIR, else memory; as ``storage`` and ``redis_prefix``: redis-py would pass ``?prefix=`` on."""
+    cluster = None if value else factory.scrapy_redis_url(settings)
     local = "sqlite://" + os.path.join(str(jobdir), factory.JOBDIR_FILE) if jobdir else "memory"
     url = str(value).strip() if value else cluster or local
     url, given = factory.split_prefix(url) if url.lower().startswith(factory.REDIS_SCHEMES) else (url, None)
     prefix = factory.DEFAULT_REDIS_PREFIX if given is None else given
     factory.check_storage(url, prefix)  # its form, before anything connects
-    return url, prefix
+    return {"storage": url, "redis_prefix": prefix}
 
 
-def _origins(
-    raw: Any, tokens: tuple[str, ...], unreachable: tuple[str, float], from_ua: bool, usage: tuple[str, ...]
-) -> dict[str, OriginPolicy]:
-    raw = _json(raw, "", lambda exc: f"RFC9309_ORIGINS is not valid JSON ({exc}): {_shown(raw)}")
+def _origins(raw: Any, crawl: OriginPolicy) -> dict[str, OriginPolicy]:
+    """``RFC9309_ORIGINS``: each origin's policy, its overrides over the crawl's."""
+    raw = _json(raw, "", "RFC9309_ORIGINS", _shown(raw))
     if not isinstance(raw, Mapping):
         raise ValueError(f"RFC9309_ORIGINS must be a dict of origin -> overrides, not {type(raw).__name__}")
     resolved: dict[str, OriginPolicy] = {}
@@ -591,10 +478,55 @@ def _origins(
             raise ValueError(f"{name} must be a dict such as {{'obey': False}}")
         _unknown_keys(overrides, name, ("obey", "user_agent", "unreachable", "usage"))
         obey = _bool(overrides.get("obey", True), f"{name}['obey']")
-        user_agent = overrides.get("user_agent")
-        agents = _tokens(user_agent, f"{name}['user_agent']") if user_agent else tokens
-        given = overrides.get("unreachable")
-        mode, wait = unreachable_mode(given, f"{name}['unreachable']") if given else unreachable
-        purposes = usage_purposes(overrides["usage"], f"{name}['usage']") if "usage" in overrides else usage
-        resolved[origin] = OriginPolicy(obey, agents[0], mode, agents, from_ua and not user_agent, purposes, wait)
+        user_agent, given = overrides.get("user_agent"), overrides.get("unreachable")
+        agents = _tokens(user_agent, f"{name}['user_agent']") if user_agent else crawl.user_agents
+        mode, wait = (
+            unreachable_mode(given, f"{name}['unreachable']") if given else (crawl.unreachable, crawl.unreachable_wait)
+        )
+        usage = usage_purposes(overrides["usage"], f"{name}['usage']") if "usage" in overrides else crawl.usage
+        from_ua = crawl.from_user_agent and not user_agent
+        resolved[origin] = OriginPolicy(obey, agents[0], mode, agents, from_ua, usage, wait)
     return resolved
+
+
+def _max_bytes(value: Any, name: str) -> int:
+    number: int = _number(value, name, int)
+    if number < MIN_MAX_BYTES:
+        raise ValueError(
+            f"{name}={number} is below {MIN_MAX_BYTES:,}: RFC 9309 section 2.5 requires parsing at least 500 KiB"
+        )
+    return number
+
+
+#: the settings read alone, ``{setting: reader of (value, setting) into fields}``; RFC9309_ORIGINS, _STORAGE and
+#: _FETCH_CONCURRENCY need other settings (from_settings), RFC9309_SCHEDULER is the gate's
+_READERS: dict[str, Reader] = {
+    "RFC9309_ENABLED": lambda v, n: {"enabled": _bool(v, n)},
+    "RFC9309_MAX_HELD": lambda v, n: {"max_held": _number(v, n, int, positive=True)},
+    "RFC9309_UNREACHABLE": lambda v, n: dict(zip(("unreachable", "unreachable_wait"), unreachable_mode(v, n))),
+    "RFC9309_CACHE_SECONDS": lambda v, n: {"cache_seconds": float(min(_number(v, n, float), MAX_CACHE_SECONDS))},
+    "RFC9309_CACHE_MAX_ORIGINS": lambda v, n: {"cache_max_origins": _number(v, n, int, positive=True)},
+    "RFC9309_FETCH_TIMEOUT": lambda v, n: {"fetch_timeout": _number(v, n, float, positive=True)},
+    "RFC9309_MAX_BYTES": lambda v, n: {"max_bytes": _max_bytes(v, n)},
+    "RFC9309_CRAWL_DELAY": _crawl_delay,
+    "RFC9309_INTERNAL_NETWORKS": lambda v, n: {  # "" (-s NAME=): the default, not "nothing is internal"
+        "internal_networks": None if isinstance(v, str) and not v.strip() else parse_networks(v, n)
+    },
+    "RFC9309_AUDIT": _audit,
+    "RFC9309_USAGE": _usage,
+    "RFC9309_EARLY_FETCH": lambda v, n: {"early_fetch": _bool(v, n)},
+}
+#: the dict forms' keys: ``{key: (field, default, reader of (value, "SETTING['key']"))}``
+_AUDIT_KEYS: dict[str, tuple[str, Any, Reader]] = {
+    "path": ("audit", None, _trail_path),
+    "allowed": ("audit_allowed", False, _bool),
+    "sync": ("audit_sync", False, _bool),
+    "key": ("audit_key", None, audit_key),
+}
+_USAGE_KEYS: dict[str, tuple[str, Any, Reader]] = {
+    "purposes": ("usage", None, usage_purposes),
+    "header": ("usage_header", "drop", partial(_choice, choices=("drop", "mark"))),
+    "unknown": ("usage_unknown_denies", "allow", lambda value, name: _choice(value, name, ("allow", "deny")) == "deny"),
+    "report": ("usage_report", False, _bool),
+    "nofollow": ("nofollow", True, _bool),
+}

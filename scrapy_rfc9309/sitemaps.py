@@ -1,8 +1,5 @@
-"""Sitemap URLs from robots.txt, without downloading robots.txt twice (docs/first_hour.md).
-
-Scrapy's ``SitemapSpider`` downloads a ``sitemap_urls`` entry ending in ``/robots.txt`` as a page, after
-the middleware already fetched it; :func:`robots_sitemaps` reads the file the plugin holds instead.
-"""
+"""Sitemap URLs from robots.txt without downloading it twice: Scrapy's ``SitemapSpider`` fetches a
+``sitemap_urls`` entry ending in ``/robots.txt`` as a page, after the plugin fetched it (docs/first_hour.md)."""
 
 from __future__ import annotations
 
