@@ -1,27 +1,47 @@
 """The ``<meta name=... content=...>`` tags of an HTML document's head.
 
 Page-level statements (``<meta name="robots" content="noai">``,
-``<meta name="tdm-reservation" content="1">``) live in the ``<head>``.  The
-page is hostile input, so it is read the cheap way, with hard bounds:
+``<meta name="tdm-reservation" content="1">``) live in the ``<head>``, and
+what counts is what a browser puts there: the HTML standard's parser (13.2),
+scripting disabled, as a crawler that runs no script sees the page.  The page
+is hostile input, so it is read the cheap way, with hard bounds:
 
-* only a prefix of the body (:data:`MAX_HEAD_BYTES`), and only up to
-  ``</head>`` or ``<body``: a page cannot make the reader look at more;
+* only a prefix of the body (:data:`MAX_HEAD_BYTES`), and only up to the
+  body's first content: a page cannot make the reader look at more;
 * one forward scan, written by hand: every step starts where the previous
-  one stopped, so the time is linear in the prefix.  The only regexes are
-  searches for one character of a class (or ``<`` and one of a class): no
-  quantifier, no alternation, so each looks at a character once and cannot
-  backtrack;
-* the tokenizer follows the HTML standard where it matters for ``<meta>``
-  (13.2.5 "Tokenization": comments, bogus comments, quoted and unquoted
-  attribute values, the first of two same-named attributes wins, raw text
-  elements such as ``<script>`` whose content holds no tags), and gives up
-  (keeping what it found) where the document is cut: an unclosed comment or
-  quote consumes the rest, as it does in a browser;
-* the charset is the byte order mark's, else the HTTP header's, else the
-  first ``<meta charset>`` (or ``http-equiv="content-type"``) of the prefix,
-  else UTF-8; undecodable bytes become U+FFFD.  Encodings that are not
-  ASCII-compatible (UTF-16 named in a meta tag, UTF-7) are read as UTF-8,
-  as the HTML standard's prescan does.
+  one stopped (a search that may look far ahead is remembered, so that none
+  looks at the same bytes twice), so the time is linear in the prefix, and
+  each tag, attribute, ``=`` or escape costs a step of a fixed budget
+  (:data:`MAX_STEPS`).  The regexes are searches for one character of a
+  class, or a fixed string (``</script`` and one character of a class, in
+  any case): no quantifier, no alternation, nothing to backtrack;
+* the tokenizer follows the standard (13.2.5): comments close at ``-->``,
+  at ``--!>``, and at once as ``<!-->`` or ``<!--->``; ``<!x>``, ``<?x>`` and
+  ``</ x>`` are bogus comments up to the first ``>``; ``<!DOCTYPE>`` ends at
+  its first ``>``; raw text elements (``<script>``, ``<style>``, ``<title>``,
+  ``<textarea>`` ...) end only at their own end tag, a script after
+  ``<!--<script>`` only after ``-->``; attributes quoted or not, the first
+  of two same-named wins; a cut document keeps what was read (an unclosed
+  comment or quote consumes the rest, as in a browser);
+* the tree construction's modes up to the body (13.2.6.4.1-6): ``<meta>``,
+  ``<link>``, ``<title>``, ``<style>``, ``<script>``, ``<noscript>`` (its
+  content parsed, and in the head) and ``<template>`` are in the head, also
+  after ``</head>`` (the "after head" mode puts them back); ``<template>``'s
+  content is no part of the head, nor does it end it; the head ends at the
+  body's first content: text other than blanks, any other start tag,
+  ``<body>``, ``</body>``, ``</html>`` or ``</br>``.  Inside a template, foreign
+  content (``<svg>``, ``<math>``) and ``<select>``, whose own rules are not
+  followed here, make every later meta tag count: the reader then sees more
+  than a browser, never less;
+* the encoding (13.2.3): the byte order mark's, else the Content-Type
+  header's charset, else the first ``<meta charset>`` (or
+  ``http-equiv="content-type"``) in the head, else UTF-8; labels as the
+  Encoding standard reads them (``latin1`` is windows-1252).  UTF-16 (by the
+  BOM or the header) and ISO-2022 are decoded before the scan; UTF-16 named by
+  the document itself is UTF-8, as in the standard; undecodable bytes become
+  U+FFFD.  (The standard's prescan of the first 1,024 bytes is not run: the
+  first meta charset in the head is the one its "change the encoding" step
+  would settle on.)
 
 Nothing here raises on any input.
 """
@@ -31,9 +51,9 @@ from __future__ import annotations
 import codecs
 import html
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .diagnostics import Diagnostic
 
@@ -99,8 +119,10 @@ _FOREIGN = frozenset({b"svg", b"math", b"select"})
 #: the end tag of a raw text element: "</", its name in any case, and a character that ends a
 #: tag name (a fixed length: nothing to backtrack)
 _END_TAGS = {name: re.compile(b"</" + name + rb"[\t\n\f\r />]", re.IGNORECASE) for name in _RAW_TEXT}
+_COMMENT_CLOSE = re.compile(rb"-->")
 _SCRIPT_START = re.compile(rb"<script[\t\n\f\r />]", re.IGNORECASE)
 _SPACE = frozenset(b"\t\n\f\r ")
+_BLANKS = b"\t\n\f\r "
 _SPACE_OR_SLASH = frozenset(b"\t\n\f\r /")
 _LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _CHARSET_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
@@ -287,7 +309,7 @@ class _Scanner:
         #: was found finds the same, so that repeated searches for a far string stay linear
         self._next: dict[object, tuple[int, int]] = {}
 
-    def _find(self, what: bytes | re.Pattern[bytes], pos: int) -> int:
+    def _find(self, what: bytes | re.Pattern[bytes], pos: int) -> int:  # (for the script data states)
         """The position of the next ``what`` (a string or a pattern) at or after ``pos``, or -1."""
         known = self._next.get(what)
         if known is not None and known[0] <= pos and (known[1] >= pos or known[1] < 0):
@@ -305,14 +327,14 @@ class _Scanner:
         data = self.data
         n = len(data)
         i = 0
-        name_end_at, not_space, letters, find = _TAG_NAME_END.search, _NOT_SPACE.search, _LETTERS, self._find
+        name_end_at, letters = _TAG_NAME_END.search, _LETTERS
         found = self.found
         mode = _BEFORE_HEAD
         depth = 0  # templates open (their content is no part of the head)
         foreign = 0  # the depth at which foreign content (svg, math, select) opened inside a template
         while True:
             lt = data.find(b"<", i)
-            if depth == 0 and not self.lenient and not_space(data, i, n if lt < 0 else lt) is not None:
+            if lt != i and depth == 0 and not self.lenient and data[i : n if lt < 0 else lt].strip(_BLANKS):
                 self.ended = True  # text: the head's end (13.2.6.4.4 "anything else")
                 return
             if lt < 0 or lt + 1 >= n:
@@ -323,7 +345,7 @@ class _Scanner:
             c = data[lt + 1]
             if c == 0x21:  # "!": a comment, a doctype, or a bogus comment (CDATA only in foreign content)
                 if data.startswith(b"<!--", lt):
-                    end = _comment_end(data, lt, find)
+                    end = self._comment_end(lt)
                 else:
                     end = data.find(b">", lt + 2)
                     end = end + 1 if end >= 0 else -1
@@ -428,12 +450,80 @@ class _Scanner:
                 self.ended = True
                 return
             if raw:  # the element's content is text, up to its end tag
-                end = _raw_text_end(data, name, i, find) if name != b"plaintext" else -1
+                end = self._raw_text_end(name, i)
                 if end < 0:
                     self.cut = True
                     return
                 self.budget -= 1
                 i = end
+
+    def _raw_text_end(self, name: bytes, pos: int) -> int:
+        """The position of the ``<`` of the end tag that closes the raw text
+        element ``name`` whose content starts at ``pos`` (its "appropriate end
+        tag"), -1 if the prefix or the budget ends first.  A script's content
+        follows the script data states (13.2.5.4, 15-31): after ``<!--``, a
+        ``<script`` hides the next ``</script`` until ``-->``."""
+        if name == b"plaintext":
+            return -1
+        data = self.data
+        m = _END_TAGS[name].search(data, pos)
+        end = m.start() if m else -1
+        if name != b"script" or data.find(b"<!--", pos, len(data) if end < 0 else end) < 0:
+            return end  # (the usual script: no escape before its end)
+        find = self._find
+        end_tag = _END_TAGS[name]
+        while True:  # script data
+            end = find(end_tag, pos)
+            escape = find(b"<!--", pos)
+            if escape < 0 or 0 <= end < escape:
+                return end
+            pos = escape + 2  # escaped: "-->" may use the opener's dashes
+            double = False
+            while True:  # escaped, or double escaped (three searches: three steps)
+                self.budget -= 3
+                if self.budget < 0:
+                    return -1
+                close = find(_COMMENT_CLOSE, pos)
+                end = find(end_tag, pos)
+                if close >= 0 and (end < 0 or close < end):
+                    end = -1
+                if not double:
+                    start = find(_SCRIPT_START, pos)
+                    if start >= 0 and (end < 0 or start < end) and (close < 0 or start < close):
+                        double, pos = True, start + 8
+                        continue
+                    if end >= 0:
+                        return end
+                elif end >= 0:
+                    double, pos = False, end + 9
+                    continue
+                if close < 0:
+                    return -1
+                pos = close + 3
+                break
+
+    def _comment_end(self, lt: int) -> int:
+        """The position after the comment opened by ``<!--`` at ``lt``, -1 if the
+        prefix or the budget ends first (13.2.5.43-52): ``<!-->`` and ``<!--->``
+        close at once, else the first ``-->`` or ``--!>`` after the opener does
+        (each ``>`` in the comment costs a step)."""
+        data = self.data
+        at = lt + 4
+        if data.startswith(b">", at):
+            return at + 1
+        if data.startswith(b"->", at):
+            return at + 2
+        gt = at
+        while True:
+            gt = data.find(b">", gt)
+            if gt < 0:
+                return -1
+            if (gt - 2 >= at and data[gt - 2 : gt] == b"--") or (gt - 3 >= at and data[gt - 3 : gt] == b"--!"):
+                return gt + 1
+            self.budget -= 1
+            if self.budget < 0:
+                return -1
+            gt += 1
 
     def _read_meta(self, lt: int, name_end: int) -> int:
         """Reads the meta tag whose name ends at ``name_end``: the position after it, -1 if cut."""
@@ -613,56 +703,6 @@ class _Scanner:
             found = _encoding(raw.decode("latin-1").strip(" \t\n\r\f"))
             if found is not None:  # UTF-16 named in the document is UTF-8 (13.2.3.2, 13.2.3.4)
                 self.meta_charset = "utf-8" if found in _TRANSCODED else found
-
-
-def _comment_end(data: bytes, lt: int, find: Callable[[bytes, int], int]) -> int:
-    """The position after the comment opened by ``<!--`` at ``lt``, -1 if the
-    prefix ends first (13.2.5.43-52): ``<!-->`` and ``<!--->`` close at once,
-    else the first ``-->`` or ``--!>`` after the opener does."""
-    at = lt + 4
-    if data.startswith(b">", at):
-        return at + 1
-    if data.startswith(b"->", at):
-        return at + 2
-    ends = [e + 3 for e in (find(b"-->", at),) if e >= 0] + [e + 4 for e in (find(b"--!>", at),) if e >= 0]
-    return min(ends) if ends else -1
-
-
-def _raw_text_end(data: bytes, name: bytes, pos: int, find: Callable[[Any, int], int]) -> int:
-    """The position of the ``<`` of the end tag that closes the raw text
-    element ``name`` whose content starts at ``pos`` (its "appropriate end
-    tag"), -1 if the prefix ends first.  A script's content follows the
-    script data states (13.2.5.4, 15-31): after ``<!--``, a ``<script``
-    hides the next ``</script`` until ``-->``."""
-    end_tag = _END_TAGS[name]
-    if name != b"script":
-        return find(end_tag, pos)
-    while True:  # script data
-        end = find(end_tag, pos)
-        escape = find(b"<!--", pos)
-        if escape < 0 or 0 <= end < escape:
-            return end
-        pos = escape + 2  # escaped: "-->" may use the opener's dashes
-        double = False
-        while True:  # escaped, or double escaped
-            close = find(b"-->", pos)
-            end = find(end_tag, pos)
-            if close >= 0 and (end < 0 or close < end):
-                end = -1
-            if not double:
-                start = find(_SCRIPT_START, pos)
-                if start >= 0 and (end < 0 or start < end) and (close < 0 or start < close):
-                    double, pos = True, start + 8
-                    continue
-                if end >= 0:
-                    return end
-            elif end >= 0:
-                double, pos = False, end + 9
-                continue
-            if close < 0:
-                return -1
-            pos = close + 3
-            break
 
 
 def _charset_in(value: str | bytes) -> str:

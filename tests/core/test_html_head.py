@@ -285,6 +285,12 @@ HOSTILE = {
     "tags of 100 attributes": (b"<p " + b"a=b " * 100 + b">") * (MB // 404),
     "metas of 100 names": (b"<meta " + b"name=b " * 100 + b">") * (MB // 707),
     "blank = pairs": (b"<p " + b"a = = " * 100 + b">") * (MB // 606),
+    "script escapes": b"<script>" + b"<!--<script>-->" * (MB // 15),
+    "script escapes, never closed": b"<script>" + b"<!--<script></script>" * (MB // 21),
+    "a comment of >": b"<!--" + b">" * MB,
+    "templates": b"<template>" * (MB // 10),
+    "noscripts": b"<noscript></noscript>" * (MB // 21),
+    "metas after </head>": b"</head>" + b"<meta name=robots content=x>\n" * (MB // 29),
 }
 
 
