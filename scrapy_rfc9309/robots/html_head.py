@@ -9,10 +9,10 @@ is hostile input, so it is read the cheap way, with hard bounds:
 * only a prefix of the body (:data:`MAX_HEAD_BYTES`), and only up to the
   body's first content: a page cannot make the reader look at more;
 * one forward scan, written by hand: every step starts where the previous
-  one stopped (a search that may look far ahead is remembered, so that none
-  looks at the same bytes twice), so the time is linear in the prefix, and
-  each tag, attribute, ``=`` or escape costs a step of a fixed budget
-  (:data:`MAX_STEPS`).  The regexes are searches for one character of a
+  one stopped (a search that may look far ahead, in a script's escapes, is
+  remembered rather than repeated), so the time is linear in the prefix, and
+  each tag, attribute, ``=``, ``>`` inside a comment or script escape costs
+  a step of a fixed budget (:data:`MAX_STEPS`).  The regexes are searches for one character of a
   class, or a fixed string (``</script`` and one character of a class, in
   any case): no quantifier, no alternation, nothing to backtrack;
 * the tokenizer follows the standard (13.2.5): comments close at ``-->``,
