@@ -124,7 +124,7 @@ ENCODINGS = [
 ]
 
 
-SETTINGS = settings(max_examples=1_500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: html5lib 1.1 predates ``<template>`` (it ends the head there, as any unknown element)
 NO_TEMPLATE = [p for p in PIECES if "template" not in p]
 
