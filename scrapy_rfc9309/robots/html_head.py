@@ -395,6 +395,14 @@ class _Scanner:
                     return
                 i = end
                 continue
+            if name == b"meta" and depth and not closing and self.meta_charset is None:
+                parsed = self._attributes(name_end)  # a template's meta charset is the document's too
+                if parsed is None:
+                    self.cut = True
+                    return
+                self._charset(parsed[0])
+                i = parsed[1]
+                continue
             gt = data.find(b">", name_end)
             if gt >= 0 and data.find(b"=", name_end, gt) < 0:
                 end = gt + 1  # no "=" before the first ">": no value can hold a ">" (:meth:`_skip`'s first step)

@@ -155,6 +155,8 @@ def test_charset() -> None:
     # the HTTP header wins over the meta tag, the BOM over both
     assert pairs(b'<meta charset="utf-8">' + latin, http_charset="latin-1") == [("robots", "caf\u00e9")]
     assert pairs(b"\xef\xbb\xbf" + e_acute.encode(), http_charset="latin-1") == [("robots", "caf\u00e9")]
+    # a meta charset in a template is the document's (its meta tags are processed as the head's)
+    assert pairs(b"<template><meta charset=latin1></template>" + latin) == [("robots", "caf\u00e9")]
     # UTF-16 named by the header: decoded, then read (the BOM still wins)
     for label, codec in (("utf-16le", "utf-16-le"), ("UTF-16BE", "utf-16-be"), ("utf-16", "utf-16-le")):
         head = read_head(e_acute.encode(codec), http_charset=f"text/html; charset={label}")
