@@ -1,27 +1,47 @@
 """The ``<meta name=... content=...>`` tags of an HTML document's head.
 
 Page-level statements (``<meta name="robots" content="noai">``,
-``<meta name="tdm-reservation" content="1">``) live in the ``<head>``.  The
-page is hostile input, so it is read the cheap way, with hard bounds:
+``<meta name="tdm-reservation" content="1">``) live in the ``<head>``, and
+what counts is what a browser puts there: the HTML standard's parser (13.2),
+scripting disabled, as a crawler that runs no script sees the page.  The page
+is hostile input, so it is read the cheap way, with hard bounds:
 
-* only a prefix of the body (:data:`MAX_HEAD_BYTES`), and only up to
-  ``</head>`` or ``<body``: a page cannot make the reader look at more;
+* only a prefix of the body (:data:`MAX_HEAD_BYTES`), and only up to the
+  body's first content: a page cannot make the reader look at more;
 * one forward scan, written by hand: every step starts where the previous
-  one stopped, so the time is linear in the prefix.  The only regexes are
-  searches for one character of a class (or ``<`` and one of a class): no
-  quantifier, no alternation, so each looks at a character once and cannot
-  backtrack;
-* the tokenizer follows the HTML standard where it matters for ``<meta>``
-  (13.2.5 "Tokenization": comments, bogus comments, quoted and unquoted
-  attribute values, the first of two same-named attributes wins, raw text
-  elements such as ``<script>`` whose content holds no tags), and gives up
-  (keeping what it found) where the document is cut: an unclosed comment or
-  quote consumes the rest, as it does in a browser;
-* the charset is the byte order mark's, else the HTTP header's, else the
-  first ``<meta charset>`` (or ``http-equiv="content-type"``) of the prefix,
-  else UTF-8; undecodable bytes become U+FFFD.  Encodings that are not
-  ASCII-compatible (UTF-16 named in a meta tag, UTF-7) are read as UTF-8,
-  as the HTML standard's prescan does.
+  one stopped (a search that may look far ahead, in a script's escapes, is
+  remembered rather than repeated), so the time is linear in the prefix, and
+  each tag, attribute, ``=``, ``>`` inside a comment or script escape costs
+  a step of a fixed budget (:data:`MAX_STEPS`).  The regexes are searches for one character of a
+  class, or a fixed string (``</script`` and one character of a class, in
+  any case): no quantifier, no alternation, nothing to backtrack;
+* the tokenizer follows the standard (13.2.5): comments close at ``-->``,
+  at ``--!>``, and at once as ``<!-->`` or ``<!--->``; ``<!x>``, ``<?x>`` and
+  ``</ x>`` are bogus comments up to the first ``>``; ``<!DOCTYPE>`` ends at
+  its first ``>``; raw text elements (``<script>``, ``<style>``, ``<title>``,
+  ``<textarea>`` ...) end only at their own end tag, a script after
+  ``<!--<script>`` only after ``-->``; attributes quoted or not, the first
+  of two same-named wins; a cut document keeps what was read (an unclosed
+  comment or quote consumes the rest, as in a browser);
+* the tree construction's modes up to the body (13.2.6.4.1-6): ``<meta>``,
+  ``<link>``, ``<title>``, ``<style>``, ``<script>``, ``<noscript>`` (its
+  content parsed, and in the head) and ``<template>`` are in the head, also
+  after ``</head>`` (the "after head" mode puts them back); ``<template>``'s
+  content is no part of the head, nor does it end it; the head ends at the
+  body's first content: text other than blanks, any other start tag,
+  ``<body>``, ``</body>``, ``</html>`` or ``</br>``.  Inside a template, foreign
+  content (``<svg>``, ``<math>``) and ``<select>``, whose own rules are not
+  followed here, make every later meta tag count: the reader then sees more
+  than a browser, never less;
+* the encoding (13.2.3): the byte order mark's, else the Content-Type
+  header's charset, else the first ``<meta charset>`` (or
+  ``http-equiv="content-type"``) in the head, else UTF-8; labels as the
+  Encoding standard reads them (``latin1`` is windows-1252).  UTF-16 (by the
+  BOM or the header) and ISO-2022 are decoded before the scan; UTF-16 named by
+  the document itself is UTF-8, as in the standard; undecodable bytes become
+  U+FFFD.  (The standard's prescan of the first 1,024 bytes is not run: the
+  first meta charset in the head is the one its "change the encoding" step
+  would settle on.)
 
 Nothing here raises on any input.
 """
@@ -63,29 +83,51 @@ CODES: dict[str, str] = {
     "content_clipped": "a meta content value was longer than is kept; the rest was ignored",
 }
 
-_BOM_UTF8 = b"\xef\xbb\xbf"
-_BOMS_UTF16 = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
-# One-character searches (see the module docstring), and "<" followed by
-# one of a class (a fixed two-character match: no quantifier either).
-_TAG_OPEN = re.compile(rb"<[!/?A-Za-z]")
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+#: Python's codec names that the Encoding standard reads as another encoding (its "Names and labels")
+_WHATWG = {
+    "ascii": "cp1252", "iso8859-1": "cp1252", "iso8859-9": "cp1254", "iso8859-11": "cp874", "tis-620": "cp874",
+    "utf-16": "utf-16-le", "gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932",
+}  # fmt: skip
+#: encodings whose bytes under 0x80 are not always ASCII: the prefix is decoded, then scanned
+_TRANSCODED = frozenset({"utf-16-le", "utf-16-be", "iso2022_jp", "iso2022_kr"})
+# One-character searches (see the module docstring).
 _TAG_NAME_END = re.compile(rb"[\t\n\f\r />]")
 _NOT_SPACE_OR_SLASH = re.compile(rb"[^\t\n\f\r /]")
 _NOT_SPACE = re.compile(rb"[^\t\n\f\r ]")
 _ATTR_NAME_END = re.compile(rb"[\t\n\f\r />=]")
 _UNQUOTED_END = re.compile(rb"[\t\n\f\r >]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-#: elements whose content is text, not tags (HTML 13.2.5.1, "raw text" and
-#: "escapable raw text"; noscript is parsed), with a search for their end tag
-#: (a fixed string, any case: nothing to backtrack)
-_RAW_TEXT = {
-    name: re.compile(b"</" + re.escape(name), re.IGNORECASE)
-    for name in (b"script", b"style", b"title", b"textarea", b"xmp", b"iframe", b"noembed", b"noframes")
-}
+#: the insertion modes of the tree construction (13.2.6.4) that come before the body
+_BEFORE_HEAD, _IN_HEAD, _IN_NOSCRIPT, _AFTER_HEAD = range(4)
+#: start tags the "in head" mode takes (the "after head" mode puts them back in the head)
+_IN_HEAD_TAGS = frozenset(
+    {b"base", b"basefont", b"bgsound", b"link", b"meta", b"noframes", b"script", b"style", b"template", b"title"}
+)
+#: of them, those the "in head noscript" mode takes without leaving the noscript element
+_IN_NOSCRIPT_TAGS = frozenset({b"basefont", b"bgsound", b"link", b"meta", b"noframes", b"style"})
+#: end tags that end the head and open the body
+_ENDS_HEAD = frozenset({b"body", b"html", b"br"})
+#: elements whose content is text, not tags (13.2.5: RCDATA, RAWTEXT, script data, PLAINTEXT;
+#: noscript's content is parsed, scripting being disabled)
+_RAW_TEXT = frozenset(
+    {b"script", b"style", b"title", b"textarea", b"xmp", b"iframe", b"noembed", b"noframes", b"plaintext"}
+)
+#: inside a template, elements whose content this reader does not follow to the letter (foreign
+#: content and its integration points, the select element's own rules)
+_FOREIGN = frozenset({b"svg", b"math", b"select"})
+#: the end tag of a raw text element: "</", its name in any case, and a character that ends a
+#: tag name (a fixed length: nothing to backtrack)
+_END_TAGS = {name: re.compile(b"</" + name + rb"[\t\n\f\r />]", re.IGNORECASE) for name in _RAW_TEXT}
+_COMMENT_CLOSE = re.compile(rb"-->")
+_SCRIPT_START = re.compile(rb"<script[\t\n\f\r />]", re.IGNORECASE)
 _SPACE = frozenset(b"\t\n\f\r ")
+_BLANKS = b"\t\n\f\r "
 _SPACE_OR_SLASH = frozenset(b"\t\n\f\r /")
 _LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _CHARSET_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
 _PROBE = bytes(range(0x20, 0x7F))
+_ASCII = _PROBE.decode("ascii")
 
 
 class MetaTag(NamedTuple):
@@ -166,25 +208,26 @@ def _encoded(names: frozenset[str]) -> frozenset[bytes]:
 @lru_cache(maxsize=64)
 def _http_charset(value: str | bytes) -> str | None:
     """The usable charset a Content-Type value names (the values of a crawl repeat)."""
-    return _usable_charset(_charset_in(value))
+    return _encoding(_charset_in(value))
 
 
 def _read_head(body: bytes, http_charset: str | bytes | None, names: frozenset[str] | None, limit: int) -> Head:
     truncated = len(body) > limit
     data = bytes(body[:limit]) if truncated or type(body) is not bytes else body
-    charset: str | None = None
-    if data.startswith(_BOM_UTF8):
-        data, charset = data[3:], "utf-8"
-    elif data[:2] in _BOMS_UTF16:
-        # Not ASCII-compatible: decode it all, scan it as UTF-8.
-        text = data[2:].decode(_BOMS_UTF16[data[:2]], "replace")
-        data, charset = text.encode("utf-8", "surrogatepass"), "utf-8"
-    if charset is None and http_charset:
-        charset = _http_charset(http_charset)
+    encoding: str | None = None  # the document's, when the BOM or the header names it (13.2.3.1)
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            data, encoding = data[len(bom) :], name
+            break
+    if encoding is None and http_charset:
+        encoding = _http_charset(http_charset)
+    charset = encoding  # what the bytes scanned are decoded with
+    if encoding in _TRANSCODED:  # not ASCII-compatible: decoded, then scanned as UTF-8
+        data, charset = data.decode(encoding, "replace").encode("utf-8", "surrogatepass"), "utf-8"
     scan = _Scanner(data, names)
     scan.run()
     if charset is None:
-        charset = scan.meta_charset or "utf-8"
+        charset = encoding = scan.meta_charset or "utf-8"
     problems: list[Diagnostic] = []
     complete = scan.ended
     if scan.budget < 0:
@@ -219,7 +262,7 @@ def _read_head(body: bytes, http_charset: str | bytes | None, names: frozenset[s
             metas.append(meta)
         if key is not None and len(_METAS) < _KEPT_TAGS:
             _METAS[key] = meta
-    return Head(tuple(metas), charset, complete, tuple(problems))
+    return Head(tuple(metas), encoding or charset, complete, tuple(problems))
 
 
 def _name(raw: str) -> str:
@@ -240,9 +283,14 @@ _METAS: dict[tuple[bytes, int, str, frozenset[str] | None], MetaTag | None] = {}
 
 
 class _Scanner:
-    """The forward scan: tags, comments and raw text, up to the head's end."""
+    """The forward scan: the tokenizer's tokens, and the insertion modes of the
+    tree construction up to the first content of the body (see the module's
+    docstring)."""
 
-    __slots__ = ("data", "names", "found", "dropped", "meta_charset", "ended", "cut", "budget", "_line", "_line_at")
+    __slots__ = (
+        "data", "names", "found", "dropped", "meta_charset", "ended", "cut", "budget", "lenient", "_line", "_line_at",
+        "_next",
+    )  # fmt: skip
 
     def __init__(self, data: bytes, names: Collection[str] | None) -> None:
         self.data = data
@@ -250,42 +298,61 @@ class _Scanner:
         self.found: list[tuple[int, int, bytes, bytes, int]] = []  # (lt, end, name, content, line)
         self.dropped = 0
         self.meta_charset: str | None = None
-        self.ended = False  # </head> or <body> reached
+        self.ended = False  # the body's first content reached
         self.cut = False  # the prefix ends inside a construct
         #: steps left: a tag, an attribute or an "=" each (see MAX_STEPS)
         self.budget = MAX_STEPS
+        #: a construct inside a template this reader does not follow was met: every later meta tag counts
+        self.lenient = False
         self._line, self._line_at = 1, 0
+        #: a search -> (where it started, what it found): a later search from a position up to what
+        #: was found finds the same, so that repeated searches for a far string stay linear
+        self._next: dict[object, tuple[int, int]] = {}
+
+    def _find(self, what: bytes | re.Pattern[bytes], pos: int) -> int:  # (for the script data states)
+        """The position of the next ``what`` (a string or a pattern) at or after ``pos``, or -1."""
+        known = self._next.get(what)
+        if known is not None and known[0] <= pos and (known[1] >= pos or known[1] < 0):
+            return known[1]
+        if isinstance(what, bytes):
+            at = self.data.find(what, pos)
+        else:
+            m = what.search(self.data, pos)
+            at = m.start() if m else -1
+        self._next[what] = (pos, at)
+        return at
 
     def run(self) -> None:
         # (the loop's names are locals: it runs for every tag of every page read)
         data = self.data
         n = len(data)
         i = 0
-        tag_open, name_end_at, raw_text, letters = _TAG_OPEN.search, _TAG_NAME_END.search, _RAW_TEXT, _LETTERS
+        name_end_at, letters = _TAG_NAME_END.search, _LETTERS
         found = self.found
+        mode = _BEFORE_HEAD
+        depth = 0  # templates open (their content is no part of the head)
+        foreign = 0  # the depth at which foreign content (svg, math, select) opened inside a template
         while True:
-            m = tag_open(data, i)
-            if m is None:
+            lt = data.find(b"<", i)
+            if lt != i and depth == 0 and not self.lenient and data[i : n if lt < 0 else lt].strip(_BLANKS):
+                self.ended = True  # text: the head's end (13.2.6.4.4 "anything else")
+                return
+            if lt < 0 or lt + 1 >= n:
                 return
             self.budget -= 1
             if self.budget < 0:
                 return
-            lt = m.start()
             c = data[lt + 1]
-            if c == 0x21:  # "!": a comment, a doctype or a bogus comment
+            if c == 0x21:  # "!": a comment, a doctype, or a bogus comment (CDATA only in foreign content)
                 if data.startswith(b"<!--", lt):
-                    # "<!-->" and "<!--->" are closed comments (abrupt closing)
-                    end = data.find(b"-->", lt + 2)
-                    if end < 0:
-                        self.cut = True
-                        return
-                    i = end + 3
-                    continue
-                end = data.find(b">", lt + 2)
+                    end = self._comment_end(lt)
+                else:
+                    end = data.find(b">", lt + 2)
+                    end = end + 1 if end >= 0 else -1
                 if end < 0:
                     self.cut = True
                     return
-                i = end + 1
+                i = end
                 continue
             if c == 0x3F:  # "<?": a bogus comment, up to ">"
                 end = data.find(b">", lt + 2)
@@ -296,39 +363,45 @@ class _Scanner:
                 continue
             closing = c == 0x2F  # "</"
             start = lt + 2 if closing else lt + 1
-            if start >= n or data[start] not in letters:
-                i = lt + 1  # "<" as text (or "</>" and the like: skipped with it)
+            if start >= n:
+                return
+            if data[start] not in letters:
+                if closing:  # "</>" is nothing; "</" and another character, a bogus comment
+                    end = start + 1 if data[start] == 0x3E else data.find(b">", start) + 1
+                    if end <= 0:
+                        self.cut = True
+                        return
+                    i = end
+                    continue
+                if depth == 0 and not self.lenient:  # "<" as text
+                    self.ended = True
+                    return
+                i = lt + 1
                 continue
             m = name_end_at(data, start)
             name_end = m.start() if m else n
             name = data[start:name_end].lower()  # (ASCII only)
-            if name == b"meta" and not closing and (len(found) < MAX_METAS or self.meta_charset is None):
-                # A site repeats its meta tags on every page: a tag read before, up to the first
-                # ">" after its name, is not read again (the same bytes give the same attributes)
-                gt = data.find(b">", name_end)
-                key = data[name_end : gt + 1] if 0 <= gt - name_end < _KEPT_TAG_BYTES else b""
-                kept = _TAGS.get(key) if key else None
-                if kept is not None:
-                    attrs, steps = kept
-                    self.budget -= steps
-                    if self.budget < 0:
-                        self.cut = True
-                        return
-                    end = gt + 1
-                else:
-                    before = self.budget
-                    parsed = self._attributes(name_end)
-                    if parsed is None:
-                        self.cut = True
-                        return
-                    attrs, end = parsed
-                    if key and end == gt + 1 and len(_TAGS) < _KEPT_TAGS:
-                        _TAGS[key] = (attrs, before - self.budget)
-                if attrs:
-                    self._meta(lt, end, attrs)
-                else:
-                    self.dropped += len(found) >= MAX_METAS
+            if (
+                name == b"meta"
+                and not closing
+                and (depth == 0 or self.lenient)
+                and (len(found) < MAX_METAS or self.meta_charset is None)
+            ):
+                if mode == _BEFORE_HEAD:
+                    mode = _IN_HEAD
+                end = self._read_meta(lt, name_end)
+                if end < 0:
+                    self.cut = True
+                    return
                 i = end
+                continue
+            if name == b"meta" and depth and not closing and self.meta_charset is None:
+                parsed = self._attributes(name_end)  # a template's meta charset is the document's too
+                if parsed is None:
+                    self.cut = True
+                    return
+                self._charset(parsed[0])
+                i = parsed[1]
                 continue
             gt = data.find(b">", name_end)
             if gt >= 0 and data.find(b"=", name_end, gt) < 0:
@@ -340,22 +413,153 @@ class _Scanner:
                     self.cut = True
                     return
                 end = skipped
-            if closing:
+            i = end
+            raw = False
+            if depth:  # inside a template: only templates, raw text and foreign content matter
+                if name != b"template":
+                    raw = not foreign and not closing and name in _RAW_TEXT
+                    if not closing and not foreign and name in _FOREIGN:
+                        foreign = depth
+                        self.lenient = True  # (its integration points are not followed: read more, not less)
+                elif closing:
+                    depth -= 1
+                    if depth < foreign:
+                        foreign = 0
+                else:
+                    depth += 1
+            elif closing:
                 if name == b"head":
+                    if mode in (_BEFORE_HEAD, _IN_HEAD):
+                        mode = _AFTER_HEAD
+                elif name == b"noscript":
+                    if mode == _IN_NOSCRIPT:
+                        mode = _IN_HEAD
+                elif name in _ENDS_HEAD and (mode != _IN_NOSCRIPT or name == b"br") and not self.lenient:
                     self.ended = True
                     return
-            elif name == b"body":
+            elif name in _IN_HEAD_TAGS:
+                if mode == _BEFORE_HEAD or (mode == _IN_NOSCRIPT and name not in _IN_NOSCRIPT_TAGS):
+                    mode = _IN_HEAD
+                if name == b"template":
+                    depth = 1
+                elif name == b"meta":  # a meta tag past the kept ones, its charset known
+                    self.dropped += 1
+                raw = name in _RAW_TEXT
+            elif name == b"head":
+                if mode == _BEFORE_HEAD:
+                    mode = _IN_HEAD
+            elif name == b"noscript":
+                if mode in (_BEFORE_HEAD, _IN_HEAD):
+                    mode = _IN_NOSCRIPT  # (scripting disabled: its content is parsed, and in the head)
+                elif mode == _AFTER_HEAD and not self.lenient:
+                    self.ended = True
+                    return
+            elif name != b"html" and not self.lenient:  # any other start tag: the body
                 self.ended = True
                 return
-            elif name in raw_text:
-                m = raw_text[name].search(data, end)
-                if m is None:
+            if raw:  # the element's content is text, up to its end tag
+                end = self._raw_text_end(name, i)
+                if end < 0:
                     self.cut = True
                     return
-                end = m.start()
-            elif name == b"meta":  # a meta tag past the kept ones, its charset known
-                self.dropped += 1
-            i = end
+                self.budget -= 1
+                i = end
+
+    def _raw_text_end(self, name: bytes, pos: int) -> int:
+        """The position of the ``<`` of the end tag that closes the raw text
+        element ``name`` whose content starts at ``pos`` (its "appropriate end
+        tag"), -1 if the prefix or the budget ends first.  A script's content
+        follows the script data states (13.2.5.4, 15-31): after ``<!--``, a
+        ``<script`` hides the next ``</script`` until ``-->``."""
+        if name == b"plaintext":
+            return -1
+        data = self.data
+        m = _END_TAGS[name].search(data, pos)
+        end = m.start() if m else -1
+        if name != b"script" or data.find(b"<!--", pos, len(data) if end < 0 else end) < 0:
+            return end  # (the usual script: no escape before its end)
+        find = self._find
+        end_tag = _END_TAGS[name]
+        while True:  # script data
+            end = find(end_tag, pos)
+            escape = find(b"<!--", pos)
+            if escape < 0 or 0 <= end < escape:
+                return end
+            pos = escape + 2  # escaped: "-->" may use the opener's dashes
+            double = False
+            while True:  # escaped, or double escaped (three searches: three steps)
+                self.budget -= 3
+                if self.budget < 0:
+                    return -1
+                close = find(_COMMENT_CLOSE, pos)
+                end = find(end_tag, pos)
+                if close >= 0 and (end < 0 or close < end):
+                    end = -1
+                if not double:
+                    start = find(_SCRIPT_START, pos)
+                    if start >= 0 and (end < 0 or start < end) and (close < 0 or start < close):
+                        double, pos = True, start + 8
+                        continue
+                    if end >= 0:
+                        return end
+                elif end >= 0:
+                    double, pos = False, end + 9
+                    continue
+                if close < 0:
+                    return -1
+                pos = close + 3
+                break
+
+    def _comment_end(self, lt: int) -> int:
+        """The position after the comment opened by ``<!--`` at ``lt``, -1 if the
+        prefix or the budget ends first (13.2.5.43-52): ``<!-->`` and ``<!--->``
+        close at once, else the first ``-->`` or ``--!>`` after the opener does
+        (each ``>`` in the comment costs a step)."""
+        data = self.data
+        at = lt + 4
+        if data.startswith(b">", at):
+            return at + 1
+        if data.startswith(b"->", at):
+            return at + 2
+        gt = at
+        while True:
+            gt = data.find(b">", gt)
+            if gt < 0:
+                return -1
+            if (gt - 2 >= at and data[gt - 2 : gt] == b"--") or (gt - 3 >= at and data[gt - 3 : gt] == b"--!"):
+                return gt + 1
+            self.budget -= 1
+            if self.budget < 0:
+                return -1
+            gt += 1
+
+    def _read_meta(self, lt: int, name_end: int) -> int:
+        """Reads the meta tag whose name ends at ``name_end``: the position after it, -1 if cut."""
+        # A site repeats its meta tags on every page: a tag read before, up to the first
+        # ">" after its name, is not read again (the same bytes give the same attributes)
+        data = self.data
+        gt = data.find(b">", name_end)
+        key = data[name_end : gt + 1] if 0 <= gt - name_end < _KEPT_TAG_BYTES else b""
+        kept = _TAGS.get(key) if key else None
+        if kept is not None:
+            attrs, steps = kept
+            self.budget -= steps
+            if self.budget < 0:
+                return -1
+            end = gt + 1
+        else:
+            before = self.budget
+            parsed = self._attributes(name_end)
+            if parsed is None:
+                return -1
+            attrs, end = parsed
+            if key and end == gt + 1 and len(_TAGS) < _KEPT_TAGS:
+                _TAGS[key] = (attrs, before - self.budget)
+        if attrs:
+            self._meta(lt, end, attrs)
+        else:
+            self.dropped += len(self.found) >= MAX_METAS
+        return end
 
     def _skip(self, pos: int) -> int | None:
         """The position after the ``>`` that ends the tag whose name ends at
@@ -503,9 +707,10 @@ class _Scanner:
         raw = attrs.get(b"charset")
         if raw is None and attrs.get(b"http-equiv", b"").strip().lower() == b"content-type":
             raw = _charset_in(attrs.get(b"content", b"").decode("latin-1")).encode("latin-1")
-        if raw:
-            label = raw.decode("latin-1").strip(" \t\n\r\f")
-            self.meta_charset = _usable_charset(label) or "utf-8"
+        if raw:  # (an encoding not known is ignored: a later meta tag may name one)
+            found = _encoding(raw.decode("latin-1").strip(" \t\n\r\f"))
+            if found is not None:  # UTF-16 named in the document is UTF-8 (13.2.3.2, 13.2.3.4)
+                self.meta_charset = "utf-8" if found in _TRANSCODED else found
 
 
 def _charset_in(value: str | bytes) -> str:
@@ -535,16 +740,18 @@ def _charset_in(value: str | bytes) -> str:
 
 
 @lru_cache(maxsize=64)
-def _usable_charset(label: str) -> str | None:
-    """Python's codec for ``label`` if it decodes ASCII as ASCII (so the
-    scan's offsets hold), else None.  UTF-7 is refused, as by the HTML
-    standard; UTF-16 and the like fail the test."""
+def _encoding(label: str) -> str | None:
+    """Python's codec for an encoding ``label``, as the Encoding standard
+    reads it (``latin1`` is windows-1252, ``utf-16`` UTF-16LE); None for an
+    unknown label or one the standard does not have (UTF-7, UTF-32, codecs
+    that are no text encoding)."""
     if not label or len(label) > 40:
         return None
     try:
         name = codecs.lookup(label).name
-        if name == "utf-7" or _PROBE.decode(name) != _PROBE.decode("ascii"):
-            return None
-        return name
+        name = _WHATWG.get(name, name)
+        if name in _TRANSCODED or (not name.startswith(("utf-7", "utf-32")) and _PROBE.decode(name) == _ASCII):
+            return name
+        return None
     except Exception:  # noqa: BLE001 - LookupError, or a codec that is no text encoding
         return None
