@@ -48,6 +48,7 @@ CODES: dict[str, str] = {
     "invalid_request_rate": "Request-rate is not 'n/m[s|m|h]'; it was ignored",
     "request_rate_window": "the time window after Request-rate is not supported; the rate applies at all hours",
     "sitemap_not_absolute": "the Sitemap value is not an absolute URL",
+    "license_not_absolute": "the License value is not an absolute URL; it was ignored (RSL 1.0)",
     "usage_unparsable": "the usage preference is not a structured-field Dictionary (RFC 9651); it states nothing",
     "usage_unknown_label": "the usage preference has labels or values this crawler does not know; they are unknown",
 }

@@ -53,6 +53,8 @@ STEP_WORK = 1000
 STEP_CHARS = 32_768
 #: patterns joined, and freed, in one step at the end of a parse
 STEP_PATTERNS = 4096
+#: RSL License URLs kept per file (a site names one or two; the service fetches the first)
+MAX_LICENSES = 8
 #: Google's reference parser keeps at most this many bytes of a line.
 MAX_LINE_BYTES = 16_663
 # A line this short cannot exceed MAX_LINE_BYTES in UTF-8 (4 bytes a character at most).
@@ -63,8 +65,11 @@ _SAFE_LINE_CHARS = MAX_LINE_BYTES // 4
 DISALLOW, ALLOW, USER_AGENT, SITEMAP, CRAWL_DELAY, REQUEST_RATE = range(6)
 # AI usage preferences, read by .usage (``kind - CONTENT_USAGE`` is its form)
 CONTENT_USAGE, CONTENT_SIGNAL = 6, 7
+# RSL 1.0's License line: file-wide, for every agent (read by the service, :mod:`.rsl`)
+LICENSE = 8
 _NAMES = (
     "Disallow", "Allow", "User-agent", "Sitemap", "Crawl-delay", "Request-rate", "Content-Usage", "Content-Signal",
+    "License",
 )  # fmt: skip
 
 _KEYS = {
@@ -76,6 +81,7 @@ _KEYS = {
     "request-rate": REQUEST_RATE,
     "content-usage": CONTENT_USAGE,
     "content-signal": CONTENT_SIGNAL,
+    "license": LICENSE,
 }
 # The spellings seen in real files, looked up without any lower()/strip().
 _FAST_KEYS = {
@@ -199,11 +205,12 @@ class Group:
 class Parsed:
     """What :func:`read` found: ``patterns`` (every rule's pattern, in file
     order, joined by newlines), ``marks`` (``line << 1 | allow`` per rule),
-    ``groups``, ``sitemaps``, the diagnostic log (None when clean) and
+    ``groups``, ``sitemaps``, the diagnostic log (None when clean),
     ``usage``, the Content-Signal rules before the first group (for the
-    whole file; None when there is none)."""
+    whole file; None when there is none), and ``licenses``, the RSL
+    ``License`` URLs (file-wide, wherever written; in file order, once each)."""
 
-    __slots__ = ("patterns", "marks", "groups", "sitemaps", "diagnostics", "usage")
+    __slots__ = ("patterns", "marks", "groups", "sitemaps", "diagnostics", "usage", "licenses")
 
     def __init__(
         self,
@@ -213,7 +220,9 @@ class Parsed:
         sitemaps: list[str],
         diagnostics: DiagnosticLog | None,
         usage: list[Any] | None = None,
+        licenses: tuple[str, ...] = (),
     ) -> None:
+        self.licenses = licenses
         self.patterns = patterns
         self.marks = marks
         self.groups = groups
@@ -303,8 +312,8 @@ def _split(piece: str, number: int, diags: DiagnosticLog, last: bool = True) -> 
 
 def _start() -> list[Any]:
     """The reading state: ``[patterns, rules, marks, groups, sitemaps, group,
-    in_agents, evens, run, skipped, preamble]`` (see :func:`_read_chunks`)."""
-    return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0, None]
+    in_agents, evens, run, skipped, preamble, licenses]`` (see :func:`_read_chunks`)."""
+    return [[], 0, array("I"), [], {}, None, False, _EVENS, "", 0, None, {}]
 
 
 def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state: list[Any]) -> tuple[int, bool]:
@@ -333,7 +342,8 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
     run: str  # the run after the line read last
     skipped: int  # lines of the runs read so far
     preamble: Group | None  # holds the Content-Signal lines before the first group
-    patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped, preamble = state
+    licenses: dict[str, None]  # RSL License URLs, file-wide
+    patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped, preamble, licenses = state
     fast_keys = _FAST_KEYS
     agent_cache = _AGENT_CACHE
     base = 0  # (chunks are numbered from 1)
@@ -412,6 +422,12 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
                 if "://" not in value:
                     diags.add(number, "sitemap_not_absolute", value)
                 sitemaps[value] = None
+        elif kind == LICENSE:  # file-wide, in a group or not (RSL 1.0)
+            if value:
+                if "://" not in value:
+                    diags.add(number, "license_not_absolute", value)
+                elif len(licenses) < MAX_LICENSES:
+                    licenses[value] = None
         elif group is None:
             if kind == CONTENT_SIGNAL:  # before the first group: for the whole file
                 if preamble is None:
@@ -436,7 +452,7 @@ def _read_chunks(chunks: Iterable[tuple[int, str]], diags: DiagnosticLog, state:
         if spent >= STEP_WORK:
             stopped = True
             break
-    state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped, preamble
+    state[:] = patterns, rules, marks, groups, sitemaps, group, in_agents, evens, run, skipped, preamble, licenses
     return base, stopped
 
 
@@ -456,7 +472,7 @@ def _parsed(state: list[Any], diags: DiagnosticLog, parts: Sequence[str] = ()) -
     """The :class:`Parsed` file, once every chunk is read; ``parts``: the
     patterns after those left in ``state``, joined, last first."""
     patterns, rules, marks, groups, sitemaps, group = state[:6]
-    preamble = state[10]
+    preamble, licenses = state[10], state[11]
     state.clear()
     if group is not None:
         group.end = rules
@@ -464,7 +480,10 @@ def _parsed(state: list[Any], diags: DiagnosticLog, parts: Sequence[str] = ()) -
     if parts:
         joined = "\n".join([joined, *reversed(parts)])
     usage = preamble.usage if preamble is not None else None
-    return Parsed(joined.replace("\r", "\n"), marks, groups, [*sitemaps], diags if diags.codes else None, usage)
+    diagnostics = diags if diags.codes else None
+    return Parsed(
+        joined.replace("\r", "\n"), marks, groups, [*sitemaps], diagnostics, usage, tuple(licenses) if licenses else ()
+    )
 
 
 def _joined(patterns: list[str]) -> str:

@@ -602,7 +602,7 @@ class RobotsTxt:
 
     __slots__ = (
         "_patterns", "_marks", "_groups", "sitemaps", "_diagnostics", "_matchers", "_fixed", "_origin", "_usage",
-        "file_usage",
+        "file_usage", "licenses",
     )  # fmt: skip
     _marks: Sequence[int]
 
@@ -613,12 +613,15 @@ class RobotsTxt:
             self._diagnostics: DiagnosticLog | None = None
             #: the Content-Signal rules written before the first group: for the whole file (None: none)
             self.file_usage: list[Any] | None = None
+            #: RSL License URLs (file-wide lines), in file order, duplicates removed
+            self.licenses: tuple[str, ...] = ()
         else:
             self._patterns, self._marks, self._groups = parsed.patterns, parsed.marks, parsed.groups
             #: Sitemap URLs in file order, duplicates removed.
             self.sitemaps = parsed.sitemaps
             self._diagnostics = parsed.diagnostics
             self.file_usage = parsed.usage
+            self.licenses = parsed.licenses
         self._matchers: dict[str, _Matcher] | None = None
         self._fixed = fixed
         self._origin = "\n"  # the origin of the URLs asked about; "\n" starts no URL

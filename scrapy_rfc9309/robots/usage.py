@@ -73,14 +73,14 @@ _FORM_NAMES = ("Content-Usage", "Content-Signal")
 
 
 #: sources whose line is a line of a document (shown as ``robots.txt line 3``)
-_LINED = frozenset({"robots.txt", "html"})
+_LINED = frozenset({"robots.txt", "html", "license"})
 
 
 class Source(NamedTuple):
     """Where a statement came from: ``"robots.txt"`` (with its line),
-    ``"header"`` (line 0), ``"tdmrep.json"`` (the rule's number) or ``"html"``
-    (the tag's line), the statement as written (cut to
-    :data:`MAX_SOURCE_CHARS`), and how many more times it was repeated
+    ``"header"`` (line 0), ``"tdmrep.json"`` (the rule's number), ``"html"``
+    (the tag's line) or ``"license"`` (an RSL license, the ``<license>``'s
+    line), the statement as written (cut to :data:`MAX_SOURCE_CHARS`), and how many more times it was repeated
     (identical robots.txt lines of one group, repeated header members),
     folded into this one."""
 
