@@ -67,6 +67,7 @@ class RobotsTxtMiddleware:
         self._counts = service.counts
         self.recorder = recorder = Recorder(crawler, service, settings)  # provenance, changes, the audit trail
         service.on_file(lambda *args: recorder.tdmrep(*args) if recorder.active else None)
+        service.licensed.append(lambda *args: recorder.license(*args) if recorder.active else None)
         self._reads_pages = settings.reads_pages  # whether any response may be read for usage sources
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -151,6 +152,8 @@ class RobotsTxtMiddleware:
             self._counts.inc_scrapy(FORBIDDEN)
             self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
         usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
+        if known.license is not None and known.license.license:  # an RSL license: known before the download
+            usage = usage.combine(known.license.license.usage(request.url))
         if (usage or META_USAGE in request.meta) and (denied := usage.denies(self._purposes(request, origin))):
             self._usage_denied(request, denied, "denied", known, token)
         return decision, token, usage
@@ -162,7 +165,7 @@ class RobotsTxtMiddleware:
         if action == "denied":
             self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
         if self.recorder.active:
-            stage = "robots.txt" if known is not None else sources[0].origin if sources else "unknown"
+            stage = sources[0].origin if sources else "robots.txt" if known is not None else "unknown"
             origin = origin_of_request(request) or ""
             self.recorder.usage_decided(request.url, origin, known, token, action, stage, label, sources)
         if action != "marked":

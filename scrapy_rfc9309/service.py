@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
 from twisted.internet.defer import Deferred, DeferredLock
 
@@ -22,6 +23,8 @@ from .masking import mask_text, mask_url
 from .origins import origin_of, resource_url
 from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
+from .robots.rsl import MAX_FILE_BYTES as LICENSE_BYTES
+from .robots.rsl import License, holds
 from .robots.tdmrep import EMPTY, MAX_FILE_BYTES, PATH, TdmRep
 from .robots.text import shorten
 from .storage import STALE_MAX_SECONDS, FallbackStorage, Lease, LruDict, RobotsEntry
@@ -106,6 +109,17 @@ class Known:
     sha256: str | None = None
     tdmrep: TdmRepFile | None = None
     expires_at: float = 0.0
+    license: LicenseFile | None = None  # robots.txt's first License (RSL), where usage is read
+
+
+@dataclass(frozen=True, slots=True)
+class LicenseFile:
+    """An origin's RSL license as used (its url and body's sha256 are the ``license``'s), until when."""
+
+    license: License
+    expires_at: float
+    access: str
+    status: int | None = None
 
 
 #: listeners: (origin, known, previous known or None, the request that triggered the fetch or None);
@@ -163,6 +177,8 @@ class RobotsService:
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
         self._files: list[tuple[FileKind, FileListener]] = []
+        #: called as an origin's RSL license takes effect: (origin, file, its body, the fetch)
+        self.licensed: list[Callable[[str, LicenseFile, bytes, FetchResult], None]] = []
         self.pacer: Pacer | None = None  # the Crawl-delay turns of the download slots (the gate), if any
 
     def on_ready(self, listener: ReadyListener) -> None:
@@ -328,6 +344,12 @@ class RobotsService:
                 lease = None
             args = (origin, trigger, policy, robots, entry.expires_at, floor, previous)
             files = {kind.key: await self._file(kind, *args) for kind in FILES} if pending.files else {}
+            lic = previous.license if previous is not None else None
+            named = mask_url(robots.licenses[0]) if robots.licenses else None
+            if pending.files and named and (lic is None or lic.license.url != named or time.time() >= lic.expires_at):
+                lic = await self._license(origin, trigger, robots, entry.expires_at, floor)
+            if pending.files and named:  # (RSL: robots.txt names the URL, maybe on another host: not a FileKind)
+                files["license"] = lic
             sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
             files["expires_at"] = min([entry.expires_at, *(file.expires_at for file in files.values())])
             known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, **files)
@@ -372,7 +394,7 @@ class RobotsService:
             return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
         return entry
 
-    async def _get(self, origin: str, trigger: Any, *args: Any, floor: float = 0.0) -> FetchResult:
+    async def _get(self, origin: str, trigger: Any, *args: Any, floor: float = 0.0, at: str = "") -> FetchResult:
         """Fetch a file of ``origin`` (paced when it has a ``floor``); nothing starts, or is kept, once closing."""
         self._live(origin)
         done: Callable[[], object] | None = None
@@ -382,7 +404,7 @@ class RobotsService:
             await self.wait_turn(origin, floor)
             done = lambda: compat.spawn(self.note_start(origin, floor))  # noqa: E731
         try:
-            result = await self.fetcher.fetch(origin, trigger, *args)
+            result = await self.fetcher.fetch(at or origin, trigger, *args)
         finally:
             if done is not None:
                 done()
@@ -549,6 +571,37 @@ class RobotsService:
         for wanted, listener in self._files:
             if wanted is kind:
                 listener(origin, file, entry, result)
+        return file
+
+    async def _license(self, origin: str, trigger: Any, robots: RobotsTxt, expires: float, floor: float) -> LicenseFile:
+        """robots.txt's first License, as tdmrep.json: robots-checked at each hop (on its own host by that host's
+        robots.txt), paced on its origin, bounded, parsed in steps; one not fetched states nothing."""
+        url, host = robots.licenses[0], origin_of(robots.licenses[0])
+        if host is None or not await self.allows(url, origin, robots):
+            self.counts.inc("license/disallowed")
+            return LicenseFile(License(url=mask_url(url)), expires, "disallowed")
+        split = urlsplit(url)
+        path = (split.path or "/") + (f"?{split.query}" if split.query else "")
+        allow = lambda hop: self.allows(hop, origin, robots)  # noqa: E731
+        result = await self._get(
+            origin, trigger, path, allow, LICENSE_BYTES, floor=floor if host == origin else 0, at=host
+        )
+        entry = self.entry_of(result)
+        body = b"" if result.truncated_bytes else entry.body
+        sha256 = hashlib.sha256(body).hexdigest() if body else None
+        held = holds(url, self.settings.usage_licenses)
+        lic = await compat.in_steps(License.parsing(body or None, mask_url(url), sha256, held), PARSE_STEP_SECONDS)
+        for key in (
+            "fetch/count",
+            f"fetch/{result.outcome}",
+            f"files/{'terms' if lic else 'invalid' if body else 'none'}",
+        ):
+            self.counts.inc("license/" + key)
+        logger.debug("license of %s: %s, status %s, %d bytes, %d terms (%s)", origin, result.access.value,
+                     result.status, len(body), len(lic), mask_url(result.url))  # fmt: skip
+        file = LicenseFile(lic, entry.expires_at, entry.access, entry.status)
+        for listener in self.licensed:
+            listener(origin, file, body, result)
         return file
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:

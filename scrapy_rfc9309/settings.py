@@ -53,7 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "RFC9309_CRAWL_DELAY": True,  # True: floors capped at 60 s; False: none; a number: the cap
     "RFC9309_INTERNAL_NETWORKS": None,  # None: every address not globally routable; []: none
     "RFC9309_AUDIT": None,  # a JSON Lines file, or {"path", "allowed", "sync", "key"}
-    "RFC9309_USAGE": (),  # the purposes, or {"purposes", "header", "unknown", "report", "nofollow"}
+    "RFC9309_USAGE": (),  # the purposes, or {"purposes", "header", "unknown", "report", "nofollow", "licenses"}
     "RFC9309_EARLY_FETCH": False,
 }
 _FALLBACKS = {**DEFAULTS, "USER_AGENT": "Scrapy"}  # Scrapy's default USER_AGENT: only a plain mapping lacks it
@@ -166,6 +166,7 @@ class Rfc9309Settings:
     usage_unknown_denies: bool = False
     usage_report: bool = False
     nofollow: bool = True
+    usage_licenses: tuple[str, ...] = ()  # RSL licenses the crawl holds: their URLs or hosts
 
     @classmethod
     def from_settings(cls, settings: Any) -> Rfc9309Settings:
@@ -440,6 +441,13 @@ def _usage(value: Any, name: str) -> dict[str, Any]:
     return _form(value, name, _USAGE_KEYS) if isinstance(value, Mapping) else {"usage": usage_purposes(value, name)}
 
 
+def _held(value: Any, name: str) -> tuple[str, ...]:
+    """The RSL licenses the crawl holds (``RFC9309_USAGE['licenses']``): their URLs or hosts."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise ValueError(f"{name}={_shown(value)} must be a list of license URLs or hosts")
+    return tuple(item.strip() for item in value)
+
+
 def usage_with_purposes(value: Any, purposes: list[str]) -> Any:
     """``RFC9309_USAGE`` with its purposes replaced, its other keys kept (``scrapy robots --usage``)."""
     return purposes if (form := _dict_form(value)) is None else {**form, "purposes": purposes}
@@ -529,4 +537,5 @@ _USAGE_KEYS: dict[str, tuple[str, Any, Reader]] = {
     "unknown": ("usage_unknown_denies", "allow", lambda value, name: _choice(value, name, ("allow", "deny")) == "deny"),
     "report": ("usage_report", False, _bool),
     "nofollow": ("nofollow", True, _bool),
+    "licenses": ("usage_licenses", (), _held),
 }

@@ -79,6 +79,7 @@ def provenance(
             "usage": usage.to_dict() if usage is not None else None,
         }
     entry = known.entry
+    licensed = known.license.license if known.license is not None else None
     return {
         "verdict": decision.verdict.value,
         "rule": str(rule) if rule is not None else None,
@@ -90,6 +91,7 @@ def provenance(
         "fetched_at": iso(entry.fetched_at),
         "sha256": known.sha256,
         "usage": usage.to_dict() if usage is not None else None,
+        **({"license": {"url": mask_url(licensed.url), "sha256": licensed.sha256}} if licensed is not None else {}),
     }
 
 

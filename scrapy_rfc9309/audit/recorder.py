@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..fetch import FetchResult
     from ..robots.usage import Source, Usage
-    from ..service import Known, RobotsService, TdmRepFile
+    from ..service import Known, LicenseFile, RobotsService, TdmRepFile
     from ..settings import Rfc9309Settings
     from ..storage import RobotsEntry
     from .writer import Writer
@@ -345,6 +345,21 @@ class Recorder:
                 "sha256": file.sha256, "bytes": len(entry.body), "rules": len(file.tdmrep),
                 "diagnostics": [str(d) for d in file.tdmrep.diagnostics[:10]],
                 "fetched_at": iso(entry.fetched_at), "expires_at": iso(entry.expires_at),
+            }
+        )  # fmt: skip
+
+    def license(self, origin: str, file: LicenseFile, body: bytes, result: FetchResult) -> None:
+        """An origin's RSL license was fetched: its URL, the SHA-256 of its body (kept by it) and what it states."""
+        lic = file.license
+        if lic.sha256 is not None:
+            self._keep(lic.sha256, body)
+        self._put(
+            {
+                "type": "license", "at": iso(time.time()), "origin": origin, "url": mask_url(lic.url),
+                "final_url": mask_url(result.url), "access": file.access, "status": file.status,
+                "outcome": result.outcome, "sha256": lic.sha256, "bytes": len(body), "contents": len(lic),
+                "held": lic.held, "diagnostics": [str(d) for d in lic.diagnostics[:10]],
+                "expires_at": iso(file.expires_at),
             }
         )  # fmt: skip
 

@@ -245,3 +245,19 @@ def test_link_headers_naming_an_rsl_license():
     ]
     assert link_licenses(lines) == ("https://pub.example/license.xml", "https://pub.example/b.xml")
     assert link_licenses(None) == () and link_licenses([b"garbage;;,<>"]) == ()
+
+
+def test_the_usage_settings_licenses_key():
+    from scrapy_rfc9309.settings import InvalidSetting, Rfc9309Settings
+
+    read = Rfc9309Settings.from_settings
+    held = read({"RFC9309_USAGE": {"purposes": ["train-ai"], "licenses": [URL, " pub.example "]}})
+    assert held.usage == ("train-ai",) and held.usage_licenses == (URL, "pub.example")
+    assert read({"RFC9309_USAGE": ["train-ai"]}).usage_licenses == ()
+    for bad in ("pub.example", [1], [""]):
+        try:
+            read({"RFC9309_USAGE": {"purposes": ["train-ai"], "licenses": bad}})
+        except InvalidSetting as exc:
+            assert "RFC9309_USAGE['licenses']" in str(exc)
+        else:
+            raise AssertionError(bad)

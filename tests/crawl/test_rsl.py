@@ -1,0 +1,170 @@
+"""RSL 1.0 licenses in real crawls (issue 37 item 3): robots.txt's ``License:`` line leads to a
+license, fetched once per origin through the resolution (robots-checked at every hop, bounded),
+whose terms join the usage model before any page of the origin is downloaded; the decision names
+the license's URL and the SHA-256 of its body, in the provenance and in the audit trail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+import pytest_twisted
+
+from .harness import check_accounting, crawl
+from .servers import Reply, redirect, robots
+
+TRAIN = {"RFC9309_USAGE": ["train-ai"]}
+DENIED = "Forbidden by usage preferences: train-ai disallowed by license line "
+
+
+def rsl(body: str) -> bytes:
+    return f'<?xml version="1.0"?>\n<rsl xmlns="https://rslstandard.org/rsl">\n{body}\n</rsl>\n'.encode()
+
+
+#: rslstandard.org's "Prohibit AI training" template, on one directory
+PROHIBITS = rsl(
+    '<content url="/articles/">\n<license>\n<prohibits type="usage">ai-train</prohibits>\n</license>\n</content>'
+)
+#: the RSL Collective's royalty license: training permitted against a royalty
+ROYALTY = rsl(
+    '<content url="/">\n<license>\n<permits type="usage">ai-train</permits>\n'
+    '<payment type="royalty"><standard>https://rslcollective.org/license</standard></payment>\n</license>\n</content>'
+)
+
+
+def license_reply(body: bytes) -> Reply:
+    return Reply(200, body, {"Content-Type": "application/rsl+xml"})
+
+
+def site(servers: Any, host: str, license_url: str | None, extra: str = "") -> Any:
+    server = servers(host)
+    line = f"License: {license_url}\n" if license_url else ""
+    server.routes["/robots.txt"] = robots(f"{line}User-agent: *\nAllow: /\n{extra}")
+    return server
+
+
+def pages(server: Any) -> list[str]:
+    return sorted(h.path for h in server.hits if h.path.startswith(("/articles", "/about", "/p")))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_license_that_prohibits_training_drops_its_pages_before_the_download(servers, tmp_path):
+    s = site(servers, "127.0.0.2", None)
+    s.routes["/robots.txt"] = robots(f"User-agent: *\nAllow: /\nLicense: {s.url('/license.xml')}\n")
+    s.routes["/license.xml"] = license_reply(PROHIBITS)
+    audit = tmp_path / "audit.jsonl"
+    plan = [s.url("/articles/a"), s.url("/articles/b"), s.url("/about")]
+    result = await crawl(plan, {**TRAIN, "RFC9309_AUDIT": str(audit)})
+    check_accounting(result)
+    digest = hashlib.sha256(PROHIBITS).hexdigest()
+    denied = result.outcome(s.url("/articles/a"))
+    assert denied.error == "IgnoreRequest" and denied.message.startswith(DENIED + "4: ")
+    assert s.url("/license.xml") in denied.message and f"sha256={digest}" in denied.message
+    about = result.outcome(s.url("/about"))
+    assert about.status == 200 and about.provenance["license"] == {"url": s.url("/license.xml"), "sha256": digest}
+    assert pages(s) == ["/about"]  # the reserved pages were never downloaded
+    assert s.count("/license.xml") == 1  # once for the origin
+    assert result.stat("license/fetch/count") == 1 and result.stat("license/files/terms") == 1
+    assert result.stat("usage/denied/train-ai") == 2
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    (lic,) = [r for r in records if r["type"] == "license"]
+    assert (lic["url"], lic["sha256"], lic["origin"], lic["status"]) == (s.url("/license.xml"), digest, s.origin, 200)
+    assert (audit.parent / "robots-bodies" / digest).read_bytes() == PROHIBITS
+    usage = [r for r in records if r["type"] == "usage"]
+    assert {r["url"] for r in usage} == {s.url("/articles/a"), s.url("/articles/b")}
+    assert all(r["stage"] == "license" and digest in r["sources"][0]["text"] for r in usage)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_use_permitted_against_payment_is_reserved_unless_the_crawl_holds_the_license(servers):
+    lic = servers("127.0.0.3")  # the license on another host, as the RSL Collective's is
+    lic.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    lic.routes["/royalty.xml"] = license_reply(ROYALTY)
+    a = site(servers, "127.0.0.2", lic.url("/royalty.xml"))
+    b = site(servers, "127.0.0.4", lic.url("/royalty.xml"))
+    result = await crawl([a.url("/p1"), b.url("/p1")], TRAIN)
+    check_accounting(result)
+    for s in (a, b):
+        o = result.outcome(s.url("/p1"))
+        assert o.message.startswith(DENIED + "4: ") and "against royalty; license not held" in o.message
+        assert pages(s) == []
+    assert lic.count("/royalty.xml") == 2  # once per origin
+    held = await crawl(
+        [a.url("/p2"), b.url("/p2")],
+        {"RFC9309_USAGE": {"purposes": ["train-ai"], "licenses": [lic.url("/royalty.xml")]}},
+    )
+    for s in (a, b):
+        o = held.outcome(s.url("/p2"))
+        assert o.status == 200 and o.provenance["usage"]["train-ai"]["value"] is True
+        assert "license held" in o.provenance["usage"]["train-ai"]["sources"][0]["text"]
+    by_host = await crawl([a.url("/p3")], {"RFC9309_USAGE": {"purposes": ["train-ai"], "licenses": ["127.0.0.3"]}})
+    assert by_host.outcome(a.url("/p3")).status == 200
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_license_behind_a_redirect_robots_txt_disallows_is_not_fetched(servers):
+    s = site(servers, "127.0.0.2", None)
+    s.routes["/robots.txt"] = robots(f"User-agent: *\nDisallow: /private/\nLicense: {s.url('/license.xml')}\n")
+    s.routes["/license.xml"] = redirect("/private/license.xml", 302)
+    s.routes["/private/license.xml"] = license_reply(PROHIBITS)
+    result = await crawl([s.url("/articles/a")], TRAIN)
+    check_accounting(result)
+    assert s.count("/license.xml") == 1 and s.count("/private/license.xml") == 0
+    assert result.outcome(s.url("/articles/a")).status == 200  # a license not read states nothing
+    assert result.stat("license/fetch/3xx_disallowed") == 1
+    # nor is one robots.txt disallows outright, nor one its own host's robots.txt disallows
+    other = servers("127.0.0.3")
+    other.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /\n")
+    other.routes["/license.xml"] = license_reply(PROHIBITS)
+    t = site(servers, "127.0.0.4", other.url("/license.xml"))
+    u = site(servers, "127.0.0.5", None)
+    u.routes["/robots.txt"] = robots(f"User-agent: *\nDisallow: /license.xml\nLicense: {u.url('/license.xml')}\n")
+    result = await crawl([t.url("/articles/a"), u.url("/articles/a")], TRAIN)
+    assert other.count("/license.xml") == 0 and u.count("/license.xml") == 0
+    assert result.stat("license/disallowed") == 2
+    assert all(result.outcome(x.url("/articles/a")).status == 200 for x in (t, u))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_hanging_license_does_not_hold_other_origins(servers):
+    slow = site(servers, "127.0.0.2", None)
+    slow.routes["/robots.txt"] = robots(f"User-agent: *\nAllow: /\nLicense: {slow.url('/license.xml')}\n")
+    slow.routes["/license.xml"] = Reply(hang=True)
+    healthy = site(servers, "127.0.0.3", None)
+    healthy.routes["/robots.txt"] = robots(f"User-agent: *\nAllow: /\nLicense: {healthy.url('/license.xml')}\n")
+    healthy.routes["/license.xml"] = license_reply(PROHIBITS)
+    began = time.monotonic()
+    plan = [slow.url("/articles/x")] + [healthy.url(f"/p{i}") for i in range(6)]
+    result = await crawl(plan, {**TRAIN, "RFC9309_FETCH_TIMEOUT": 2, "CONCURRENT_REQUESTS": 2})
+    check_accounting(result)
+    latest = max(result.outcome(healthy.url(f"/p{i}")).at for i in range(6))
+    assert latest - began < 1.5, latest - began
+    hanging = result.outcome(slow.url("/articles/x"))
+    assert hanging.status == 200 and 1.5 <= hanging.at - began < 6, hanging.at - began
+    assert result.stat("license/fetch/error/DownloadTimeoutError") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_hostile_licenses_state_nothing_and_without_a_purpose_none_is_fetched(servers):
+    bodies = {
+        "127.0.0.2": b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>'
+        + PROHIBITS.split(b"?>", 1)[1],
+        "127.0.0.3": b"<rsl" + b"<x>" * 10_000,
+        "127.0.0.4": b"x" * 200_000,
+    }
+    made = []
+    for host, body in bodies.items():
+        s = site(servers, host, None)
+        s.routes["/robots.txt"] = robots(f"User-agent: *\nAllow: /\nLicense: {s.url('/license.xml')}\n")
+        s.routes["/license.xml"] = license_reply(body)
+        made.append(s)
+    result = await crawl([s.url("/articles/a") for s in made], TRAIN)
+    check_accounting(result)
+    assert all(result.outcome(s.url("/articles/a")).status == 200 for s in made)
+    assert result.stat("license/files/invalid") == 2 and result.stat("license/files/none") == 1
+    plain = await crawl([s.url("/articles/b") for s in made])
+    assert all(s.count("/license.xml") == 1 for s in made)  # the crawl without a purpose fetched none
+    assert not any(k.startswith("license/") for k in plain.rfc())
