@@ -168,3 +168,15 @@ async def test_hostile_licenses_state_nothing_and_without_a_purpose_none_is_fetc
     plain = await crawl([s.url("/articles/b") for s in made])
     assert all(s.count("/license.xml") == 1 for s in made)  # the crawl without a purpose fetched none
     assert not any(k.startswith("license/") for k in plain.rfc())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_link_header_naming_a_license_is_recorded_in_the_provenance(servers):
+    s = site(servers, "127.0.0.2", None)
+    link = '<https://pub.example/license.xml>; rel="license"; type="application/rsl+xml", </p2>; rel="next"'
+    s.routes["/p1"] = Reply(
+        200, "<html><head></head><body>p</body></html>", {"Content-Type": "text/html", "Link": link}
+    )
+    result = await crawl([s.url("/p1")], TRAIN)
+    o = result.outcome(s.url("/p1"))
+    assert o.status == 200 and o.provenance["license_links"] == ["https://pub.example/license.xml"]
