@@ -465,6 +465,8 @@ class Extras:
         self.tdmrep: dict[str, FetchResult | None] = {}
         #: URL -> its page fetch (only URLs robots.txt allows)
         self.pages: dict[str, FetchResult] = {}
+        #: origin -> its RSL license (robots.txt's first License line), fetched as a crawl fetches it
+        self.licenses: dict[str, Any] = {}
 
 
 class RobotsFetchSpider(Spider):
@@ -542,6 +544,8 @@ class RobotsFetchSpider(Spider):
                 )
             else:
                 self.extras.tdmrep[origin] = None
+            if robots is not None and robots.licenses:
+                self.extras.licenses[origin] = await service._license(origin, None, robots, 0.0, 0.0)
             await maybe_deferred_to_future(DeferredList(jobs))
 
         extras = self.extras.wanted
@@ -591,8 +595,22 @@ def _origin_block(
         fetched = extras.tdmrep.get(origin)
         tdmrep = _tdmrep_of(fetched)
         lines.append(row("tdmrep.json", _describe_tdmrep(resource_url(origin, PATH), fetched, tdmrep, config)))
+    licensed = extras.licenses.get(origin) if extras is not None else None
+    if licensed is not None:
+        lic = licensed.license
+        what = f"status {licensed.status} ({licensed.access})" if licensed.access != "disallowed" else "not fetched"
+        text = f"{lic.url} sha256={lic.sha256 or '-'}: {what}: {len(lic)} content(s)"
+        lines.append(row("license", "; ".join([text, *map(str, lic.diagnostics[:3])])))
     decisions = [
-        _decide(robots, target, tokens, purposes, tdmrep if tdmrep is not None else EMPTY, _page_of(extras, target))
+        _decide(
+            robots,
+            target,
+            tokens,
+            purposes,
+            tdmrep if tdmrep is not None else EMPTY,
+            _page_of(extras, target),
+            licensed.license if licensed is not None else None,
+        )  # fmt: skip
         for target in targets
     ]
     lines.extend(verdict_lines(targets, decisions))
@@ -716,6 +734,7 @@ def _decide(
     purposes: tuple[str, ...] = (),
     tdmrep: Any = None,
     page: FetchResult | None = None,
+    license: Any = None,
 ) -> _Decided:
     """The access decision, then, for an allowed URL, its usage preferences:
     DENIED when they disallow one of ``purposes`` (as the middleware does);
@@ -728,6 +747,8 @@ def _decide(
     if not decision.allowed:
         return _Decided(False, denial_reason(decision, token, tokens))
     usage = usage_for(robots, target, tokens)
+    if license:  # an RSL license (robots.txt's License line): as the middleware applies it, before the download
+        usage = usage.combine(license.usage(target))
     nofollow: tuple[Any, ...] = ()
     if page is not None and page.headers is not None:
         from scrapy.http import Response

@@ -180,3 +180,19 @@ async def test_a_link_header_naming_a_license_is_recorded_in_the_provenance(serv
     result = await crawl([s.url("/p1")], TRAIN)
     o = result.outcome(s.url("/p1"))
     assert o.status == 200 and o.provenance["license_links"] == ["https://pub.example/license.xml"]
+
+
+def test_the_command_shows_the_license_its_hash_and_the_decision(servers, tmp_path):
+    from .command_runner import scrapy_robots
+
+    s = site(servers, "127.0.0.2", None)
+    s.routes["/robots.txt"] = robots(f"User-agent: *\nAllow: /\nLicense: {s.url('/license.xml')}\n")
+    s.routes["/license.xml"] = license_reply(PROHIBITS)
+    digest = hashlib.sha256(PROHIBITS).hexdigest()
+    process = scrapy_robots(s.url("/articles/a"), s.url("/about"), "--usage", "train-ai", cwd=tmp_path)
+    assert process.returncode == 1, process.stderr
+    out = process.stdout
+    assert f"license:      {s.url('/license.xml')} sha256={digest}: status 200 (success): 1 content(s)" in out
+    assert f"usage: train-ai disallowed by license line 4: {s.url('/license.xml')} sha256={digest}" in out
+    assert f"ALLOWED  {s.url('/about')}" in out
+    assert s.count("/license.xml") == 1 and s.count("/articles/a") == 0
