@@ -42,10 +42,12 @@ HITS_PATH = "/__demo__/hits.json"
 NAMES = (
     "rules", "allow", "wildcards", "missing", "down", "moved", "moved-to", "delay", "bom", "html", "intranet",
     "usage", "signal", "signal-file", "tdmrep", "tdm-header", "tdm-meta", "x-robots", "x-robots-token",
-    "meta-noai", "meta-noindex", "nofollow", "signal-header",
+    "meta-noai", "meta-noindex", "nofollow", "signal-header", "license",
 )  # fmt: skip
 #: where a site states its TDM reservations (TDMRep); served only where an origin routes it
 TDMREP_PATH = "/.well-known/tdmrep.json"
+#: where the "license" origin serves its RSL license (named by its robots.txt's License line)
+LICENSE_PATH = "/license.xml"
 
 
 def _multi_host_loopback() -> bool:
@@ -372,6 +374,24 @@ def plan() -> list[DemoOrigin]:
                 "/open.html": _page("Open to training", headers=(("Content-Signal", "ai-train=yes"),)),
             },
             ("/article.html", "/open.html"),
+            spider="demo",
+        ),
+        DemoOrigin(
+            "license",
+            "RSL License: line",
+            {
+                # RSL 1.0: a file-wide License line names the site's license (rslstandard.org's
+                # "Prohibit AI training" template, on one directory); fetched once, before any page
+                "/robots.txt": _robots(f"License: {o['license']}{LICENSE_PATH}\n\n{ALLOW_ALL}"),
+                LICENSE_PATH: Answer(
+                    200,
+                    b'<?xml version="1.0" encoding="UTF-8"?>\n<rsl xmlns="https://rslstandard.org/rsl">\n'
+                    b'  <content url="/articles/">\n    <license>\n'
+                    b'      <prohibits type="usage">ai-train</prohibits>\n    </license>\n  </content>\n</rsl>\n',
+                    "application/rsl+xml",
+                ),
+            },
+            ("/articles/one.html", "/about.html"),
             spider="demo",
         ),
     ]

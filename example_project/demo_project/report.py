@@ -16,7 +16,7 @@ from scrapy_rfc9309 import RobotsTxt, Verdict
 from scrapy_rfc9309.origins import origin_of
 from scrapy_rfc9309.settings import Rfc9309Settings
 
-from .demo_site import TDMREP_PATH, DemoOrigin, DemoSite
+from .demo_site import LICENSE_PATH, TDMREP_PATH, DemoOrigin, DemoSite
 from .table import OriginBlock, PageRow, render
 
 #: how a SKIPPED reason ends when the page was downloaded, then dropped (spiders/base.py)
@@ -77,6 +77,9 @@ def robots_lines(
     tdmrep = origin.routes.get(TDMREP_PATH)
     if tdmrep is not None and any(hit.path == TDMREP_PATH for hit in site.hits(origin.name)):
         lines.append(f"tdmrep.json: {tdmrep.status}")
+    license = origin.routes.get(LICENSE_PATH)
+    if license is not None and any(hit.path == LICENSE_PATH for hit in site.hits(origin.name)):
+        lines.append(f"license: {license.status}")
     if known:
         for diagnostic in known[0].diagnostics[:2]:
             lines.append(f"line {diagnostic.line}: {diagnostic.code}")
@@ -133,8 +136,8 @@ def footer_lines(site: DemoSite, rows: Mapping[str, Sequence[PageRow]], blocks: 
         "MIN GAP: the shortest time between two page requests to the origin, measured by its server.",
         *(
             ["SKIPPED: robots.txt allows the page, but its usage preferences disallow a purpose the spider "
-             "declared (RFC9309_USAGE); what the page itself states (headers, tdmrep.json, meta tags) is read "
-             "once it is downloaded."]
+             "declared (RFC9309_USAGE); robots.txt's statements and its RSL license apply before the download, "
+             "what the page itself states (headers, tdmrep.json, meta tags) once it is downloaded."]
             if count["SKIPPED"] else []
         ),
         *(

@@ -387,6 +387,8 @@ class Recorder:
                 "sha256": known.sha256 if known is not None else None,
                 "access": known.entry.access if known is not None else None,
                 "fetched_at": iso(known.entry.fetched_at) if known is not None else None,
+                **({"license": {"url": mask_url(lic.license.url), "sha256": lic.license.sha256}}
+                   if known is not None and (lic := known.license) is not None else {}),
             }
         )  # fmt: skip
 

@@ -252,7 +252,7 @@ class License:
 
     def _text(self, content: Content, category: str, why: str) -> str:
         url = self.url if len(self.url) <= 80 else self.url[:80] + "..."
-        digest = f" sha256={self.sha256}" if self.sha256 else ""
+        digest = f" sha256={self.sha256[:16]}" if self.sha256 else ""  # (the whole hash: provenance, trail)
         return f"{url}{digest}: content {_clean(content.url, 40)}: {category} {why}"
 
 

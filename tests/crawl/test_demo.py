@@ -116,9 +116,9 @@ def test_demo_ends_with_one_table_on_stdout(demo, table):
     title, blocks, footer = table
     # the spider-level override (custom_settings) beats settings.py's USER_AGENT (ExampleBot)
     assert "product token 'DemoBot' (from ROBOTSTXT_USER_AGENT)" in title
-    assert len(blocks) == 22
+    assert len(blocks) == 23
     assert footer[0].startswith(
-        "23 pages allowed, 10 denied, 12 skipped by usage preferences (3 before the download, 9 after it), "
+        "24 pages allowed, 10 denied, 13 skipped by usage preferences (4 before the download, 9 after it), "
         "2 links not followed, 0 errors"
     )
     # nothing but the table on stdout; Scrapy's log went to stderr, before the table was printed
@@ -152,7 +152,7 @@ def test_the_footer_says_how_the_crawls_own_counts_differ(demo, table):
     stats = {key: int(value) for key, value in re.findall(r"'rfc9309/(requests/[^']+)': (\d+)", process.stderr)}
     allowed = sum(v for k, v in stats.items() if k.startswith("requests/allowed/"))
     denied = sum(v for k, v in stats.items() if k.startswith("requests/denied/"))
-    assert (stats["requests/checked"], allowed, denied) == (45, 32, 13)  # the issue saw 43, 30, 13: 2 pages since
+    assert (stats["requests/checked"], allowed, denied) == (47, 33, 14)  # the issue saw 43, 30, 13: 4 pages since
     said = [line for line in table[2] if line.startswith("The crawl's log and stats")]
     assert said, table[2]
     said = said[0]
@@ -341,6 +341,25 @@ def test_every_other_opt_out_a_site_states_skips_its_page(demo, table):
     assert any(line.startswith("NOFOLLOW: a link the spider yielded") for line in footer)
 
 
+def test_an_rsl_license_line_skips_the_pages_its_license_reserves_before_the_download(demo, table):
+    """Issue 37 items 3 and 7: robots.txt's License line names an RSL license that prohibits
+    ai-train under /articles/; it is fetched once, and the page is skipped before its download,
+    naming the license, its line and the SHA-256 of its body."""
+    import hashlib
+
+    from demo_project.demo_site import LICENSE_PATH, plan
+
+    block = table[1]["RSL License: line"]
+    assert "license: 200" in block.robots
+    (spec,) = [o for o in plan() if o.name == "license"]
+    digest = hashlib.sha256(spec.routes[LICENSE_PATH].body).hexdigest()
+    assert block.pages["/articles/one.html"] == (
+        f"SKIPPED  train-ai disallowed by license line 4: http://{block.address}{LICENSE_PATH} sha256={digest[:16]}: "
+        "content /articles/: train-ai prohibited"
+    )
+    assert block.pages["/about.html"] == "allowed  allowed_implicit"
+
+
 def test_sitemap_spider_reads_sitemaps_without_a_second_robots_download():
     process = _scrapy("crawl", "sitemap_demo", port=_free_port())
     assert process.returncode == 0, process.stderr[-3000:]
@@ -414,6 +433,6 @@ def test_one_host_layout_keeps_each_origin_on_its_own_slot():
     assert float(blocks["wildcards * and $"].gap.split()[0]) < float(delay.gap.split()[0]) / 2
     assert blocks["redirect to other port"].robots[1] == f"(file at 127.0.0.1:{port + 6})"
     assert footer[0].startswith(
-        "23 pages allowed, 10 denied, 12 skipped by usage preferences (3 before the download, 9 after it), "
+        "24 pages allowed, 10 denied, 13 skipped by usage preferences (4 before the download, 9 after it), "
         "2 links not followed, 0 errors"
     )
