@@ -1,31 +1,11 @@
 """Which addresses are internal, and which origins are themselves private.
 
-A robots.txt redirect is chosen by the server.  Followed blindly, a public
-site's ``/robots.txt`` could send the crawler to ``http://127.0.0.1:6379/``,
-to a router's admin page or to a cloud metadata service
-(``http://169.254.169.254/``), past ``allowed_domains`` (robots.txt is
-fetched on any host), with the answer kept in the store and the audit trail.
-So a *public* origin's robots.txt redirect is not followed to an *internal*
-address (see ``RobotsFetcher`` in :mod:`.fetch`).  The guard is for
-redirects only: an origin's own ``/robots.txt`` is read wherever the origin
-is, since its pages will be fetched from there too (refusing it would allow
-every page of an intranet site).
-
-Internal, by default: every address that is not globally routable
-(loopback, RFC 1918, shared 100.64/10, link-local including
-169.254.169.254, IPv6 unique-local and link-local, unspecified, reserved,
-documentation ranges) and multicast; an IPv6 address that embeds an IPv4
-one (``::ffff:a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4) is judged by the
-embedded address.  ``RFC9309_INTERNAL_NETWORKS`` replaces that default with
-a list of networks.
-
-An origin is private (its robots.txt may redirect within private space) when
-its host is an internal IP address, or a name outside the public DNS:
-``localhost``, a single label (``intranet``), or a name under ``local``,
-``localhost``, ``internal``, ``home.arpa``, ``lan``, ``intranet``, ``corp``
-or ``private``.  Any other name is public by its name; when its own
-robots.txt answers from an internal address (split-horizon DNS, an intranet
-name), the fetch treats it as private from then on.
+A public origin's robots.txt redirect is not followed to an internal address (a router, a Redis on
+loopback, a cloud metadata service at 169.254.169.254): :class:`~.fetch.RobotsFetcher` asks this
+module (docs/middleware.md, "The redirect guard").  Internal by default: an address that is not
+globally routable, or multicast (an IPv6 address that embeds an IPv4 one is judged by it too);
+``RFC9309_INTERNAL_NETWORKS`` replaces that with its networks.  A private origin (an internal IP, or
+a name outside the public DNS: one label, or under :data:`PRIVATE_SUFFIXES`) may redirect anywhere.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
-"""The Scrapy internals with no public API yet (the robots.txt lane of :mod:`.fetch`; before Scrapy
-2.15, Twisted's ``_DataLoss``), named here only: :func:`check` proves each when the spider opens, and
-a missing or changed one refuses the crawl (:data:`REFUSED`; docs/middleware.md, "Scrapy internals")."""
+"""The Scrapy internals with no public API yet (the lane of :mod:`.fetch`; before Scrapy 2.15, Twisted's
+``_DataLoss``), named here only and proven by :func:`check` when the spider opens (docs/middleware.md)."""
 
 from __future__ import annotations
 
 import copy
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import scrapy
 
-from .compat import OLDEST_SCRAPY, SCRAPY_VERSION
+from .compat import OLDEST_SCRAPY, SCRAPY_VERSION, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,8 +24,7 @@ logger = logging.getLogger(__name__)
 
 #: the newest Scrapy release the whole contract is tested on (CI: this and OLDEST_SCRAPY)
 NEWEST_TESTED = (2, 19)
-#: finish reason of a crawl refused because an internal moved
-REFUSED = "rfc9309_scrapy_internals_changed"
+REFUSED = "rfc9309_scrapy_internals_changed"  # the finish reason of a crawl refused because an internal moved
 
 _warned_newer = False
 
@@ -35,7 +33,6 @@ class InternalsChanged(Exception):
     """An internal of Scrapy the plugin needs is missing or has another shape."""
 
     def __init__(self, internal: str, problem: str) -> None:
-        self.internal = internal
         super().__init__(
             f"scrapy-rfc9309 cannot run on Scrapy {scrapy.__version__}: {internal} {problem} "
             f"(tested with Scrapy {tested_range()}); the crawl stops before its first request. "
@@ -48,17 +45,15 @@ def tested_range() -> str:
 
 
 def lane_handlers(crawler: Crawler, concurrency: int) -> Any:
-    """The lane's download handlers: the crawl's when http and https use Scrapy's HTTP/1.1 handler (its
-    pool is unbounded: a page reuses its origin's robots.txt connection); else its own, pools sized by
-    the lane's bound, not ``CONCURRENT_REQUESTS``, so hanging robots.txt servers hold no page connection."""
+    """The crawl's download handlers when both schemes use Scrapy's HTTP/1.1 one (its pool is unbounded); else
+    the lane's own, pools sized by the lane's bound, so hanging robots.txt servers hold no page connection."""
     from scrapy.core.downloader.handlers import DownloadHandlers
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
     from scrapy.utils.misc import load_object
 
     configured = crawler.settings.getwithbase("DOWNLOAD_HANDLERS")
     if all(configured.get(s) and load_object(configured[s]) is HTTP11DownloadHandler for s in ("http", "https")):
-        assert crawler.engine is not None, "the crawl is not running"
-        return crawler.engine.downloader.handlers
+        return cast(Any, crawler.engine).downloader.handlers
     lane = copy.copy(crawler)  # the crawl's crawler but for CONCURRENT_REQUESTS
     lane.settings = type(crawler.settings)()  # the crawl's are frozen: an open copy, priorities kept
     lane.settings.update(crawler.settings)
@@ -69,19 +64,12 @@ def lane_handlers(crawler: Crawler, concurrency: int) -> Any:
 async def lane_download(
     crawler: Crawler, handlers: Any, request: Request, downloaded: Callable[[Response, Request], Response]
 ) -> Response | Request:
-    """``request`` through the crawl's middlewares, downloaded by ``handlers`` outside the slots and
-    ``Downloader.active``; ``downloaded(response, request)`` sees (and returns) it before they do."""
-    engine = crawler.engine
-    assert engine is not None, "the crawl is not running"
-    manager = engine.downloader.middleware
+    """``request`` through the crawl's middlewares, downloaded by ``handlers`` outside the slots; the
+    middlewares see what ``downloaded(response, request)`` returns."""
+    manager = cast(Any, crawler.engine).downloader.middleware
     if SCRAPY_VERSION < (2, 14):  # pragma: no cover - 2.13: Deferreds
-        from scrapy.utils.defer import maybe_deferred_to_future
-
-        def download_213(hop: Request, spider: Any) -> Any:
-            return handlers.download_request(hop, spider).addCallback(downloaded, hop)
-
-        spider: Any = crawler.spider
-        return await maybe_deferred_to_future(manager.download(download_213, request, spider))
+        fetch = lambda hop, spider: handlers.download_request(hop, spider).addCallback(downloaded, hop)  # noqa: E731
+        return await wait_for(manager.download(fetch, request, crawler.spider))
 
     async def download(hop: Request) -> Response:
         return downloaded(await handlers.download_request_async(hop), hop)
@@ -90,8 +78,7 @@ async def lane_download(
 
 
 def network_error_name(error: BaseException) -> str:
-    """The class name of a network error as Scrapy 2.15+ raises it (before, Twisted's went through
-    unwrapped), so the ``fetch/error/<name>`` stats are the same on every supported Scrapy."""
+    """The class name of a network error as Scrapy 2.15+ raises it: the same ``fetch/error/<name>`` stats on every Scrapy."""
     if SCRAPY_VERSION >= (2, 15):
         return type(error).__name__
     from twisted.internet import error as net  # pragma: no cover - 2.13, 2.14
@@ -100,59 +87,44 @@ def network_error_name(error: BaseException) -> str:
 
     if isinstance(error, ResponseFailed):  # a cut body is twisted.web.http._DataLoss inside
         return "ResponseDataLossError" if any(r.check(http._DataLoss) for r in error.reasons) else "DownloadFailedError"
-    names = {
-        net.TimeoutError: "DownloadTimeoutError",
-        net.ConnectionRefusedError: "DownloadConnectionRefusedError",
-        net.DNSLookupError: "CannotResolveHostError",
-    }
+    names = {net.TimeoutError: "DownloadTimeoutError", net.DNSLookupError: "CannotResolveHostError",
+             net.ConnectionRefusedError: "DownloadConnectionRefusedError"}  # fmt: skip
     return next((name for kind, name in names.items() if isinstance(error, kind)), type(error).__name__)
 
 
 def check(crawler: Crawler) -> None:
-    """Prove every internal the plugin will use, and the slot key the gate paces by, before the first
-    request: :class:`InternalsChanged` names the first one missing or changed.  Warns on a newer Scrapy."""
+    """Prove each internal, and the slot key the gate paces by, before the first request (else
+    :class:`InternalsChanged` names the first one missing or changed); warn on a newer Scrapy."""
     global _warned_newer
     try:
-        engine: Any = crawler.engine
-        downloader = engine.downloader
-        manager = _attr(downloader, "middleware", "Downloader.middleware")
-        method = "download_async" if SCRAPY_VERSION >= (2, 14) else "download"
-        _need(callable(getattr(type(manager), method, None)), f"DownloaderMiddlewareManager.{method}", "is missing")
-        try:  # (the class is checked, not built: an instance opens connection pools)
-            from scrapy.core.downloader.handlers import DownloadHandlers
-        except ImportError as exc:
-            raise InternalsChanged("scrapy.core.downloader.handlers.DownloadHandlers", f"failed: {exc}") from exc
-        method = "download_request_async" if SCRAPY_VERSION >= (2, 14) else "download_request"
-        _need(callable(getattr(DownloadHandlers, method, None)), f"DownloadHandlers.{method}", "is missing")
-        handlers = _attr(downloader, "handlers", "Downloader.handlers")
-        _need(isinstance(handlers, DownloadHandlers), "Downloader.handlers", "is not a DownloadHandlers")
-        # the public Downloader.get_slot_key honours the download_slot meta key: the gate paces by it
-        key_of = _attr(downloader, "get_slot_key", "Downloader.get_slot_key")
+        import scrapy.core.downloader.handlers as module  # (the class is checked, not built: it opens pools)
+
+        downloader = cast(Any, crawler.engine).downloader
+        manager = _need(getattr(downloader, "middleware", None), "Downloader.middleware")
+        handlers = _need(getattr(module, "DownloadHandlers", None), "scrapy.core.downloader.handlers.DownloadHandlers")
+        suffix = "" if SCRAPY_VERSION < (2, 14) else "_async"  # (2.13: the Deferred forms)
+        for owner, method in ((type(manager), "download"), (handlers, "download_request")):
+            _need(callable(getattr(owner, method + suffix, None)), f"{owner.__name__}.{method}{suffix}")
+        ok = isinstance(_need(getattr(downloader, "handlers", None), "Downloader.handlers"), handlers)
+        _need(ok, "Downloader.handlers", "is not a DownloadHandlers")
         probe = scrapy.Request("http://contract-probe.invalid/", meta={"download_slot": "probe"})
-        _need(key_of(probe) == "probe", "Downloader.get_slot_key", "ignores the download_slot meta key")
+        ok = _need(getattr(downloader, "get_slot_key", None), "Downloader.get_slot_key")(probe) == "probe"
+        _need(ok, "Downloader.get_slot_key", "ignores the download_slot meta key")
         if SCRAPY_VERSION < (2, 15):  # pragma: no cover - Twisted's errors unwrapped
             from twisted.web import http
 
-            _need(isinstance(getattr(http, "_DataLoss", None), type), "twisted.web.http._DataLoss", "is missing")
+            _need(isinstance(getattr(http, "_DataLoss", None), type), "twisted.web.http._DataLoss")
     except InternalsChanged:
         raise
     except Exception as exc:  # an internal with a shape the checks did not foresee
         raise InternalsChanged("an internal", f"could not be checked ({type(exc).__name__}: {exc})") from exc
     if SCRAPY_VERSION > NEWEST_TESTED and not _warned_newer:
         _warned_newer = True
-        logger.warning(
-            "scrapy-rfc9309 is tested with Scrapy %s; this is Scrapy %s: every Scrapy internal it uses "
-            "was found as expected, but report any problem", tested_range(), scrapy.__version__
-        )  # fmt: skip
+        logger.warning("scrapy-rfc9309 is tested with Scrapy %s; this is Scrapy %s: every Scrapy internal it "
+                       "uses was found as expected, but report any problem", tested_range(), scrapy.__version__)  # fmt: skip
 
 
-def _need(ok: bool, internal: str, problem: str) -> None:
-    if not ok:
+def _need(found: Any, internal: str, problem: str = "is missing") -> Any:
+    if not found:
         raise InternalsChanged(internal, problem)
-
-
-def _attr(obj: Any, name: str, internal: str) -> Any:
-    try:
-        return getattr(obj, name)
-    except AttributeError:
-        raise InternalsChanged(internal, "is missing") from None
+    return found

@@ -1,23 +1,10 @@
 """The one function that keeps secrets out of what the plugin writes.
 
-Every URL the plugin puts into a log line, a stat, an audit record, the
-provenance of a response or the output of ``scrapy robots`` goes through
-:func:`mask_url` first: page URLs (``http://alice:pw@host/``), robots.txt URLs
-after redirects (a server chooses the ``Location``) and store URLs
-(``redis://:pw@host:6379/0?password=...``).  Masked:
-
-* the userinfo's password (``user:***@``), and a userinfo without a colon
-  as a whole (``***@``: ``https://<token>@host/`` is a common way to pass a
-  token);
-* the value of every query (or fragment) parameter whose name, lower-cased, contains
-  ``pass``, ``pwd``, ``token``, ``secret``, ``key``, ``auth``, ``sig``,
-  ``session``, ``credential`` or ``cookie`` (``password=``, ``access_token=``,
-  ``api_key=``, ``X-Amz-Signature=``, ``sessionid=`` ...).  Masking a harmless
-  value (``keyword=``) costs nothing; printing a secret cannot be undone.
-
-Pure standard library; a URL without ``@``, ``?`` and ``#`` is returned as
-it is, at the cost of three substring searches.  :func:`mask_text` masks
-every URL inside a text (an error message names the URL it failed on).
+Every URL in a log line, a stat, an audit record, a provenance or the output of ``scrapy robots``
+goes through :func:`mask_url`: the userinfo's password (``user:***@``), a userinfo without one as a
+whole (``***@``, a token), and the value of each query or fragment parameter whose name contains one
+of :data:`SECRET_NAMES` (docs/audit.md).  Masking a harmless value (``keyword=``) costs nothing;
+printing a secret cannot be undone.  :func:`mask_text` masks every URL inside a text.
 """
 
 from __future__ import annotations
