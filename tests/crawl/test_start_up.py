@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from scrapy import signals
+
 from .command_runner import scrapy_crawl
 from .servers import robots
 
@@ -56,6 +59,7 @@ def test_a_plain_crawl_loads_no_module_it_does_not_use(servers, tmp_path):
     assert sorted(m for m in loaded if m.split(".")[0] == "http_sf" or m in NOT_NEEDED) == []
 
 
+@pytest.mark.skipif(not hasattr(signals, "robots_parsed"), reason="Scrapy sends robots_parsed from 2.18 on")
 def test_a_crawl_that_needs_them_loads_them(servers, tmp_path):
     """The same crawl with a purpose declared, an audit trail and a receiver of
     ``robots_parsed``: the modules come when used (the test above is not blind)."""
