@@ -295,6 +295,9 @@ class _Matcher:
         plain = self._plain
         budget = index.STEP_WORK
         start, end = 0, len(numbers)
+        if plain and _RULE_WORK * end + (sum(map(len, map(texts.__getitem__, numbers))) >> 1) < budget:
+            self._compile(numbers, out, seen)  # (most buckets: one step, no per-rule count of work)
+            return
         while start < end:
             if start:
                 yield
