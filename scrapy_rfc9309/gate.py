@@ -292,8 +292,8 @@ class GateScheduler:
             request, tracked = self._releases.popleft()
             self._count -= 1
             try:  # (expired meanwhile, or no longer checked: looked at again)
-                if self._admit(request, tracked):
-                    self._release(request, Held(for_robots=True))
+                if self._admit(request, tracked):  # (paced: its slot was free, it took its turn)
+                    self._release(request, Held(for_robots=True, paced=request in self.released))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
         if self._releases and not self._releasing_batch:

@@ -162,3 +162,28 @@ async def test_pages_denied_by_usage_preferences_take_no_turn(servers):
     assert ok_at - robots_at < 4 * FLOOR, ok_at - robots_at
     assert result.stat("requests/denied/usage_preferences") == DENIED
     check_accounting(result)
+
+
+# -- a floored slot free when its origin is resolved -----------------------------------------
+@pytest_twisted.ensureDeferred
+async def test_a_request_released_on_a_free_floored_slot_takes_one_turn(servers, tmp_path):
+    """robots.txt of ``Crawl-delay: 2`` read from a SQLite store an earlier crawl
+    filled: nothing was fetched, the slot is free when the page's origin is
+    resolved, so the page takes its turn in the gate and goes at once (before: the
+    gate's turn was forgotten and the page waited for a second one in the
+    middleware, a floor later), the next a floor after it."""
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = Reply(200, "User-agent: *\nCrawl-delay: 2\n", {"Content-Type": "text/plain"})
+    site.routes["/p0"] = site.routes["/p1"] = site.routes["/p2"] = PAGE
+    store = {"RFC9309_STORAGE": f"sqlite://{tmp_path / 'robots.sqlite'}"}
+    await crawl_within(30, [Req(site.url("/p0"))], store)
+    site.hits.clear()
+
+    result, _ = await crawl_within(30, [Req(site.url("/p1")), Req(site.url("/p2"))], store)
+
+    hits = sorted(site.hits, key=lambda hit: hit.at)
+    assert sorted(hit.path for hit in hits) == ["/p1", "/p2"], [hit.path for hit in hits]  # robots.txt from the store
+    (ready, _), *_ = result.ready
+    assert hits[0].at - ready < 1.0, hits[0].at - ready  # the floor is 2 s
+    assert gaps([hit.at for hit in hits])[0] >= MARGIN * 2, gaps([hit.at for hit in hits])
+    check_accounting(result)
