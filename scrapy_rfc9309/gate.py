@@ -160,7 +160,7 @@ class GateScheduler:
             if request in self.released:
                 heapq.heappush(self._ready, (-request.priority, next(self._order), request))
             else:
-                self._peek = request  # (_look_later took it out of _peek)
+                self._peek = request  # (_next_turn took it out of _peek)
             return True
         if self.settings.early_fetch:  # a new origin's fetch starts when its first request is scheduled
             origin, files = self._checked(request)
@@ -207,7 +207,7 @@ class GateScheduler:
             if self._count - held >= HOLD_BATCH:  # a turn of the loop for the rest first
                 if not self._waking:
                     self._waking = True
-                    compat.call_later(0, self._look_later)
+                    compat.call_later(0, self._next_turn)
                 return None
 
     def close(self, reason: str) -> Any:
@@ -488,16 +488,13 @@ class GateScheduler:
                     self._turn(key, slot)
 
     def _next_turn(self) -> None:
-        """After a turn of the loop that handed out more than :data:`RELEASE_BATCH` released requests: wake the engine."""
-        handed, self._handed = self._handed, 0
+        """After a turn of the loop that held a batch or handed out more than :data:`RELEASE_BATCH`: wake the engine
+        (``engine.crawl`` of one request: a released one back to _ready, else the next one back to _peek)."""
+        handed, self._handed, waking, self._waking = self._handed, 0, self._waking, False
         if handed > RELEASE_BATCH and self._ready and not self._closed:
-            request = heapq.heappop(self._ready)[2]  # scheduled again, back to _ready
-            self._release(request, self.released.get(request))
-
-    def _look_later(self) -> None:
-        """After a batch of holds: schedule the next request again (``engine.crawl`` wakes the engine)."""
-        self._waking = False  # (released, it comes back to _peek through enqueue_request)
-        if not self._closed and (request := self._take()) is not None and not self._release(request, None):
+            released = heapq.heappop(self._ready)[2]
+            self._release(released, self.released.get(released))
+        elif waking and not self._closed and (request := self._take()) is not None and not self._release(request, None):
             self._peek = request
 
     def _release(self, request: Request, held: Held | None) -> bool:

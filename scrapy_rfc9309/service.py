@@ -329,9 +329,6 @@ class RobotsService:
                 entry, robots, fetched = previous.entry, previous.robots, False  # only another file expired
             else:
                 stored, lease, fresh = await self.claim(origin, policy)
-                if fresh:
-                    assert stored is not None
-                    self.counts.inc("cache/storage_hits")
                 entry = stored if fresh and stored else await self._fetch(origin, trigger, policy, previous, stored)
                 robots, fetched = await self._policy(origin, entry, policy), not fresh
             floor, capped_from = self.floor_for(robots, policy.user_agents)
@@ -421,9 +418,9 @@ class RobotsService:
         self._live(origin)
 
     async def claim(
-        self, origin: str, policy: OriginPolicy, what: str = "robots.txt"
+        self, origin: str, policy: OriginPolicy, what: str = "robots.txt", stats: str = "cache"
     ) -> tuple[RobotsEntry | None, Lease | None, bool]:
-        """``(entry, lease, fresh)``: the fresh entry, or a lease to fetch it, or none once the holder is overdue."""
+        """``(entry, lease, fresh)``: the fresh entry (a ``stats``/storage_hits), a lease to fetch it, or none (overdue)."""
         bound = self.settings.fetch_timeout * (self.settings.max_redirects + 1) + CLAIM_MARGIN
         bound += policy.unreachable_wait if policy.unreachable == "wait" else 0.0
         deadline, delay = 0.0, CLAIM_POLL_FIRST
@@ -431,6 +428,7 @@ class RobotsService:
             now = time.time()
             entry, lease = await self.storage.lookup(origin, now)
             if entry is not None and entry.is_fresh(now):
+                self.counts.inc(f"{stats}/storage_hits")
                 if lease is not None:  # a custom store may grant both: not needed
                     await self.storage.release(lease)
                 return entry, None, True
@@ -525,10 +523,8 @@ class RobotsService:
             return kind.make(kind.empty, expires, "disallowed")
         key, lease = store_key(origin, kind.path), None
         if self.settings.storage != "memory":  # a lasting store keeps them too
-            stored, lease, fresh = await self.claim(key, policy, kind.name)
-            if fresh:
-                assert stored is not None
-                self.counts.inc(f"{kind.key}/storage_hits")
+            stored, lease, fresh = await self.claim(key, policy, kind.name, kind.key)
+            if fresh and stored:
                 return await self._read(kind, origin, stored, None)
         try:
             allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
