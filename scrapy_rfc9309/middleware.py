@@ -67,8 +67,7 @@ class RobotsTxtMiddleware:
         self._gate: Any = None  # the crawl's gate, once the engine built its scheduler
         self._counts = service.counts
         self.recorder = recorder = Recorder(crawler, service, settings)  # provenance, changes, the audit trail
-        service.on_file(lambda *args: recorder.tdmrep(*args) if recorder.active else None)
-        service.licensed.append(lambda *args: recorder.license(*args) if recorder.active else None)
+        service.on_file(lambda *args: recorder.file(*args) if recorder.active else None)
         self._reads_pages = settings.reads_pages  # whether any response may be read for usage sources
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -153,8 +152,8 @@ class RobotsTxtMiddleware:
             self._counts.inc_scrapy(FORBIDDEN)
             self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
         usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
-        if known.license is not None and known.license.license:  # an RSL license: known before the download
-            usage = usage.combine(known.license.license.usage(request.url))
+        if known.license is not None and known.license.parsed:  # an RSL license: known before the download
+            usage = usage.combine(known.license.parsed.usage(request.url))
         if (usage or META_USAGE in request.meta) and (denied := usage.denies(self._purposes(request, origin))):
             self._usage_denied(request, denied, "denied", known, token)
         return decision, token, usage
@@ -213,7 +212,7 @@ class RobotsTxtMiddleware:
     def _read_page(self, request: Request, response: Response, origin: str, purposes: Names) -> Response:
         """Every source of the response into its provenance and the trail; a denial is dropped or marked."""
         prov, known = request.meta[META_KEY], self.service.known(origin)
-        tdmrep = known.tdmrep.tdmrep if known is not None and known.tdmrep is not None else None
+        tdmrep = known.tdmrep.parsed if known is not None and known.tdmrep is not None else None
         reading = read_response(response, request.url, prov.get("tokens") or self.settings.user_agents, tdmrep)
         if reading.head_read:
             self._counts.inc("page/heads_read")

@@ -25,7 +25,8 @@ from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
 from .robots.rsl import MAX_FILE_BYTES as LICENSE_BYTES
 from .robots.rsl import License, holds
-from .robots.tdmrep import EMPTY, MAX_FILE_BYTES, PATH, TdmRep
+from .robots.steps import finish
+from .robots.tdmrep import MAX_FILE_BYTES, PATH, TdmRep
 from .robots.text import shorten
 from .storage import STALE_MAX_SECONDS, FallbackStorage, Lease, LruDict, RobotsEntry
 
@@ -63,10 +64,11 @@ class NotResolved(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class TdmRepFile:
-    """An origin's tdmrep.json as used (:class:`FileKind`'s ``make``; :data:`EMPTY` rules: none)."""
+class OriginFile:
+    """A file of a :class:`FileKind` as used: what it states (``parsed``, empty when not read), until when, how it
+    was had (an :class:`Access` value, or "disallowed" by robots.txt), its body's SHA-256, the URL asked."""
 
-    tdmrep: TdmRep
+    parsed: Any
     expires_at: float
     access: str
     status: int | None = None
@@ -76,29 +78,35 @@ class TdmRepFile:
 
 @dataclass(frozen=True, slots=True)
 class FileKind:
-    """A file an origin publishes beside robots.txt, resolved with it where the crawl reads usage statements:
-    ``parsing(body)``, steps to its statements (``empty``: none; with ``diagnostics`` and a length); ``make(
-    statements, expires_at, access, status, sha256, url)``, the file kept in :class:`Known`'s field ``key``,
-    also its stats prefix (``access``: an :class:`Access` value, or "disallowed" by robots.txt)."""
+    """A file an origin's requests need where the crawl reads usage statements: ``url(origin, robots)``, where it is
+    (None: nothing to fetch), ``parsing(body or None, url, sha256, licenses held)``, steps to what it states (counted
+    as ``stating``); kept in :class:`Known`'s field ``key``, also its stats prefix."""
 
     name: str
-    path: str
     key: str
+    url: Callable[[str, RobotsTxt], str | None]
     max_bytes: int
-    parsing: Callable[[bytes], Generator[Any, None, Any]]
-    empty: Any
-    make: Callable[..., Any]
+    parsing: Callable[[bytes | None, str, str | None, tuple[str, ...]], Generator[Any, None, Any]]
+    stating: str
 
 
-TDMREP = FileKind("tdmrep.json", PATH, "tdmrep", MAX_FILE_BYTES, TdmRep.parsing, EMPTY, TdmRepFile)
-FILES: tuple[FileKind, ...] = (TDMREP,)  # fetched in this order
+TDMREP = FileKind(
+    "tdmrep.json", "tdmrep", lambda origin, _: resource_url(origin, PATH), MAX_FILE_BYTES,
+    lambda body, *_: TdmRep.parsing(body), "rules",
+)  # fmt: skip
+#: RSL: robots.txt's first License line, maybe on another host
+LICENSE = FileKind(
+    "license", "license", lambda _, robots: robots.licenses[0] if robots.licenses else None, LICENSE_BYTES,
+    lambda body, url, sha256, held: License.parsing(body, mask_url(url), sha256, holds(url, held)), "terms",
+)  # fmt: skip
+FILES: tuple[FileKind, ...] = (TDMREP, LICENSE)  # fetched in this order
 
 
 @dataclass(frozen=True, slots=True)
 class Known:
     """What governs an origin: ``entry``, the policy it means, the product ``token`` (``tokens``: all must allow),
     the ``floor`` between requests (``capped_from``: what the cap cut), the body's SHA-256, each of :data:`FILES`
-    (None: not asked), and until when."""
+    (None: not asked, or none named), and until when."""
 
     entry: RobotsEntry
     robots: RobotsTxt
@@ -107,31 +115,21 @@ class Known:
     capped_from: float | None = None
     tokens: tuple[str, ...] = ()
     sha256: str | None = None
-    tdmrep: TdmRepFile | None = None
+    tdmrep: OriginFile | None = None
+    license: OriginFile | None = None
     expires_at: float = 0.0
-    license: LicenseFile | None = None  # robots.txt's first License (RSL), where usage is read
-
-
-@dataclass(frozen=True, slots=True)
-class LicenseFile:
-    """An origin's RSL license as used (its url and body's sha256 are the ``license``'s), until when."""
-
-    license: License
-    expires_at: float
-    access: str
-    status: int | None = None
 
 
 #: listeners: (origin, known, previous known or None, the request that triggered the fetch or None);
-#: (origin, the fetch just made); (origin, file, its entry, the fetch or None when read from the store)
+#: (origin, the fetch just made); (origin, kind, file, its entry, the fetch or None when read from the store)
 ReadyListener = Callable[[str, Known, "Known | None", Any], "Awaitable[None] | None"]
 FetchListener = Callable[[str, "FetchResult"], None]
-FileListener = Callable[[str, Any, RobotsEntry, "FetchResult | None"], None]
+FileListener = Callable[[str, FileKind, OriginFile, RobotsEntry, "FetchResult | None"], None]
 
 
-def store_key(origin: str, path: str = PATH) -> str:
-    """The store key of an origin's file at ``path`` (no origin key has a path)."""
-    return origin + path
+def store_key(origin: str, path: str = PATH, kind: str = "tdmrep") -> str:
+    """The store key of a ``kind`` of file at ``path`` on ``origin``: no origin's (no path), nor another kind's."""
+    return origin + path + ("" if kind == "tdmrep" else f"#{kind}")
 
 
 @dataclass(slots=True, eq=False)
@@ -176,9 +174,7 @@ class RobotsService:
         self._ready: list[ReadyListener] = []
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
-        self._files: list[tuple[FileKind, FileListener]] = []
-        #: called as an origin's RSL license takes effect: (origin, file, its body, the fetch)
-        self.licensed: list[Callable[[str, LicenseFile, bytes, FetchResult], None]] = []
+        self._files: list[FileListener] = []
         self.pacer: Pacer | None = None  # the Crawl-delay turns of the download slots (the gate), if any
 
     def on_ready(self, listener: ReadyListener) -> None:
@@ -193,9 +189,9 @@ class RobotsService:
         """Call ``listener(origin)`` when the cache forgets an origin."""
         self._forget.append(listener)
 
-    def on_file(self, listener: FileListener, kind: FileKind = TDMREP) -> None:
-        """Call ``listener`` when an origin's file of ``kind`` takes effect (fetched, or from the store)."""
-        self._files.append((kind, listener))
+    def on_file(self, listener: FileListener) -> None:
+        """Call ``listener`` when an origin's file of :data:`FILES` takes effect (fetched, or from the store)."""
+        self._files.append(listener)
 
     def fresh(self, origin: str, files: bool = False) -> Known | None:
         """The fresh result of ``origin`` (with its other files too: ``files``), or None; no I/O."""
@@ -339,16 +335,10 @@ class RobotsService:
                 # ours included, may follow the fetch too closely
                 await self.storage.store(origin, entry, lease, floor)
                 lease = None
-            args = (origin, trigger, policy, robots, entry.expires_at, floor, previous)
-            files = {kind.key: await self._file(kind, *args) for kind in FILES} if pending.files else {}
-            lic = previous.license if previous is not None else None
-            named = mask_url(robots.licenses[0]) if robots.licenses else None
-            if pending.files and named and (lic is None or lic.license.url != named or time.time() >= lic.expires_at):
-                lic = await self._license(origin, trigger, robots, entry.expires_at, floor)
-            if pending.files and named:  # (RSL: robots.txt names the URL, maybe on another host: not a FileKind)
-                files["license"] = lic
+            args = (origin, trigger, robots, entry.expires_at, floor, previous)
+            files: dict[str, Any] = {kind.key: await self._file(kind, *args) for kind in FILES} if pending.files else {}
             sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
-            files["expires_at"] = min([entry.expires_at, *(file.expires_at for file in files.values())])
+            files["expires_at"] = min([entry.expires_at, *(file.expires_at for file in files.values() if file)])
             known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, **files)
             await self._publish(origin, known, trigger)
             pending.finish(known)  # the waiting requests go on first; the store's round trip is not on their way
@@ -509,41 +499,45 @@ class RobotsService:
             listener(origin)
 
     async def _file(
-        self, kind: FileKind, origin: str, trigger: Any, policy: OriginPolicy, robots: RobotsTxt,
-        expires: float, floor: float, previous: Known | None,
-    ) -> Any:  # fmt: skip
-        """``kind``'s file of ``origin``: the one kept while fresh, the store's, or a fetch robots.txt allows (each
-        hop too) through the robots.txt lane, bounded and paced; where robots.txt disallows it, it states nothing."""
+        self, kind: FileKind, origin: str, trigger: Any, robots: RobotsTxt, expires: float, floor: float,
+        previous: Known | None = None, lasting: bool = True,
+    ) -> OriginFile | None:  # fmt: skip
+        """``kind``'s file of ``origin`` (None: it has none): the one kept while fresh, the store's (``lasting``), or a
+        fetch robots.txt allows at each hop (another host's by its own, got by :meth:`inspect`, not a resolution: none
+        waits on another), through the robots.txt lane, bounded, paced on the origin; one not fetched states nothing."""
+        url = kind.url(origin, robots)
         kept = getattr(previous, kind.key) if previous is not None else None
-        if kept is not None and time.time() < kept.expires_at:
-            return kept
-        if not self._allowed(robots, resource_url(origin, kind.path), policy.user_agents):
+        if url is None or (kept is not None and kept.url == url and time.time() < kept.expires_at):
+            return kept if url is not None else None
+        if (host := origin_of(url)) is None or not await self.allows(url, origin, robots):
             self.counts.inc(f"{kind.key}/disallowed")
             logger.debug("%s of %s: robots.txt disallows it; not fetched", kind.name, origin)
-            return kind.make(kind.empty, expires, "disallowed")
-        key, lease = store_key(origin, kind.path), None
-        if self.settings.storage != "memory":  # a lasting store keeps them too
-            stored, lease, fresh = await self.claim(key, policy, kind.name, kind.key)
+            return OriginFile(finish(kind.parsing(None, url, None, ())), expires, "disallowed", url=url)
+        split = urlsplit(url)
+        path = (split.path or "/") + (f"?{split.query}" if split.query else "")
+        key, lease = store_key(host, path, kind.key), None
+        if lasting and self.settings.storage != "memory":  # a lasting store keeps them too
+            stored, lease, fresh = await self.claim(key, self.settings.for_origin(origin), kind.name, kind.key)
             if fresh and stored:
-                return await self._read(kind, origin, stored, None)
+                return await self._read(kind, origin, url, stored, None)
         try:
-            allow = lambda url: self.allows(url, origin, robots)  # noqa: E731
-            result = await self._get(origin, trigger, kind.path, allow, kind.max_bytes, floor=floor)
+            allow = lambda hop: self.allows(hop, origin, robots)  # noqa: E731
+            floor = floor if host == origin else 0.0
+            result = await self._get(origin, trigger, path, allow, kind.max_bytes, floor=floor, at=host)
             entry = self.entry_of(result)
             if result.truncated_bytes:
                 entry = replace(entry, body=b"")  # a cut file is not read
                 logger.info(
                     "%s of %s is too large (over %d bytes): it states nothing", kind.name, origin, len(result.body)
                 )
-            self.counts.inc(f"{kind.key}/fetch/count")
-            self.counts.inc(f"{kind.key}/fetch/{result.outcome}")
-            if result.outcome == DISALLOWED_HOP:
-                self.counts.inc(f"{kind.key}/disallowed")
+            disallowed = ("disallowed",) if result.outcome == DISALLOWED_HOP else ()  # (a redirect)
+            for count in ("fetch/count", f"fetch/{result.outcome}", *disallowed):
+                self.counts.inc(f"{kind.key}/{count}")
             logger.debug(
                 "%s of %s: %s, status %s, %d bytes (%s)",
                 kind.name, origin, result.access.value, result.status, len(result.body), mask_url(result.url),
             )  # fmt: skip
-            file = await self._read(kind, origin, entry, result)
+            file = await self._read(kind, origin, url, entry, result)
             if lease is not None:
                 await self.storage.store(key, entry, lease)
                 lease = None
@@ -552,52 +546,22 @@ class RobotsService:
             if lease is not None:
                 await self.storage.release(lease)
 
-    async def _read(self, kind: FileKind, origin: str, entry: RobotsEntry, result: FetchResult | None) -> Any:
+    async def _read(
+        self, kind: FileKind, origin: str, url: str, entry: RobotsEntry, result: FetchResult | None
+    ) -> OriginFile:
         """The file an entry means (parsed once, in steps), counted and told to the listeners."""
-        ok = entry.access == Access.SUCCESS.value and entry.body
-        said = await compat.in_steps(kind.parsing(entry.body), PARSE_STEP_SECONDS) if ok else kind.empty
-        sha256 = hashlib.sha256(entry.body).hexdigest() if entry.body else None
-        file = kind.make(said, entry.expires_at, entry.access, entry.status, sha256, entry.url)
-        self.counts.inc(f"{kind.key}/files/" + ("rules" if said else "invalid" if said.diagnostics and ok else "none"))
+        body = entry.body or None  # (an entry keeps a body only for a success)
+        sha256 = hashlib.sha256(body).hexdigest() if body else None
+        said = await compat.in_steps(kind.parsing(body, url, sha256, self.settings.usage_licenses), PARSE_STEP_SECONDS)
+        file = OriginFile(said, entry.expires_at, entry.access, entry.status, sha256, url)
+        self.counts.inc(f"{kind.key}/files/" + (kind.stating if said else "invalid" if said.diagnostics else "none"))
         if said.diagnostics:
             logger.debug(
-                "%s of %s: %d rules; %s",
-                kind.name, origin, len(said), "; ".join(map(str, said.diagnostics[:3])),
+                "%s of %s: %d %s; %s",
+                kind.name, origin, len(said), kind.stating, "; ".join(map(str, said.diagnostics[:3])),
             )  # fmt: skip
-        for wanted, listener in self._files:
-            if wanted is kind:
-                listener(origin, file, entry, result)
-        return file
-
-    async def _license(self, origin: str, trigger: Any, robots: RobotsTxt, expires: float, floor: float) -> LicenseFile:
-        """robots.txt's first License, as tdmrep.json: robots-checked at each hop (on its own host by that host's
-        robots.txt), paced on its origin, bounded, parsed in steps; one not fetched states nothing."""
-        url, host = robots.licenses[0], origin_of(robots.licenses[0])
-        if host is None or not await self.allows(url, origin, robots):
-            self.counts.inc("license/disallowed")
-            return LicenseFile(License(url=mask_url(url)), expires, "disallowed")
-        split = urlsplit(url)
-        path = (split.path or "/") + (f"?{split.query}" if split.query else "")
-        allow = lambda hop: self.allows(hop, origin, robots)  # noqa: E731
-        result = await self._get(
-            origin, trigger, path, allow, LICENSE_BYTES, floor=floor if host == origin else 0, at=host
-        )
-        entry = self.entry_of(result)
-        body = b"" if result.truncated_bytes else entry.body
-        sha256 = hashlib.sha256(body).hexdigest() if body else None
-        held = holds(url, self.settings.usage_licenses)
-        lic = await compat.in_steps(License.parsing(body or None, mask_url(url), sha256, held), PARSE_STEP_SECONDS)
-        for key in (
-            "fetch/count",
-            f"fetch/{result.outcome}",
-            f"files/{'terms' if lic else 'invalid' if body else 'none'}",
-        ):
-            self.counts.inc("license/" + key)
-        logger.debug("license of %s: %s, status %s, %d bytes, %d terms (%s)", origin, result.access.value,
-                     result.status, len(body), len(lic), mask_url(result.url))  # fmt: skip
-        file = LicenseFile(lic, entry.expires_at, entry.access, entry.status)
-        for listener in self.licensed:
-            listener(origin, file, body, result)
+        for listener in self._files:
+            listener(origin, kind, file, entry, result)
         return file
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:
@@ -608,11 +572,7 @@ class RobotsService:
         if hop != origin:
             known = self.fresh(hop)
             robots = known.robots if known is not None else (await self.inspect(hop))[1]
-        return self._allowed(robots, url, self.settings.for_origin(hop).user_agents)
-
-    @staticmethod
-    def _allowed(robots: RobotsTxt, url: str, tokens: tuple[str, ...]) -> bool:
-        return all(robots.check(url, token).allowed for token in tokens)
+        return all(robots.check(url, token).allowed for token in self.settings.for_origin(hop).user_agents)
 
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
         """Count and log a robots.txt fetch (an internal failure only when ``log_internal``)."""

@@ -79,7 +79,7 @@ def provenance(
             "usage": usage.to_dict() if usage is not None else None,
         }
     entry = known.entry
-    licensed = known.license.license if known.license is not None else None
+    licensed = known.license.parsed if known.license is not None else None
     return {
         "verdict": decision.verdict.value,
         "rule": str(rule) if rule is not None else None,

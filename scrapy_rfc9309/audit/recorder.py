@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..fetch import FetchResult
     from ..robots.usage import Source, Usage
-    from ..service import Known, LicenseFile, RobotsService, TdmRepFile
+    from ..service import FileKind, Known, OriginFile, RobotsService
     from ..settings import Rfc9309Settings
     from ..storage import RobotsEntry
     from .writer import Writer
@@ -332,34 +332,25 @@ class Recorder:
             {"type": "response_usage", "at": iso(time.time()), "url": mask_url(url), "origin": origin, "usage": usage}
         )
 
-    def tdmrep(self, origin: str, file: TdmRepFile, entry: RobotsEntry, result: FetchResult | None) -> None:
-        """An origin's tdmrep.json took effect: fetched (``result``) or read
-        from the store; its body is kept by its SHA-256 beside robots.txt's."""
+    def file(
+        self, origin: str, kind: FileKind, file: OriginFile, entry: RobotsEntry, result: FetchResult | None
+    ) -> None:
+        """An origin's tdmrep.json or RSL license took effect: fetched (``result``) or read from the
+        store; its body is kept by its SHA-256 beside robots.txt's."""
         if file.sha256 is not None:
             self._keep(file.sha256, entry.body)
-        self._put(
-            {
-                "type": "tdmrep", "at": iso(time.time()), "origin": origin,
-                "url": mask_url(file.url) if file.url else None, "access": file.access, "status": file.status,
-                "outcome": result.outcome if result is not None else None, "stored": result is None,
-                "sha256": file.sha256, "bytes": len(entry.body), "rules": len(file.tdmrep),
-                "diagnostics": [str(d) for d in file.tdmrep.diagnostics[:10]],
-                "fetched_at": iso(entry.fetched_at), "expires_at": iso(entry.expires_at),
-            }
+        said, final = file.parsed, mask_url(entry.url) if entry.url else None
+        own = (
+            {"url": final, "rules": len(said)} if kind.key == "tdmrep"
+            else {"url": mask_url(file.url), "final_url": final, "contents": len(said), "held": said.held}
         )  # fmt: skip
-
-    def license(self, origin: str, file: LicenseFile, body: bytes, result: FetchResult) -> None:
-        """An origin's RSL license was fetched: its URL, the SHA-256 of its body (kept by it) and what it states."""
-        lic = file.license
-        if lic.sha256 is not None:
-            self._keep(lic.sha256, body)
         self._put(
             {
-                "type": "license", "at": iso(time.time()), "origin": origin, "url": mask_url(lic.url),
-                "final_url": mask_url(result.url), "access": file.access, "status": file.status,
-                "outcome": result.outcome, "sha256": lic.sha256, "bytes": len(body), "contents": len(lic),
-                "held": lic.held, "diagnostics": [str(d) for d in lic.diagnostics[:10]],
-                "expires_at": iso(file.expires_at),
+                "type": kind.key, "at": iso(time.time()), "origin": origin, **own, "access": file.access,
+                "status": file.status, "outcome": result.outcome if result is not None else None,
+                "stored": result is None, "sha256": file.sha256, "bytes": len(entry.body),
+                "diagnostics": [str(d) for d in said.diagnostics[:10]],
+                "fetched_at": iso(entry.fetched_at), "expires_at": iso(entry.expires_at),
             }
         )  # fmt: skip
 
@@ -387,7 +378,7 @@ class Recorder:
                 "sha256": known.sha256 if known is not None else None,
                 "access": known.entry.access if known is not None else None,
                 "fetched_at": iso(known.entry.fetched_at) if known is not None else None,
-                **({"license": {"url": mask_url(lic.license.url), "sha256": lic.license.sha256}}
+                **({"license": {"url": mask_url(lic.parsed.url), "sha256": lic.sha256}}
                    if known is not None and (lic := known.license) is not None else {}),
             }
         )  # fmt: skip

@@ -516,6 +516,7 @@ class RobotsFetchSpider(Spider):
             from ..origins import resource_url
             from ..robots.tdmrep import MAX_FILE_BYTES, PATH
             from ..robots.usage import usage_for
+            from ..service import LICENSE
 
             if origin not in self.origins:  # not obeyed: a crawl fetches nothing of it but its pages
                 await maybe_deferred_to_future(DeferredList([deferred_from_coro(page(origin, url)) for url in urls]))
@@ -545,7 +546,9 @@ class RobotsFetchSpider(Spider):
             else:
                 self.extras.tdmrep[origin] = None
             if robots is not None and robots.licenses:
-                self.extras.licenses[origin] = await service._license(origin, None, robots, 0.0, 0.0)
+                self.extras.licenses[origin] = await service._file(
+                    LICENSE, origin, None, robots, 0.0, 0.0, lasting=False
+                )
             await maybe_deferred_to_future(DeferredList(jobs))
 
         extras = self.extras.wanted
@@ -597,7 +600,7 @@ def _origin_block(
         lines.append(row("tdmrep.json", _describe_tdmrep(resource_url(origin, PATH), fetched, tdmrep, config)))
     licensed = extras.licenses.get(origin) if extras is not None else None
     if licensed is not None:
-        lic = licensed.license
+        lic = licensed.parsed
         what = f"status {licensed.status} ({licensed.access})" if licensed.access != "disallowed" else "not fetched"
         text = f"{lic.url} sha256={lic.sha256 or '-'}: {what}: {len(lic)} content(s)"
         lines.append(row("license", "; ".join([text, *map(str, lic.diagnostics[:3])])))
@@ -609,7 +612,7 @@ def _origin_block(
             purposes,
             tdmrep if tdmrep is not None else EMPTY,
             _page_of(extras, target),
-            licensed.license if licensed is not None else None,
+            licensed.parsed if licensed is not None else None,
         )  # fmt: skip
         for target in targets
     ]

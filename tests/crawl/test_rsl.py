@@ -197,3 +197,37 @@ def test_the_command_shows_the_license_its_hash_and_the_decision(servers, tmp_pa
     assert f"usage: train-ai disallowed by license line 4: {s.url('/license.xml')} sha256={digest[:16]}" in out
     assert f"ALLOWED  {s.url('/about')}" in out
     assert s.count("/license.xml") == 1 and s.count("/articles/a") == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_with_a_lasting_store_a_license_is_fetched_once_and_read_back_for_every_origin(servers, tmp_path):
+    """The license goes the one per-origin path tdmrep.json goes: with a SQLite store it is kept under
+    a key of its URL (no origin's, nor tdmrep.json's), so a later crawl, and another origin naming
+    the same license, read it back instead of fetching it; the decision and the trail are the same."""
+    from scrapy_rfc9309.service import store_key
+
+    lic = servers("127.0.0.3")
+    lic.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    lic.routes["/royalty.xml"] = Reply(
+        200, ROYALTY, {"Content-Type": "application/rsl+xml", "Cache-Control": "max-age=3600"}
+    )
+    a = site(servers, "127.0.0.2", lic.url("/royalty.xml"))
+    b = site(servers, "127.0.0.4", lic.url("/royalty.xml"))
+    store = {"RFC9309_STORAGE": f"sqlite:///{tmp_path / 'robots.sqlite'}"}
+    first = await crawl([a.url("/p1")], {**TRAIN, **store})
+    audit = tmp_path / "audit.jsonl"
+    second = await crawl([a.url("/p2"), b.url("/p2")], {**TRAIN, **store, "RFC9309_AUDIT": str(audit)})
+    check_accounting(second)
+    assert lic.count("/royalty.xml") == 1  # once, for all crawls and origins
+    assert first.stat("license/fetch/count") == 1 and second.stat("license/storage_hits") == 2
+    assert not second.stat("license/fetch/count")
+    digest = hashlib.sha256(ROYALTY).hexdigest()
+    for s in (a, b):
+        o = second.outcome(s.url("/p2"))
+        assert o.message.startswith(DENIED + "4: ") and f"sha256={digest[:16]}" in o.message
+        assert pages(s) == []
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    licenses = [r for r in records if r["type"] == "license"]
+    assert sorted(r["origin"] for r in licenses) == sorted([a.origin, b.origin])
+    assert all(r["stored"] and r["sha256"] == digest and r["url"] == lic.url("/royalty.xml") for r in licenses)
+    assert store_key(lic.origin, "/.well-known/tdmrep.json", "license") != store_key(lic.origin)
