@@ -5,8 +5,8 @@ Every line is read (each distinct line once); the work per line is bounded
 holding a ":").  For each shape of header: CPU us per response
 (``page_directives``, median of 7 ``timeit`` repeats) and whether a ``noai``
 at its end was seen.  Then the same for HTML heads (``read_head`` with the
-names a crawl reads): ordinary pages, and hostile documents of 1 MB (only
-their first 64 KiB is read).
+names a crawl reads, and the page's URL for its RSL license links): ordinary
+pages, and hostile documents of 1 MB (only their first 64 KiB is read).
 
 ``python benchmarks/directives_bench.py [--head]``; ``--calls I N`` reads the
 head of shape I (0 is the first row) N times after one warm-up read, to
@@ -85,6 +85,7 @@ BODY = (
     + "</body></html>"
 )
 NOAI = '<meta name="robots" content="noai">'
+URL = "https://site.example/articles/a-page.html"
 
 
 def heads() -> dict[str, tuple[bytes, str | None]]:
@@ -106,26 +107,36 @@ def heads() -> dict[str, tuple[bytes, str | None]]:
         "1 MB of script escapes `<script><!--<script>`": (b"<script>" + b"<!--<script>-->" * (mb // 15), None),
         "1 MB of templates": (b"<template>" * (mb // 10), None),
         "1 MB of meta tags": (NOAI.encode() * (mb // 35), None),
+        "1 MB of distinct RSL license links": (
+            b"".join(b'<link rel="license" type="application/rsl+xml" href="/l%d.xml">' % i for i in range(mb // 66)),
+            None,
+        ),
+        "1 MB of license links hidden by character references": (
+            b"".join(
+                b'<link rel="&#108;icense" type="application/rsl&#43;xml" href="/%d">' % i for i in range(mb // 70)
+            ),
+            None,
+        ),
     }
 
 
 def head_table() -> None:
     names = meta_names((TOKEN,))
-    print("| HTML head | us per response | meta tags read |")
-    print("|---|---:|---:|")
+    print("| HTML head | us per response | meta tags read | RSL licenses |")
+    print("|---|---:|---:|---:|")
     for name, (body, charset) in heads().items():
         number = 20 if len(body) > 100_000 else 200
-        took = timeit.repeat(lambda: read_head(body, charset, names), number=number, repeat=7)  # noqa: B023
-        found = len(read_head(body, charset, names).metas)
-        print(f"| {name} | {statistics.median(took) / number * 1e6:,.1f} | {found} |")
+        took = timeit.repeat(lambda: read_head(body, charset, names, url=URL), number=number, repeat=7)  # noqa: B023
+        head = read_head(body, charset, names, url=URL)
+        print(f"| {name} | {statistics.median(took) / number * 1e6:,.1f} | {len(head.metas)} | {len(head.licenses)} |")
 
 
 def calls(index: int, number: int) -> None:
     body, charset = list(heads().values())[index]
     names = meta_names((TOKEN,))
-    read_head(body, charset, names)  # the caches warm, as a crawl's pages leave them
+    read_head(body, charset, names, url=URL)  # the caches warm, as a crawl's pages leave them
     for _ in range(number):
-        read_head(body, charset, names)
+        read_head(body, charset, names, url=URL)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The ``<meta name=... content=...>`` tags of an HTML document's head.
+"""The ``<meta name=... content=...>`` tags of an HTML document's head, and
+the RSL licenses its ``<link>`` elements name.
 
 Page-level statements (``<meta name="robots" content="noai">``,
 ``<meta name="tdm-reservation" content="1">``) live in the ``<head>``, and
@@ -43,6 +44,18 @@ is hostile input, so it is read the cheap way, with hard bounds:
   first meta charset in the head is the one its "change the encoding" step
   would settle on.)
 
+The head's ``<link>`` elements whose ``rel`` has the token ``license`` and
+whose ``type`` is ``application/rsl+xml`` (both in any ASCII case, the type's
+parameters ignored) name RSL licenses (:attr:`Head.licenses`, RSL 1.0): their
+``href``, character references decoded, resolved against the document's base
+URL, the page's URL given, or the first ``<base href>`` read (resolved against
+it; a ``data:`` or ``javascript:`` one is ignored, as in the standard), kept
+when the result is an http(s) URL of at most :data:`MAX_URL_CHARS`
+characters, once each, at most :data:`MAX_LICENSES` (later ones counted).
+Unlike the standard, a ``<base>`` in the body is not seen: the reading stops
+at the body's first content, so a license link is then resolved against the
+page's URL.  An empty ``href`` names nothing.
+
 Nothing here raises on any input.
 """
 
@@ -54,8 +67,10 @@ import re
 from collections.abc import Collection
 from functools import lru_cache
 from typing import NamedTuple
+from urllib.parse import urljoin, urlsplit
 
 from .diagnostics import Diagnostic
+from .rsl import MEDIA_TYPE
 
 #: bytes of a body read at most (a head is rarely over 20 KiB; what follows
 #: is not read, whatever it holds)
@@ -73,6 +88,10 @@ MAX_ATTRIBUTES = 32
 MAX_CONTENT_CHARS = 4_096
 #: characters of a tag kept as its source text (for a denial's reason)
 MAX_TAG_TEXT = 200
+#: RSL license links kept at most (a page names one; later ones are counted)
+MAX_LICENSES = 8
+#: characters of a license link's resolved URL kept at most (a longer one is refused)
+MAX_URL_CHARS = 2_048
 
 #: problem codes, and what they mean
 CODES: dict[str, str] = {
@@ -81,6 +100,8 @@ CODES: dict[str, str] = {
     "head_too_complex": "the head has more tags and attributes than are read; the rest was not read",
     "too_many_metas": "more meta tags than are kept; the later ones were not read (a count of tags)",
     "content_clipped": "a meta content value was longer than is kept; the rest was ignored",
+    "too_many_licenses": "more links that may name an RSL license than are kept; the later ones were not read",
+    "license_refused": "an RSL license link whose URL is not an http(s) URL of at most 2,048 characters",
 }
 
 _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
@@ -126,6 +147,12 @@ _BLANKS = b"\t\n\f\r "
 _SPACE_OR_SLASH = frozenset(b"\t\n\f\r /")
 _LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _CHARSET_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
+#: the elements read for license links: ``<link>``, and ``<base>`` for the URL they are resolved against
+_LINK_TAGS = frozenset({b"link", b"base"})
+#: bytes searched ahead for a "+" or "&" at once (a head's links are rarely further apart)
+_HINT_BYTES = 4_096
+#: the HTML standard's ASCII whitespace (``str.split()`` splits on more)
+_WHITESPACE = str.maketrans("\t\n\f\r", "    ")
 _PROBE = bytes(range(0x20, 0x7F))
 _ASCII = _PROBE.decode("ascii")
 
@@ -145,12 +172,14 @@ class MetaTag(NamedTuple):
 class Head(NamedTuple):
     """What was read: the meta tags (in document order), the charset used,
     whether the head was read to its end (``</head>``, ``<body`` or the end
-    of a short document) and the problems met (``line`` 0: the document)."""
+    of a short document), the problems met (``line`` 0: the document) and
+    the URLs of the RSL licenses its links name (in document order, once each)."""
 
     metas: tuple[MetaTag, ...]
     charset: str
     complete: bool
     diagnostics: tuple[Diagnostic, ...]
+    licenses: tuple[str, ...] = ()
 
 
 EMPTY_HEAD = Head((), "utf-8", True, ())
@@ -182,14 +211,17 @@ def read_head(
     http_charset: str | bytes | None = None,
     names: Collection[str] | None = None,
     limit: int = MAX_HEAD_BYTES,
+    url: str | None = None,
 ) -> Head:
     """The meta tags of ``body``'s head (only those whose name is in
-    ``names``, in any case, when given).  ``http_charset`` is the charset of
-    the response's Content-Type (a name, or the whole header value).  Never
+    ``names``, in any case, when given) and the RSL licenses it links to.
+    ``http_charset`` is the charset of the response's Content-Type (a name,
+    or the whole header value); ``url`` the page's, which relative links
+    are resolved against (without it, only a ``<base href>`` is).  Never
     raises: anything unexpected gives what was read so far."""
     try:
         wanted = None if names is None else _lowered(names if isinstance(names, frozenset) else frozenset(names))
-        return _read_head(body or b"", http_charset, wanted, max(0, limit))
+        return _read_head(body or b"", http_charset, wanted, max(0, limit), url or "")
     except Exception:  # noqa: BLE001 - hostile input: never raise; pragma: no cover (none known)
         return Head((), "utf-8", False, (Diagnostic(0, "head_cut", CODES["head_cut"] + ": internal error"),))
 
@@ -211,7 +243,9 @@ def _http_charset(value: str | bytes) -> str | None:
     return _encoding(_charset_in(value))
 
 
-def _read_head(body: bytes, http_charset: str | bytes | None, names: frozenset[str] | None, limit: int) -> Head:
+def _read_head(
+    body: bytes, http_charset: str | bytes | None, names: frozenset[str] | None, limit: int, url: str
+) -> Head:
     truncated = len(body) > limit
     data = bytes(body[:limit]) if truncated or type(body) is not bytes else body
     encoding: str | None = None  # the document's, when the BOM or the header names it (13.2.3.1)
@@ -241,6 +275,7 @@ def _read_head(body: bytes, http_charset: str | bytes | None, names: frozenset[s
             complete = True  # a short document without </head>: all of it was read
     if scan.dropped:
         problems.append(Diagnostic(0, "too_many_metas", f"{CODES['too_many_metas']}: {scan.dropped:,} more"))
+    licenses = _licenses(scan, charset, url, problems) if scan.links else ()
     metas = []
     for lt, end, raw_name, raw_content, line in scan.found:
         key = (data[lt:end], line, charset, names) if end - lt <= _KEPT_TAG_BYTES else None
@@ -262,7 +297,38 @@ def _read_head(body: bytes, http_charset: str | bytes | None, names: frozenset[s
             metas.append(meta)
         if key is not None and len(_METAS) < _KEPT_TAGS:
             _METAS[key] = meta
-    return Head(tuple(metas), encoding or charset, complete, tuple(problems))
+    return Head(tuple(metas), encoding or charset, complete, tuple(problems), licenses)
+
+
+def _licenses(scan: _Scanner, charset: str, url: str, problems: list[Diagnostic]) -> tuple[str, ...]:
+    """The license links' URLs, resolved against the document's base URL (HTML 2.4.1)."""
+    base = url
+    if scan.base is not None:  # its "frozen base URL" (4.2.3): a data: or javascript: one is ignored
+        frozen = _resolve(url, scan.base.decode(charset, "replace"))
+        if frozen is not None and urlsplit(frozen).scheme.lower() not in ("data", "javascript"):
+            base = frozen
+    found: list[str] = []
+    for raw, line in scan.links:
+        resolved = _resolve(base, raw.decode(charset, "replace"))
+        if resolved is None or len(resolved) > MAX_URL_CHARS or urlsplit(resolved).scheme not in ("http", "https"):
+            problems.append(Diagnostic(line, "license_refused", f"{CODES['license_refused']}: line {line}"))
+        elif resolved not in found:
+            found.append(resolved)
+    if scan.links_dropped:
+        count = f"{scan.links_dropped:,} more"
+        problems.append(Diagnostic(0, "too_many_licenses", f"{CODES['too_many_licenses']}: {count}"))
+    return tuple(found)
+
+
+def _resolve(base: str, href: str) -> str | None:
+    """``href`` (an attribute's value as written) resolved against ``base``; None when it names nothing."""
+    href = html.unescape(href[: 4 * MAX_URL_CHARS]).strip(" \t\n\r\f")
+    if not href:
+        return None
+    try:
+        return urljoin(base, href)
+    except ValueError:  # (a malformed authority, such as an unclosed "[")
+        return None
 
 
 def _name(raw: str) -> str:
@@ -289,7 +355,7 @@ class _Scanner:
 
     __slots__ = (
         "data", "names", "found", "dropped", "meta_charset", "ended", "cut", "budget", "lenient", "_line", "_line_at",
-        "_next",
+        "_next", "links", "links_dropped", "base", "_seen",
     )  # fmt: skip
 
     def __init__(self, data: bytes, names: Collection[str] | None) -> None:
@@ -308,6 +374,13 @@ class _Scanner:
         #: a search -> (where it started, what it found): a later search from a position up to what
         #: was found finds the same, so that repeated searches for a far string stay linear
         self._next: dict[object, tuple[int, int]] = {}
+        #: the hrefs of the RSL license links (as written, once each) and their line; those not kept
+        self.links: list[tuple[bytes, int]] = []
+        self.links_dropped = 0
+        #: the first ``<base>``'s href, as written
+        self.base: bytes | None = None
+        #: the bytes of the link tags read (a tag repeated is not read again)
+        self._seen: set[bytes] = set()
 
     def _find(self, what: bytes | re.Pattern[bytes], pos: int) -> int:  # (for the script data states)
         """The position of the next ``what`` (a string or a pattern) at or after ``pos``, or -1."""
@@ -332,6 +405,7 @@ class _Scanner:
         mode = _BEFORE_HEAD
         depth = 0  # templates open (their content is no part of the head)
         foreign = 0  # the depth at which foreign content (svg, math, select) opened inside a template
+        hint = -1  # the next "+" or "&" (an RSL link's type has one, or a character reference) at or after a tag
         while True:
             lt = data.find(b"<", i)
             if lt != i and depth == 0 and not self.lenient and data[i : n if lt < 0 else lt].strip(_BLANKS):
@@ -421,6 +495,8 @@ class _Scanner:
                     if not closing and not foreign and name in _FOREIGN:
                         foreign = depth
                         self.lenient = True  # (its integration points are not followed: read more, not less)
+                    elif self.lenient and not closing and name in _LINK_TAGS:
+                        self._link(name, lt, name_end, end)
                 elif closing:
                     depth -= 1
                     if depth < foreign:
@@ -444,6 +520,11 @@ class _Scanner:
                     depth = 1
                 elif name == b"meta":  # a meta tag past the kept ones, its charset known
                     self.dropped += 1
+                elif name in _LINK_TAGS:
+                    if hint < name_end:
+                        hint = _hint(data, name_end, n)
+                    if hint < end or name == b"base":  # (most links, stylesheets and icons, have neither)
+                        self._link(name, lt, name_end, end)
                 raw = name in _RAW_TEXT
             elif name == b"head":
                 if mode == _BEFORE_HEAD:
@@ -560,6 +641,44 @@ class _Scanner:
         else:
             self.dropped += len(self.found) >= MAX_METAS
         return end
+
+    def _link(self, name: bytes, lt: int, name_end: int, end: int) -> None:
+        """Reads a ``<link>`` that may name an RSL license, or the first ``<base>`` with an href.
+        Only a tag whose bytes hold the words it needs, or a numeric character reference, is
+        parsed, and only once a document (the same bytes state the same)."""
+        raw = self.data[name_end:end]
+        if raw in self._seen or (name == b"base" and self.base is not None):
+            return
+        self._seen.add(raw)
+        text = raw.lower()
+        if name == b"base":
+            if b"href" not in text:
+                return  # (an attribute's name is never written with a character reference)
+        elif b"&#" not in text and (b"rsl" not in text or b"license" not in text):
+            return  # (no named character reference stands for a letter of "rsl" or "license")
+        elif len(self.links) >= MAX_LICENSES:  # (counted, not parsed: a hostile head's are many)
+            self.links_dropped += 1
+            return
+        parsed = self._attributes(name_end)
+        attrs = parsed[0] if parsed is not None else {}
+        href, media = attrs.get(b"href"), attrs.get(b"type")
+        if href is None:
+            return
+        if name == b"base":
+            self.base = href
+            return
+        if media is None:
+            return
+        # rel and type hold ASCII tokens: read as Latin-1 and unescaped, their bytes match whatever the charset
+        kind = html.unescape(media.decode("latin-1")).split(";", 1)[0].strip(" \t\n\r\f")
+        rel = html.unescape(attrs.get(b"rel", b"").decode("latin-1")).translate(_WHITESPACE).split(" ")
+        if kind.lower() != MEDIA_TYPE or "license" not in [t.lower() for t in rel if t.isascii()]:
+            return
+        if any(href == known for known, _ in self.links):
+            return
+        self._line += self.data.count(b"\n", self._line_at, lt)
+        self._line_at = lt
+        self.links.append((href, self._line))
 
     def _skip(self, pos: int) -> int | None:
         """The position after the ``>`` that ends the tag whose name ends at
@@ -711,6 +830,15 @@ class _Scanner:
             found = _encoding(raw.decode("latin-1").strip(" \t\n\r\f"))
             if found is not None:  # UTF-16 named in the document is UTF-8 (13.2.3.2, 13.2.3.4)
                 self.meta_charset = "utf-8" if found in _TRANSCODED else found
+
+
+def _hint(data: bytes, pos: int, n: int) -> int:
+    """A position up to which, from ``pos``, there is no "+" nor "&": a link without either
+    names no RSL license and is not parsed (one search for the links of a head, searching
+    at most :data:`_HINT_BYTES` ahead)."""
+    limit = min(n, pos + _HINT_BYTES)
+    plus, amp = data.find(b"+", pos, limit), data.find(b"&", pos, limit)
+    return min(plus if plus >= 0 else limit, amp if amp >= 0 else limit)
 
 
 def _charset_in(value: str | bytes) -> str:
