@@ -19,7 +19,6 @@ from .lifecycle import crawl_state, refused, rfc9309_settings, robots_service
 from .masking import mask_url
 from .origins import origin_of_request
 from .page_usage import read_response
-from .robots.rsl import link_licenses
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED, Decision, Verdict
@@ -216,8 +215,8 @@ class RobotsTxtMiddleware:
         reading = read_response(response, request.url, prov.get("tokens") or self.settings.user_agents, tdmrep)
         if reading.head_read:
             self._counts.inc("page/heads_read")
-        if links := link_licenses(response.headers.getlist(b"Link")):  # recorded; the origin's License line is read
-            prov["license_links"] = [mask_url(link) for link in links]
+        if reading.licenses:  # recorded; the origin's License line is what is enforced
+            prov["license_links"] = [{"url": mask_url(url), "source": source} for url, source in reading.licenses]
         if reading.nofollow:
             enforced = bool(purposes) and self.settings.follows_nofollow
             prov["nofollow"] = {"sources": [s.to_dict() for s in reading.nofollow], "enforced": enforced}

@@ -48,11 +48,13 @@ _TDM_NAMES = (RESERVATION, POLICY)
 class PageReading(NamedTuple):
     """What one response states: ``usage`` (its own statements, with their
     sources; robots.txt's are not in it), the ``nofollow`` directives that
-    address the crawler, and whether its HTML head was read."""
+    address the crawler, whether its HTML head was read, and the RSL licenses
+    it names (:func:`.robots.rsl.page_licenses`: URL and ``header`` or ``html``)."""
 
     usage: Usage
     nofollow: tuple[Source, ...]
     head_read: bool
+    licenses: tuple[tuple[str, str], ...] = ()
 
 
 @lru_cache(maxsize=64)
@@ -64,7 +66,15 @@ def meta_names(tokens: tuple[str, ...]) -> frozenset[str]:
 
 
 #: the header names read, as each kind of ``Headers`` keeps them (its own ``normkey``)
-_NAMES = (b"content-usage", b"content-signal", b"x-robots-tag", b"tdm-reservation", b"tdm-policy", b"content-type")
+_NAMES = (
+    b"content-usage",
+    b"content-signal",
+    b"x-robots-tag",
+    b"tdm-reservation",
+    b"tdm-policy",
+    b"content-type",
+    b"link",
+)
 _NORMALIZED: dict[type, dict[bytes, Any]] = {}
 
 
@@ -116,7 +126,8 @@ def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: T
     named by ``tokens``, with ``tdmrep`` the origin's tdmrep.json (None or
     :data:`~.robots.tdmrep.EMPTY` when it has none)."""
     from .robots.directives import NOTHING, page_directives
-    from .robots.html_head import is_html, read_head
+    from .robots.html_head import EMPTY_HEAD, is_html, read_head
+    from .robots.rsl import page_licenses
 
     values = _header_values(response.headers)
     content_usage = values(b"content-usage")
@@ -126,11 +137,9 @@ def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: T
     policy = values(b"tdm-policy")
     content_type = (values(b"content-type") or (None,))[-1]
     tokens = tuple(tokens)
-    metas: tuple[MetaTag, ...] = ()
-    head_read = False
-    if is_html(content_type):
-        metas = read_head(response.body, content_type, meta_names(tokens)).metas
-        head_read = True
+    head_read = is_html(content_type)
+    head = read_head(response.body, content_type, meta_names(tokens), url=response.url) if head_read else EMPTY_HEAD
+    metas = head.metas
     tdm_metas = tuple(m for m in metas if m.name in _TDM_NAMES)
     if reservation or policy or tdm_metas:
         tdm = _tdm_usage(tdmrep, url, tuple(reservation), tuple(policy), tdm_metas)
@@ -148,4 +157,5 @@ def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: T
         if p is not UNKNOWN
     ]
     usage = UNKNOWN if not parts else parts[0] if len(parts) == 1 else combine(parts)
-    return PageReading(usage, page.nofollow_sources, head_read)
+    licenses = page_licenses(values(b"link"), head.licenses, response.url)
+    return PageReading(usage, page.nofollow_sources, head_read, licenses)

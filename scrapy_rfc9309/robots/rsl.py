@@ -54,7 +54,7 @@ from __future__ import annotations
 import xml.parsers.expat
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from . import patterns
 from .diagnostics import Diagnostic
@@ -293,6 +293,21 @@ def link_licenses(values: Iterable[bytes | str] | None, limit: int = 4) -> tuple
                 if len(found) >= limit:
                     return tuple(found)
     return tuple(found)
+
+
+def page_licenses(link: Iterable[bytes | str] | None, html: Sequence[str], url: str) -> tuple[tuple[str, str], ...]:
+    """The RSL licenses a response names, once each, as (URL, ``"header"`` or ``"html"``):
+    its ``Link`` lines' (:func:`link_licenses`, resolved against ``url``), then its HTML
+    head's (:attr:`.html_head.Head.licenses`, resolved already)."""
+    found: dict[str, str] = {}
+    for target in link_licenses(link) if link else ():
+        try:
+            found.setdefault(urljoin(url, target), "header")
+        except ValueError:  # (a malformed authority: names nothing)
+            continue
+    for target in html:
+        found.setdefault(target, "html")
+    return tuple(found.items())
 
 
 # -- reading ------------------------------------------------------------------------------
