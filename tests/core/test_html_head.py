@@ -22,8 +22,10 @@ from hypothesis import strategies as st
 from scrapy_rfc9309.robots.html_head import (
     MAX_ATTRIBUTES,
     MAX_HEAD_BYTES,
+    MAX_LICENSES,
     MAX_METAS,
     MAX_STEPS,
+    MAX_URL_CHARS,
     MetaTag,
     _Scanner,
     is_html,
@@ -331,3 +333,51 @@ def test_a_tag_met_again_is_read_as_the_first_time() -> None:
     assert read_head(docs[2]).metas == ()
     assert read_head(docs[4]).metas[0].content == "café"
     assert read_head(docs[5]).metas[0].content == ">no&ai"  # its first ">" is inside the value
+
+
+# -- RSL license links ------------------------------------------------------------------------------
+PAGE = "https://site.example/dir/page.html"
+
+
+def lic(href: str, rel: str = "license", media: str = "application/rsl+xml") -> bytes:
+    return f'<link rel="{rel}" type="{media}" href="{href}">'.encode()
+
+
+def test_license_links_are_bounded_and_the_later_ones_counted() -> None:
+    many = b"<head>" + b"".join(lic(f"/l{i}.xml") for i in range(20)) + lic("/l0.xml") + b"</head>"
+    head = read_head(many, url=PAGE)
+    assert head.licenses == tuple(f"https://site.example/l{i}.xml" for i in range(MAX_LICENSES))
+    (problem,) = head.diagnostics
+    assert problem.code == "too_many_licenses" and problem.message.endswith(": 12 more")  # (l0 again is not more)
+    # the same link repeated is read once and kept once
+    assert read_head(lic("/a.xml") * 50 + lic("/b.xml"), url=PAGE).licenses == (
+        "https://site.example/a.xml",
+        "https://site.example/b.xml",
+    )
+
+
+def test_license_links_far_apart_and_among_other_links() -> None:
+    # the "+" of a license link's type far after other links, and links whose "&" is no character reference
+    filler = b'<link rel="stylesheet" href="/s.css?a=1&amp;b=2">' * 200
+    body = b"<head>" + filler + lic("/far.xml") + filler + lic("/LIC.xml", "LICENSE", "APPLICATION/RSL+XML") + b"<body>"
+    assert read_head(body, url=PAGE).licenses == ("https://site.example/far.xml", "https://site.example/LIC.xml")
+
+
+def test_license_links_that_name_nothing_usable() -> None:
+    body = lic("javascript:alert(1)") + lic("/" + "x" * MAX_URL_CHARS) + lic("http://[::1") + lic("") + lic("ok.xml")
+    head = read_head(body, url=PAGE)
+    assert head.licenses == ("https://site.example/dir/ok.xml",)
+    assert [d.code for d in head.diagnostics] == ["license_refused"] * 4
+    # without the page's URL, only an absolute link, or one a <base href> makes absolute, is kept
+    assert read_head(lic("ok.xml") + lic("https://a.example/l.xml")).licenses == ("https://a.example/l.xml",)
+    assert read_head(b'<base href="https://b.example/d/">' + lic("ok.xml")).licenses == ("https://b.example/d/ok.xml",)
+
+
+def test_a_base_after_the_link_and_in_a_template() -> None:
+    # the first <base href> is the document's base URL wherever it stands in the head
+    assert read_head(lic("l.xml") + b'<base href="/b/"><base href="/c/">', url=PAGE).licenses == (
+        "https://site.example/b/l.xml",
+    )
+    # a template's content is no part of the head: neither its base nor its links
+    body = b"<head><template>" + lic("t.xml") + b'<base href="/t/"></template>' + lic("l.xml")
+    assert read_head(body, url=PAGE).licenses == ("https://site.example/dir/l.xml",)

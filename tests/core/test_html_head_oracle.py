@@ -18,6 +18,7 @@ the meta name/content pairs our reader finds must be exactly those, in order:
 from __future__ import annotations
 
 from email.message import Message
+from urllib.parse import urljoin, urlsplit
 
 import html5lib
 from hypothesis import HealthCheck, given, settings
@@ -27,6 +28,7 @@ from selectolax.lexbor import LexborHTMLParser
 from scrapy_rfc9309.robots.html_head import read_head
 
 NOAI = '<meta name="robots" content="noai">'
+LICENSE = '<link rel="license" type="application/rsl+xml" href="license.xml">'
 
 
 def oracle(body: bytes, http_charset: str | None = None) -> list[tuple[str, str]]:
@@ -48,6 +50,46 @@ def oracle(body: bytes, http_charset: str | None = None) -> list[tuple[str, str]
         name, content = meta.get("name"), meta.get("content")
         if name is not None and content is not None:
             found.append((name.strip(" \t\n\r\f").lower(), content))
+    return found
+
+
+URL = "https://site.example/dir/page.html"
+
+
+def oracle_licenses(body: bytes, http_charset: str | None = None) -> list[str]:
+    """The RSL licenses the ``<link>`` elements html5lib puts in the head name: ``rel`` with the
+    token ``license`` and ``type`` ``application/rsl+xml`` (ASCII case-insensitive, parameters
+    ignored), a non-empty ``href`` resolved against the document's base URL (the first
+    ``<base href>``, not data: or javascript:), kept when http(s), once each.  The base is
+    looked for in the head only: our reader stops at the body, and says so (the standard
+    would also use a ``<base>`` in the body)."""
+    header = Message()
+    header["Content-Type"] = http_charset or "text/html"
+    tree = html5lib.parse(
+        body,
+        treebuilder="etree",
+        namespaceHTMLElements=False,
+        transport_encoding=header.get_param("charset"),
+        default_encoding="utf-8",
+        useChardet=False,
+    )
+    head = tree.find("head")
+    base = URL
+    for element in head.iter("base"):
+        if element.get("href") is not None:
+            frozen = urljoin(URL, element.get("href").strip(" \t\n\r\f"))
+            if urlsplit(frozen).scheme not in ("data", "javascript"):
+                base = frozen
+            break
+    found: list[str] = []
+    for link in head.iter("link"):
+        rel = [t.lower() for t in link.get("rel", "").replace("\t", " ").replace("\n", " ").split(" ")]
+        media = link.get("type", "").split(";")[0].strip(" \t\n\r\f").lower()
+        href = (link.get("href") or "").strip(" \t\n\r\f")
+        if "license" in rel and media == "application/rsl+xml" and href:
+            url = urljoin(base, href)
+            if urlsplit(url).scheme in ("http", "https") and url not in found:
+                found.append(url)
     return found
 
 
@@ -109,6 +151,15 @@ PIECES = [
     NOAI, NOAI, NOAI, '<meta name="ExampleBot" content="noindex">', "<meta name=tdm-reservation content=1>",
     "<meta content=x name=viewport>", "<META NAME=ROBOTS CONTENT=NOAI/>", '<meta charset="latin1">',
     '<meta http-equiv="content-type" content="text/html; charset=utf-16">',
+    # RSL license links, and the base URL they are resolved against
+    LICENSE, LICENSE, f"<!-- {LICENSE} -->", f"<script>{LICENSE}</script>", f"<title>{LICENSE}</title>",
+    '<LINK REL="Alternate  LICENSE" TYPE="Application/RSL+XML; charset=utf-8" href=l2.xml>',
+    '<link rel="&#108;icense" type="application/rsl&#43;xml" href="&#47;l3.xml?a=1&amp;b=2">',
+    '<link rel="license" type="application/rsl+xml" href="https://other.example/l4.xml">',
+    "<link rel=licenses type=application/rsl+xml href=/no1>", "<link rel=license type=text/xml href=/no2>",
+    "<link rel=license type=application/rsl+xml>", '<link rel=license type=application/rsl+xml href=" ">',
+    "<link rel=license type=application/rsl+xml href=mailto:a@b>", '<link rel="stylesheet" href="/s.css?a&amp;b">',
+    '<base href="/sub/">', '<base href="https://cdn.example/x/">', "<base target=_blank>", '<base href="javascript:x">',
 ]  # fmt: skip
 ENCODINGS = [
     ("utf-8", b"", None),
@@ -135,6 +186,27 @@ def test_agrees_with_html5lib(pieces: list[str], encoding: tuple[str, bytes, str
     codec, bom, header = encoding
     body = bom + "".join(pieces).encode(codec)
     assert ours(body, header) == oracle(body, header)
+    assert list(read_head(body, header, url=URL).licenses) == oracle_licenses(body, header)
+
+
+def test_license_links_as_html5lib_finds_them() -> None:
+    cases = {
+        f"<head>{LICENSE}</head><body>x": [f"{URL.rsplit('/', 1)[0]}/license.xml"],
+        f'<head><base href="/sub/"></head>{LICENSE}<body>': ["https://site.example/sub/license.xml"],
+        f'<!-- x --!>{LICENSE}<base href="//cdn.example/"><body>': ["https://cdn.example/license.xml"],
+        '<link rel="&#108;icense" type="application/rsl&#43;xml" href="&#47;l3.xml?a=1&amp;b=2">'
+        f"<script>{LICENSE}</script>" + LICENSE.replace("license.xml", "https://other.example/l4.xml"): [
+            "https://site.example/l3.xml?a=1&b=2",
+            "https://other.example/l4.xml",
+        ],
+        '<LINK REL="Alternate  LICENSE" TYPE="Application/RSL+XML; charset=utf-8" href=l2.xml>'
+        '<base href="javascript:x"><link rel=licenses type=application/rsl+xml href=/no1>': [
+            "https://site.example/dir/l2.xml"
+        ],
+    }
+    for doc, expected in cases.items():
+        assert oracle_licenses(doc.encode()) == expected, doc
+        assert list(read_head(doc.encode(), url=URL).licenses) == expected, doc
 
 
 @SETTINGS

@@ -18,6 +18,7 @@ from scrapy_rfc9309.robots.rsl import (
     License,
     holds,
     link_licenses,
+    page_licenses,
 )
 from scrapy_rfc9309.robots.steps import PAUSED, run
 
@@ -245,6 +246,18 @@ def test_link_headers_naming_an_rsl_license():
     ]
     assert link_licenses(lines) == ("https://pub.example/license.xml", "https://pub.example/b.xml")
     assert link_licenses(None) == () and link_licenses([b"garbage;;,<>"]) == ()
+
+
+def test_the_licenses_a_page_names_once_each_with_their_source():
+    header = [
+        b'</l.xml>; rel="license"; type="application/rsl+xml", <http://[x>; rel=license; type=application/rsl+xml'
+    ]
+    html = ("https://pub.example/l.xml", "https://pub.example/h.xml")
+    assert page_licenses(header, html, "https://pub.example/a/p") == (
+        ("https://pub.example/l.xml", "header"),  # resolved against the page, and named by both: once
+        ("https://pub.example/h.xml", "html"),
+    )
+    assert page_licenses(None, (), "https://pub.example/") == ()
 
 
 def test_the_usage_settings_licenses_key():

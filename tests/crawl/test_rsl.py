@@ -180,7 +180,30 @@ async def test_a_link_header_naming_a_license_is_recorded_in_the_provenance(serv
     )
     result = await crawl([s.url("/p1")], TRAIN)
     o = result.outcome(s.url("/p1"))
-    assert o.status == 200 and o.provenance["license_links"] == ["https://pub.example/license.xml"]
+    assert o.status == 200
+    assert o.provenance["license_links"] == [{"url": "https://pub.example/license.xml", "source": "header"}]
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_html_link_naming_a_license_is_recorded_as_the_header_is(servers):
+    s = site(servers, "127.0.0.2", None)
+    head = (
+        '<!-- <link rel="license" type="application/rsl+xml" href="/commented.xml"> -->'
+        '<link rel="stylesheet" href="/s.css"><link rel="Alternate License" type="application/RSL+xml" href="l.xml">'
+        '<link rel="license" type="application/rsl+xml" href="https://pub.example/license.xml">'
+    )
+    link = '<https://pub.example/license.xml>; rel="license"; type="application/rsl+xml"'
+    s.routes["/p/1"] = Reply(
+        200, f"<html><head>{head}</head><body>p</body></html>", {"Content-Type": "text/html", "Link": link}
+    )
+    s.routes["/p/2"] = Reply(200, f"<html><head><title>t</title></head>{head}<body>p", {"Content-Type": "text/html"})
+    result = await crawl([s.url("/p/1"), s.url("/p/2")], TRAIN)
+    check_accounting(result)
+    header = {"url": "https://pub.example/license.xml", "source": "header"}
+    html = {"url": s.url("/p/l.xml"), "source": "html"}
+    assert result.outcome(s.url("/p/1")).provenance["license_links"] == [header, html]  # once each, the header first
+    after_head = result.outcome(s.url("/p/2")).provenance["license_links"]  # (a link after </head> is in the head)
+    assert after_head == [html, {**header, "source": "html"}]
 
 
 def test_the_command_shows_the_license_its_hash_and_the_decision(servers, tmp_path):
