@@ -66,8 +66,8 @@ def meta_names(tokens: tuple[str, ...]) -> frozenset[str]:
 
 
 #: the header names read, as each kind of ``Headers`` keeps them (its own ``normkey``)
-_NAMES = (b"content-usage", b"content-signal", b"x-robots-tag", b"tdm-reservation", b"tdm-policy", b"content-type")
-_NAMES += (b"link",)
+_NAMES: tuple[bytes, ...] = (b"content-usage", b"content-signal", b"x-robots-tag", b"tdm-reservation", b"tdm-policy")
+_NAMES += (b"content-type", b"link")
 _NORMALIZED: dict[type, dict[bytes, Any]] = {}
 
 
