@@ -546,7 +546,7 @@ class RobotsFetchSpider(Spider):
             else:
                 self.extras.tdmrep[origin] = None
             if robots is not None and robots.licenses:
-                self.extras.licenses[origin] = await service._file(
+                self.extras.licenses[origin] = await service.origin_file(
                     LICENSE, origin, None, robots, 0.0, 0.0, lasting=False
                 )
             await maybe_deferred_to_future(DeferredList(jobs))

@@ -222,6 +222,8 @@ OWN = {
     ("storage/redis.py", "self.store._held"),
     ("storage/redis.py", "self.store._run_script"),
     ("robots/usage.py", "other._values"),
+    ("settings.py", "other._values"),
+    ("settings.py", "p._values"),
     ("robots/usage.py", "usage._values"),
     ("robots/usage_match.py", "matcher._exact"),
     ("robots/usage_match.py", "matcher._node_of"),
