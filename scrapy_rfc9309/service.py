@@ -336,7 +336,9 @@ class RobotsService:
                 await self.storage.store(origin, entry, lease, floor)
                 lease = None
             args = (origin, trigger, robots, entry.expires_at, floor, previous)
-            files: dict[str, Any] = {kind.key: await self.origin_file(kind, *args) for kind in FILES} if pending.files else {}
+            files: dict[str, Any] = (
+                {kind.key: await self.origin_file(kind, *args) for kind in FILES} if pending.files else {}
+            )
             sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
             files["expires_at"] = min([entry.expires_at, *(file.expires_at for file in files.values() if file)])
             known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, **files)
