@@ -215,8 +215,9 @@ class RobotsTxtMiddleware:
         reading = read_response(response, request.url, prov.get("tokens") or self.settings.user_agents, tdmrep)
         if reading.head_read:
             self._counts.inc("page/heads_read")
-        if reading.licenses:  # recorded; the origin's License line is what is enforced
+        if reading.licenses:  # recorded; the first governs the origin's next requests if robots.txt names none
             prov["license_links"] = [{"url": mask_url(url), "source": source} for url, source in reading.licenses]
+            self.service.adopt_license(origin, reading.licenses[0][0])
         if reading.nofollow:
             enforced = bool(purposes) and self.settings.follows_nofollow
             prov["nofollow"] = {"sources": [s.to_dict() for s in reading.nofollow], "enforced": enforced}

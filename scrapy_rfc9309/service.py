@@ -94,7 +94,7 @@ TDMREP = FileKind(
     "tdmrep.json", "tdmrep", lambda origin, _: resource_url(origin, PATH), MAX_FILE_BYTES,
     lambda body, *_: TdmRep.parsing(body), "rules",
 )  # fmt: skip
-#: RSL: robots.txt's first License line, maybe on another host
+#: RSL: robots.txt's first License line, else the first a page named (RobotsService.adopt_license), maybe on another host
 LICENSE = FileKind(
     "license", "license", lambda _, robots: robots.licenses[0] if robots.licenses else None, LICENSE_BYTES,
     lambda body, url, sha256, held: License.parsing(body, mask_url(url), sha256, holds(url, held)), "terms",
@@ -168,6 +168,7 @@ class RobotsService:
         self.closed = False  # the spider began to close: no fetch starts, waiters get NotResolved
         self.paces = storage.shared and settings.crawl_delay  # a store shared with other processes paces
         self._known: LruDict[str, Known] = LruDict(settings.cache_max_origins, on_evict=self._evicted)
+        self._page_licenses: dict[str, str] = {}  # an origin's license a page named (robots.txt naming none)
         self._pending: dict[str, _Pending] = {}
         self._tasks: set[Deferred] = set()
         self._turns: dict[str, DeferredLock] = {}
@@ -207,6 +208,17 @@ class RobotsService:
     def known(self, origin: str) -> Known | None:
         """The cached result of ``origin``, fresh or not, without touching its LRU place."""
         return self._known.peek(origin)
+
+    def adopt_license(self, origin: str, url: str) -> None:
+        """A page of ``origin`` names the RSL license ``url``: where its usage is read and robots.txt names none, the
+        origin adopts the first so named, which its next requests wait for in the gate (no longer fresh)."""
+        known = self._known.peek(origin)
+        if known is None or known.robots.licenses or origin in self._page_licenses or not self.reads(origin):
+            return
+        self._page_licenses[origin] = url
+        self.counts.inc("license/page_named")
+        logger.debug("%s names the license %s: its next requests wait for it", origin, mask_url(url))
+        self._known.put(origin, replace(known, expires_at=0.0))  # (robots.txt's entry is still fresh: not fetched)
 
     def pending(self, origin: str) -> bool:
         return origin in self._pending
@@ -497,6 +509,7 @@ class RobotsService:
 
     def _evicted(self, origin: str) -> None:
         self.counts.inc("cache/evictions")
+        self._page_licenses.pop(origin, None)
         for listener in self._forget:
             listener(origin)
 
@@ -507,7 +520,7 @@ class RobotsService:
         """``kind``'s file of ``origin`` (None: it has none): the one kept while fresh, the store's (``lasting``), or a
         fetch robots.txt allows at each hop (another host's by its own, got by :meth:`inspect`, not a resolution: none
         waits on another), through the robots.txt lane, bounded, paced on the origin; one not fetched states nothing."""
-        url = kind.url(origin, robots)
+        url = kind.url(origin, robots) or (self._page_licenses.get(origin) if kind is LICENSE else None)
         kept = getattr(previous, kind.key) if previous is not None else None
         if url is None or (kept is not None and kept.url == url and time.time() < kept.expires_at):
             return kept if url is not None else None

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest_twisted
 
-from .harness import check_accounting, crawl
+from .harness import Req, check_accounting, crawl
 from .servers import Reply, redirect, robots
 
 TRAIN = {"RFC9309_USAGE": ["train-ai"]}
@@ -254,3 +254,72 @@ async def test_with_a_lasting_store_a_license_is_fetched_once_and_read_back_for_
     assert sorted(r["origin"] for r in licenses) == sorted([a.origin, b.origin])
     assert all(r["stored"] and r["sha256"] == digest and r["url"] == lic.url("/royalty.xml") for r in licenses)
     assert store_key(lic.origin, "/.well-known/tdmrep.json", "license") != store_key(lic.origin)
+
+
+def page(link: str = "", head: str = "") -> Reply:
+    headers = {"Content-Type": "text/html", **({"Link": link} if link else {})}
+    return Reply(200, f"<html><head>{head}</head><body>p</body></html>", headers)
+
+
+def after_p1(s: Any, *paths: str) -> list[Req]:
+    return [Req(s.url("/p1"), then=[Req(s.url(path)) for path in paths])]
+
+
+def lic_link(url: str) -> str:
+    return f'<{url}>; rel="license"; type="application/rsl+xml"'
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_license_a_page_names_governs_the_next_requests_of_its_origin(servers):
+    """robots.txt names no license; the first page's Link header does: the origin adopts it, its next
+    requests wait in the gate while it is fetched once, and its terms deny them before the download.
+    The page's HTML link comes after the header: not the one adopted."""
+    s = site(servers, "127.0.0.2", None)
+    s.routes["/p1"] = page(lic_link("/license.xml"), '<link rel="license" type="application/rsl+xml" href="/o.xml">')
+    s.routes["/license.xml"] = license_reply(PROHIBITS)
+    s.routes["/o.xml"] = license_reply(ROYALTY)
+    result = await crawl(after_p1(s, "/articles/a", "/articles/b", "/about"), TRAIN)
+    check_accounting(result)
+    digest = hashlib.sha256(PROHIBITS).hexdigest()
+    first = result.outcome(s.url("/p1"))  # the page itself is judged as before: downloaded, the links recorded
+    assert first.status == 200 and [x["source"] for x in first.provenance["license_links"]] == ["header", "html"]
+    for path in ("/articles/a", "/articles/b"):
+        denied = result.outcome(s.url(path))
+        assert denied.error == "IgnoreRequest" and denied.message.startswith(DENIED + "4: ")
+        assert s.url("/license.xml") in denied.message and f"sha256={digest[:16]}" in denied.message
+    about = result.outcome(s.url("/about"))
+    assert about.status == 200 and about.provenance["license"] == {"url": s.url("/license.xml"), "sha256": digest}
+    assert pages(s) == ["/about", "/p1"]  # the reserved pages were never downloaded
+    assert s.count("/license.xml") == 1 and s.count("/o.xml") == 0 and s.count("/robots.txt") == 1
+    assert result.stat("license/page_named") == 1 and result.stat("license/fetch/count") == 1
+    assert result.stat("gate/held") == 4  # /p1 for robots.txt, the next three for the license: none in the downloader
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_license_an_html_link_names_governs_the_next_requests_as_the_header_does(servers):
+    s = site(servers, "127.0.0.2", None)
+    s.routes["/p1"] = page(head='<link rel="license" type="application/rsl+xml" href="license.xml">')
+    s.routes["/license.xml"] = license_reply(PROHIBITS)
+    result = await crawl(after_p1(s, "/articles/a", "/about"), TRAIN)
+    check_accounting(result)
+    denied = result.outcome(s.url("/articles/a"))
+    assert denied.message.startswith(DENIED + "4: ") and s.url("/license.xml") in denied.message
+    assert result.outcome(s.url("/about")).status == 200
+    assert pages(s) == ["/about", "/p1"] and s.count("/license.xml") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_license_a_page_names_is_robots_checked_and_robots_txt_s_own_wins(servers):
+    s = site(servers, "127.0.0.2", None, "Disallow: /license.xml\n")
+    s.routes["/p1"] = page(lic_link("/license.xml"))
+    s.routes["/license.xml"] = license_reply(PROHIBITS)
+    t = site(servers, "127.0.0.3", None)  # its robots.txt names a license that prohibits nothing under /articles/
+    t.routes["/robots.txt"] = robots(f"User-agent: *\nAllow: /\nLicense: {t.url('/free.xml')}\n")
+    t.routes["/free.xml"] = license_reply(rsl('<content url="/nothing/">\n<license/>\n</content>'))
+    t.routes["/p1"] = page(lic_link("/license.xml"))
+    t.routes["/license.xml"] = license_reply(PROHIBITS)
+    result = await crawl(after_p1(s, "/articles/a") + after_p1(t, "/articles/a"), TRAIN)
+    check_accounting(result)
+    assert all(result.outcome(x.url("/articles/a")).status == 200 for x in (s, t))
+    assert s.count("/license.xml") == 0 and t.count("/license.xml") == 0 and t.count("/free.xml") == 1
+    assert result.stat("license/page_named") == 1 and result.stat("license/disallowed") == 1
