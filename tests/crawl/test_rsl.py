@@ -323,3 +323,17 @@ async def test_a_license_a_page_names_is_robots_checked_and_robots_txt_s_own_win
     assert all(result.outcome(x.url("/articles/a")).status == 200 for x in (s, t))
     assert s.count("/license.xml") == 0 and t.count("/license.xml") == 0 and t.count("/free.xml") == 1
     assert result.stat("license/page_named") == 1 and result.stat("license/disallowed") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_adopted_license_is_forgotten_with_its_origin(servers):
+    a = site(servers, "127.0.0.2", None)
+    a.routes["/p1"] = page(lic_link("/license.xml"))
+    a.routes["/license.xml"] = license_reply(PROHIBITS)
+    b = site(servers, "127.0.0.3", None)
+    plan = [Req(a.url("/p1"), then=[Req(b.url("/p1"), then=[Req(a.url("/articles/a"))])])]
+    result = await crawl(plan, {**TRAIN, "RFC9309_CACHE_MAX_ORIGINS": 1})  # b's robots.txt evicts a
+    check_accounting(result)
+    assert result.stat("license/page_named") == 1 and result.stat("cache/evictions") >= 1
+    assert a.count("/robots.txt") == 2 and a.count("/license.xml") == 0
+    assert result.outcome(a.url("/articles/a")).status == 200
