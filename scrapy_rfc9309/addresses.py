@@ -1,12 +1,6 @@
-"""Which addresses are internal, and which origins are themselves private.
-
-A public origin's robots.txt redirect is not followed to an internal address (a router, a Redis on
-loopback, a cloud metadata service at 169.254.169.254): :class:`~.fetch.RobotsFetcher` asks this
-module (docs/middleware.md, "The redirect guard").  Internal by default: an address that is not
-globally routable, or multicast (an IPv6 address that embeds an IPv4 one is judged by it too);
-``RFC9309_INTERNAL_NETWORKS`` replaces that with its networks.  A private origin (an internal IP, or
-a name outside the public DNS: one label, or under :data:`PRIVATE_SUFFIXES`) may redirect anywhere.
-"""
+"""Which addresses are internal and which origins private: a public origin's robots.txt redirect is not followed
+to an internal address (docs/middleware.md, "The redirect guard").  Internal: not globally routable, or multicast
+(or ``RFC9309_INTERNAL_NETWORKS``); a private origin (internal IP, one label, :data:`PRIVATE_SUFFIXES`) may."""
 
 from __future__ import annotations
 
@@ -27,15 +21,13 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 @cache
 def _legacy_ipv4() -> re.Pattern[str]:
-    """The legacy IPv4 forms getaddrinfo accepts: "127.1", "0x7f.0.0.1", "2130706433"
-    (compiled when a host name is first checked)."""
+    """The legacy IPv4 forms getaddrinfo accepts: "127.1", "0x7f.0.0.1", "2130706433" (compiled on first use)."""
     return re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
 
 
 def parse_networks(value: object, name: str) -> tuple[IPNetwork, ...] | None:
-    """A setting's list of networks (``["10.0.0.0/8", "fd00::/8"]``, or a JSON /
-    comma-separated string of them); None for None (the default set).
-    ``ValueError`` naming the setting for anything else."""
+    """A setting's list of networks (``["10.0.0.0/8"]``, or a JSON / comma-separated string of them); None for
+    None (the default set); ``ValueError`` naming the setting for anything else."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -64,8 +56,7 @@ class AddressPolicy:
     """Tells internal addresses and private origins apart (see the module docstring)."""
 
     def __init__(self, networks: tuple[IPNetwork, ...] | None = None) -> None:
-        #: the networks that count as internal, or None for "not globally routable"
-        self.networks = networks
+        self.networks = networks  # the networks that count as internal, or None for "not globally routable"
 
     def internal(self, address: IPAddress | str) -> bool:
         ip = ipaddress.ip_address(address) if isinstance(address, str) else address
@@ -83,8 +74,7 @@ class AddressPolicy:
         return not ip.is_global or ip.is_multicast
 
     def internal_literal(self, url: str) -> str | None:
-        """The host of ``url`` when it is an IP address (in any form a resolver
-        accepts) that is internal; else None."""
+        """The host of ``url`` when it is an internal IP address (in any form a resolver accepts); else None."""
         host = urlsplit(url).hostname or ""
         address = ip_literal(host)
         return host if address is not None and self.internal(address) else None

@@ -1,11 +1,6 @@
-"""The one function that keeps secrets out of what the plugin writes.
-
-Every URL in a log line, a stat, an audit record, a provenance or the output of ``scrapy robots``
-goes through :func:`mask_url`: the userinfo's password (``user:***@``), a userinfo without one as a
-whole (``***@``, a token), and the value of each query or fragment parameter whose name contains one
-of :data:`SECRET_NAMES` (docs/audit.md).  Masking a harmless value (``keyword=``) costs nothing;
-printing a secret cannot be undone.  :func:`mask_text` masks every URL inside a text.
-"""
+"""The one function that keeps secrets out of what the plugin writes: every URL it logs, counts, records
+or prints goes through :func:`mask_url` (docs/audit.md).  Masking a harmless value (``keyword=``) costs
+nothing; printing a secret cannot be undone."""
 
 from __future__ import annotations
 
@@ -18,14 +13,14 @@ MASK = "***"
 SECRET_NAMES = ("pass", "pwd", "token", "secret", "key", "auth", "sig", "session", "credential", "cookie")
 
 
-# (The two regexes are compiled when first needed: most crawls log no URL with a query.)
-@cache
+@cache  # (the two regexes are compiled when first needed: most crawls log no URL with a query)
 def _secret_name() -> re.Pattern[str]:
     return re.compile("|".join(SECRET_NAMES))
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its secrets masked (see the module docstring)."""
+    """``url`` with its userinfo's password (``user:***@``), a userinfo without one (``***@``) and each query or
+    fragment parameter named after one of :data:`SECRET_NAMES` masked."""
     if "@" not in url and "?" not in url and "#" not in url:
         return url
     return _mask(url)
@@ -70,10 +65,8 @@ def _mask_pair(pair: str) -> str:
 
 
 class Secret:
-    """A secret value (the audit trail's key) that never prints: its ``repr``
-    and ``str`` are a mask, so a settings object or a traceback that shows it
-    shows no secret.  :meth:`reveal` gives the bytes to the one caller that
-    needs them."""
+    """A secret value (the audit trail's key) whose ``repr`` and ``str`` are a mask, so a settings object or a
+    traceback shows no secret; :meth:`reveal` gives the bytes to the one caller that needs them."""
 
     __slots__ = ("_value",)
 

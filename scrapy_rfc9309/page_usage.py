@@ -1,26 +1,6 @@
-"""What a response states about its own use, read where it arrives.
-
-The middleware's ``process_response`` calls :func:`read_response` for a
-response whose request declares purposes (or under ``RFC9309_USAGE``'s ``report``):
-every usage source a response can carry, as one statement (docs/usage_preferences.md,
-"Every source of usage statements"):
-
-* the ``Content-Usage`` header (:func:`.robots.usage.from_header`);
-* the ``Content-Signal`` header (:func:`.robots.usage.from_signal_header`), read
-  as robots.txt's ``Content-Signal`` line is (Cloudflare sends one);
-* TDMRep (:func:`.robots.tdmrep.declare`): the origin's tdmrep.json rule for
-  the URL, superseded by the ``tdm-reservation`` / ``tdm-policy`` headers,
-  superseded by the HTML head's ``tdm-*`` meta tags (the report's priority);
-* the page's robots directives (:func:`.robots.directives.page_directives`):
-  ``X-Robots-Tag`` lines and ``<meta name="robots">`` / ``<meta name="<token>">``
-  tags (``noai``, ``noimageai``, ``noindex``, ``none``; ``nofollow`` apart).
-
-The sources combine most restrictive first, as every usage statement does.
-The HTML head is read only for an HTML response, only its first bytes
-(:func:`.robots.html_head.read_head` bounds them in bytes and steps), and
-only the meta names that state something here.  Nothing here raises on any
-input, and none of it runs for a crawl that declares no purpose.
-"""
+"""What a response states about its own use, read where it arrives (the middleware's ``process_response``):
+Content-Usage, Content-Signal, TDMRep (file, headers, meta tags) and the page's robots directives, combined most
+restrictive first (docs/usage_preferences.md).  Never raises; none of it runs for a crawl that declares no purpose."""
 
 from __future__ import annotations
 
@@ -37,19 +17,14 @@ if TYPE_CHECKING:
     from .robots.html_head import MetaTag
     from .robots.tdmrep import TdmRep
 
-# The page directives and the HTML head's reader are imported where a response is read
-# (a crawl that declares no purpose never reads one, and never loads them).
-
 __all__ = ["PageReading", "read_response"]
 
 _TDM_NAMES = (RESERVATION, POLICY)
 
 
 class PageReading(NamedTuple):
-    """What one response states: ``usage`` (its own statements, with their
-    sources; robots.txt's are not in it), the ``nofollow`` directives that
-    address the crawler, whether its HTML head was read, and the RSL licenses
-    it names (:func:`.robots.rsl.page_licenses`: URL and ``header`` or ``html``)."""
+    """What one response states: ``usage`` (its own statements; robots.txt's are not in it), the ``nofollow``
+    directives that address the crawler, whether its HTML head was read, and the RSL licenses it names."""
 
     usage: Usage
     nofollow: tuple[Source, ...]
@@ -72,10 +47,8 @@ _NORMALIZED: dict[type, dict[bytes, Any]] = {}
 
 
 def _header_values(headers: Any) -> Callable[[bytes], Sequence[bytes]]:
-    """A look-up of a response's field lines by lower-case name: Scrapy's
-    ``Headers`` is a dict keyed by its ``normkey``, so each name is normalised
-    once per class, and a missing one costs a dict miss (``getlist`` raises
-    and catches a ``KeyError`` for each)."""
+    """A look-up of a response's field lines by lower-case name: each name normalised once per ``Headers``
+    class, a missing one a dict miss (``getlist`` raises and catches a ``KeyError`` for each)."""
     keys = _NORMALIZED.get(type(headers))
     if keys is None:
         normkey = getattr(headers, "normkey", None)
@@ -86,12 +59,10 @@ def _header_values(headers: Any) -> Callable[[bytes], Sequence[bytes]]:
     return lambda name: get(headers, keys[name]) or ()
 
 
-#: (the file's declaration for the URL, tdm-* header lines, tdm-* meta tags) -> their
-#: statement: the pages of a site repeat these, line numbers included; bounded
+#: (the file's declaration for the URL, tdm-* header lines, tdm-* meta tags) -> their statement: the
+#: pages of a site repeat these; bounded in entries, and header values longer than _DECLARED_CHARS not kept
 _DECLARED: dict[tuple[Any, ...], Usage] = {}
-_DECLARED_MAX = 1024
-#: header values longer than this (all lines) are not kept
-_DECLARED_CHARS = 512
+_DECLARED_MAX, _DECLARED_CHARS = 1024, 512
 
 
 def _tdm_usage(
@@ -115,19 +86,15 @@ def _tdm_usage(
 
 
 def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: TdmRep | None) -> PageReading:
-    """Every usage statement ``response`` makes about itself, for a crawler
-    named by ``tokens``, with ``tdmrep`` the origin's tdmrep.json (None or
-    :data:`~.robots.tdmrep.EMPTY` when it has none)."""
+    """Every usage statement ``response`` makes about itself, for a crawler named by ``tokens``, with
+    ``tdmrep`` the origin's tdmrep.json (None or :data:`~.robots.tdmrep.EMPTY` when it has none)."""
     from .robots.directives import NOTHING, page_directives
     from .robots.html_head import EMPTY_HEAD, is_html, read_head
     from .robots.rsl import page_licenses
 
     values = _header_values(response.headers)
-    content_usage = values(b"content-usage")
-    content_signal = values(b"content-signal")
-    robots_tag = values(b"x-robots-tag")
-    reservation = values(b"tdm-reservation")
-    policy = values(b"tdm-policy")
+    content_usage, content_signal = values(b"content-usage"), values(b"content-signal")
+    robots_tag, reservation, policy = values(b"x-robots-tag"), values(b"tdm-reservation"), values(b"tdm-policy")
     content_type = (values(b"content-type") or (None,))[-1]
     tokens = tuple(tokens)
     head_read = is_html(content_type)

@@ -1,11 +1,6 @@
-"""From a User-Agent string to the RFC 9309 product token a robots.txt group names.
-
-One rule for ``ROBOTSTXT_USER_AGENT``/``USER_AGENT``, the per-origin ``user_agent``, the
-``robotstxt_user_agent`` meta key, a request's own ``User-Agent`` header and ``scrapy robots --agent``:
-the token is the first product of the string (``Name`` of ``Name/1.0 (...)``), or in a Mozilla-style
-string the product after ``compatible;``.  It is letters, ``_`` and ``-`` only (RFC 9309 section 2.2.1);
-a name followed by a space and another word (``my bot/1.0``) is ambiguous: refused, never cut.
-"""
+"""From a User-Agent string to the RFC 9309 product token a robots.txt group names, one rule for every place a
+User-Agent is given: the first product (``Name`` of ``Name/1.0 (...)``, or the one after ``compatible;``), letters,
+``_`` and ``-`` only (RFC 9309 section 2.2.1); ``my bot/1.0`` is ambiguous: refused, never cut."""
 
 from __future__ import annotations
 
@@ -26,25 +21,10 @@ def _first_product(text: str) -> str:
     return text[: end.start()] if end else text
 
 
-def _ambiguous(text: str) -> bool:
-    """Whether the first product is followed by a space and another word (``my bot/1.0``): which is the name?"""
-    text = text.strip()
-    end = _PRODUCT_END.search(text)
-    if end is None or not end.group().isspace():
-        return False
-    rest = text[end.start() :].lstrip()
-    return bool(rest) and rest[0] != "("
-
-
 def _named(text: str) -> str:
     """The part of a User-Agent that names the crawler: after ``compatible;`` in a Mozilla-style string, else all."""
     compatible = _COMPATIBLE.search(text)
     return compatible.group(1) if compatible and _first_product(compatible.group(1)) else text
-
-
-def product_of(user_agent: str | bytes) -> str:
-    """The product a User-Agent string names, before validation."""
-    return _first_product(_named(user_agent.decode("latin-1") if isinstance(user_agent, bytes) else user_agent))
 
 
 def derive_token(user_agent: str | bytes | None) -> str:
@@ -54,13 +34,14 @@ def derive_token(user_agent: str | bytes | None) -> str:
         raise ValueError("no user agent to derive a robots.txt product token from")
     text = user_agent.decode("latin-1") if isinstance(user_agent, bytes) else user_agent
     named = _named(text)
-    if _ambiguous(named):
+    product = _first_product(named)
+    rest = named.strip()[len(product) :]  # a space, then another word: which is the name?
+    if rest[:1].isspace() and rest.lstrip()[:1] not in ("", "("):
         raise ValueError(
             f"{text!r} is ambiguous: a robots.txt product token has no spaces (RFC 9309 section 2.2.1); "
             f"write the name as one word, e.g. {named.strip().replace(' ', '-', 1)!r}, or set "
             "ROBOTSTXT_USER_AGENT to your crawler's name, e.g. 'ExampleBot'"
         )
-    product = _first_product(named)
     try:
         check_token(product)
     except ValueError:
@@ -97,5 +78,6 @@ def lenient_token(user_agent: str | bytes | None) -> str | None:
     except ValueError:
         if not user_agent:
             return None
-        run = _TOKEN_RUN.match(product_of(user_agent))
+        text = user_agent.decode("latin-1") if isinstance(user_agent, bytes) else user_agent
+        run = _TOKEN_RUN.match(_first_product(_named(text)))
         return run.group() if run else None
