@@ -1,10 +1,6 @@
-"""One line enables the plugin: ``ADDONS = {"scrapy_rfc9309.Addon": 0}``.
-
-Our middleware takes Scrapy's RobotsTxtMiddleware's place (priority 100), the nofollow spider middleware
-is enabled, and the gate wraps the scheduler the project chose (moved to ``RFC9309_SCHEDULER``).
-``ROBOTSTXT_OBEY = False`` turns ours off too unless a purpose is declared (:func:`.lifecycle.scrapy_switches`);
-``RFC9309_ENABLED = False`` gives Scrapy's own back.
-"""
+"""One line enables the plugin: ``ADDONS = {"scrapy_rfc9309.Addon": 0}``: our middleware in the place of
+Scrapy's RobotsTxtMiddleware, the nofollow spider middleware, and the gate around the project's scheduler
+(moved to ``RFC9309_SCHEDULER``); ``RFC9309_ENABLED = False`` gives Scrapy's own back."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The one place that knows which Scrapy runs (2.13 to 2.19), and on which loop.
-
-Each difference between the supported releases, or between a Twisted reactor and
-asyncio alone (Scrapy 2.15+, ``TWISTED_REACTOR_ENABLED = False``), is a small function
-here, so the rest of the package is written once, for the newest Scrapy.  Private
-Scrapy names are in :mod:`.internals`.
-"""
+"""The one place that knows which Scrapy runs (2.13 to 2.19), and on which loop (a Twisted reactor or asyncio
+alone): each difference is a small function here, so the rest is written once, for the newest Scrapy.  Private
+Scrapy names are in :mod:`.internals`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The spider middleware that does not follow the links of a ``nofollow`` page.  Where a purpose is declared,
-the requests a callback yields from a page whose directives say ``nofollow`` or ``none`` are dropped (items go
-on), counted and logged once per page.  The add-on enables it at :data:`PRIORITY`, nearest the spider, so no
-other middleware counts them; ``RFC9309_USAGE``'s ``"nofollow": False`` leaves it out."""
+"""The spider middleware that does not follow the links of a ``nofollow`` page: where a purpose is declared, the
+requests a callback yields from a page whose directives say ``nofollow`` or ``none`` are dropped (items go on),
+counted and logged once per page; at :data:`PRIORITY`, nearest the spider, so no other middleware counts them."""
 
 from __future__ import annotations
 

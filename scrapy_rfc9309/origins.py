@@ -1,9 +1,5 @@
-"""The one place that decides which robots.txt governs a URL.
-
-RFC 9309 section 2.3: a ``/robots.txt`` governs the scheme, host and port it was fetched from, nothing
-else.  The key is ``"scheme://host:port"``: lower-case host in IDNA (ASCII) form, the default port made
-explicit, no userinfo, IPv6 literals in brackets.
-"""
+"""The one place that decides which robots.txt governs a URL: the one of its scheme, host and port (RFC 9309
+section 2.3), keyed ``"scheme://host:port"``: lower-case IDNA host, the default port explicit, no userinfo."""
 
 from __future__ import annotations
 
