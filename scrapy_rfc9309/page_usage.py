@@ -14,7 +14,6 @@ from .robots.usage import UNKNOWN, Source, Usage, combine, from_header, from_sig
 if TYPE_CHECKING:
     from scrapy.http import Response
 
-    from .robots.html_head import MetaTag
     from .robots.tdmrep import TdmRep
 
 __all__ = ["PageReading", "read_response"]
@@ -65,26 +64,6 @@ _DECLARED: dict[tuple[Any, ...], Usage] = {}
 _DECLARED_MAX, _DECLARED_CHARS = 1024, 512
 
 
-def _tdm_usage(
-    tdmrep: TdmRep | None,
-    url: str,
-    reservation: tuple[bytes, ...],
-    policy: tuple[bytes, ...],
-    metas: tuple[MetaTag, ...],
-) -> Usage:
-    """What TDMRep declares for a response, as usage: the file's rule for the URL,
-    superseded by the header lines, superseded by the meta tags (:func:`.robots.tdmrep.declare`)."""
-    file = tdmrep.declaration(url) if tdmrep is not None else UNSET
-    key = (file, reservation, policy, metas)
-    usage = _DECLARED.get(key)
-    if usage is None:
-        header = from_headers(reservation, policy)[0] if reservation or policy else UNSET
-        usage = resolve(file, header, from_metas(metas)[0] if metas else UNSET).usage()
-        if len(_DECLARED) < _DECLARED_MAX and sum(map(len, reservation + policy)) <= _DECLARED_CHARS:
-            _DECLARED[key] = usage
-    return usage
-
-
 def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: TdmRep | None) -> PageReading:
     """Every usage statement ``response`` makes about itself, for a crawler named by ``tokens``, with
     ``tdmrep`` the origin's tdmrep.json (None or :data:`~.robots.tdmrep.EMPTY` when it has none)."""
@@ -102,20 +81,20 @@ def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: T
     metas = head.metas
     tdm_metas = tuple(m for m in metas if m.name in _TDM_NAMES)
     if reservation or policy or tdm_metas:
-        tdm = _tdm_usage(tdmrep, url, tuple(reservation), tuple(policy), tdm_metas)
+        lines = (tuple(reservation), tuple(policy))
+        file = tdmrep.declaration(url) if tdmrep is not None else UNSET
+        tdm = _DECLARED.get(key := (file, *lines, tdm_metas))
+        if tdm is None:  # the file's rule, superseded by the header lines, superseded by the meta tags
+            header = from_headers(*lines)[0] if reservation or policy else UNSET
+            tdm = resolve(file, header, from_metas(tdm_metas)[0] if tdm_metas else UNSET).usage()
+            if len(_DECLARED) < _DECLARED_MAX and sum(map(len, lines[0] + lines[1])) <= _DECLARED_CHARS:
+                _DECLARED[key] = tdm
     else:  # the file alone: its rule's statement, made once per rule
         tdm = tdmrep.usage(url) if tdmrep is not None else UNKNOWN
     page = page_directives(robots_tag, metas, tokens) if robots_tag or len(metas) > len(tdm_metas) else NOTHING
-    parts = [
-        p
-        for p in (
-            from_header(content_usage) if content_usage else UNKNOWN,
-            from_signal_header(content_signal) if content_signal else UNKNOWN,
-            tdm,
-            page.usage,
-        )
-        if p is not UNKNOWN
-    ]
+    stated = from_header(content_usage) if content_usage else UNKNOWN
+    signal = from_signal_header(content_signal) if content_signal else UNKNOWN
+    parts = [p for p in (stated, signal, tdm, page.usage) if p is not UNKNOWN]
     usage = UNKNOWN if not parts else parts[0] if len(parts) == 1 else combine(parts)
     licenses = page_licenses(values(b"link"), head.licenses, response.url)
     return PageReading(usage, page.nofollow_sources, head_read, licenses)
