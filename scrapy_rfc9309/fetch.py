@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 #: request meta key that marks a robots.txt fetch (its value is the transfer state)
 FETCH_META_KEY = "rfc9309_robots_fetch"
-ACCEPT_ENCODING = b"gzip, deflate"
+HEADERS = {"Accept-Encoding": b"gzip, deflate"}
 #: bytes read past the parse limit before the transfer stops, so a compressed body decodes past it
 SLACK_BYTES = 65_536
 #: each hop's meta: what is meant for pages is off (docs/middleware.md); a lost tail could hold a Disallow
@@ -51,7 +51,6 @@ REPLACEMENTS = 5
 #: why a fetch ended as unavailable (all allowed) on a redirect not followed
 INWARD_NOTE = "a redirect to an internal address, not followed for a public origin"
 NO_LOCATION = "a redirect without a usable Location"
-DISALLOWED_NOTE = "a redirect to a URL robots.txt disallows, not followed"
 #: whether a redirect target may be asked (the service's robots.txt check of it)
 Allow = Callable[[str], Awaitable[bool]]
 
@@ -142,6 +141,8 @@ class RobotsFetcher:
         # a public origin's redirects are followed only to public addresses (scrapy_rfc9309.addresses)
         private = self.settings.allow_private_redirects or self.addresses.private_origin(origin)
         guard = None if private else self.addresses
+        meta = HOP_META | {"download_timeout": self.settings.fetch_timeout}
+        meta |= {key: trigger.meta[key] for key in PATH_META_KEYS if key in trigger.meta} if trigger else {}
 
         def unfollowable(note: str, outcome: str = "3xx_unfollowable") -> FetchResult:  # unavailable: all allowed
             classes[-1] = outcome
@@ -149,12 +150,13 @@ class RobotsFetcher:
 
         for hop in range(limit + 1):
             if hop and allow is not None and not await allow(url):
-                return unfollowable(DISALLOWED_NOTE, DISALLOWED_HOP)
+                return unfollowable("a redirect to a URL robots.txt disallows, not followed", DISALLOWED_HOP)
             chain.append(url)
             if hop and guard is not None and await self._leads_inward(guard, url):
                 return unfollowable(INWARD_NOTE)
             try:
-                request = self._request(url, trigger, max_bytes)
+                hop_meta = {**meta, FETCH_META_KEY: _Transfer(max_bytes)}
+                request = Request(url, callback=NO_CALLBACK, dont_filter=True, meta=hop_meta, headers=HEADERS)
             except ValueError:
                 if not classes:
                     raise  # robots_url() of a canonical origin: a bug, not the server's doing
@@ -219,13 +221,6 @@ class RobotsFetcher:
             return False
         address = await compat.resolve(host)
         return address is not None and guard.internal(address)
-
-    def _request(self, url: str, trigger: Request | None, max_bytes: int) -> Request:
-        meta = {**HOP_META, FETCH_META_KEY: _Transfer(max_bytes), "download_timeout": self.settings.fetch_timeout}
-        if trigger is not None:
-            meta.update((key, trigger.meta[key]) for key in PATH_META_KEYS if key in trigger.meta)
-        headers = {"Accept-Encoding": ACCEPT_ENCODING}
-        return Request(url, callback=NO_CALLBACK, dont_filter=True, meta=meta, headers=headers)
 
     async def _download(self, request: Request) -> Response:
         """One hop in the lane; a downloader middleware may replace the request (as

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from twisted.internet.defer import Deferred, DeferredLock
@@ -46,13 +46,6 @@ CLAIM_POLL_FIRST, CLAIM_POLL_MAX, CLAIM_MARGIN = 0.05, 0.5, 10.0
 STEPPED_PARSE_BYTES, PARSE_STEP_SECONDS = 8_192, 0.002
 #: the stats class of a fetch that ended on a redirect robots.txt disallows (not followed)
 DISALLOWED_HOP = "3xx_disallowed"
-
-
-class Pacer(Protocol):
-    """Crawl-delay turns per download slot (:class:`scrapy_rfc9309.gate.GateScheduler`)."""
-
-    async def file_turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]: ...
-    def fetched(self, origin: str, trigger: Any, floor: float) -> None: ...
 
 
 class NotResolved(Exception):
@@ -144,9 +137,9 @@ class _Pending:
     task: Deferred | None = None  # once ``done`` it may still be storing the result
 
     async def wait(self) -> Known:
-        if self.done and self.error is not None:
-            raise self.error
         if self.done:
+            if self.error is not None:
+                raise self.error
             return self.known  # type: ignore[return-value]  # set whenever no error is
         self.waiters.append(waiter := Deferred[Known]())
         return await compat.wait_for(waiter)
@@ -176,23 +169,15 @@ class RobotsService:
         self._forget: list[Callable[[str], None]] = []
         self._fetched: list[FetchListener] = []
         self._files: list[FileListener] = []
-        self.pacer: Pacer | None = None  # the Crawl-delay turns of the download slots (the gate), if any
-
-    def on_ready(self, listener: ReadyListener) -> None:
-        """Call ``listener`` (maybe a coroutine function) as an origin's result takes effect, before its waiters."""
-        self._ready.append(listener)
-
-    def on_fetch(self, listener: FetchListener) -> None:
-        """Call ``listener`` after each robots.txt fetch (retries too; not ``inspect``), before its result is used."""
-        self._fetched.append(listener)
-
-    def on_forget(self, listener: Callable[[str], None]) -> None:
-        """Call ``listener(origin)`` when the cache forgets an origin."""
-        self._forget.append(listener)
-
-    def on_file(self, listener: FileListener) -> None:
-        """Call ``listener`` when an origin's file of :data:`FILES` takes effect (fetched, or from the store)."""
-        self._files.append(listener)
+        # listeners, called: on_ready (maybe a coroutine function) as an origin's result takes effect, before its
+        # waiters; on_fetch after each robots.txt fetch (retries too; not ``inspect``), before its result is used;
+        # on_forget(origin) when the cache forgets an origin; on_file as a file of FILES takes effect (fetched or stored)
+        self.on_ready, self.on_fetch = self._ready.append, self._fetched.append
+        self.on_forget, self.on_file = self._forget.append, self._files.append
+        self.known = self._known.peek  # an origin's cached result, fresh or not, without touching its LRU place
+        self.open = storage.open  # opens the store (``StorageUnavailable`` when it cannot be reached)
+        #: the gate (``file_turn(origin, trigger, floor)`` -> done callback; ``fetched(...)``): per-slot turns, if any
+        self.pacer: Any = None
 
     def fresh(self, origin: str, files: bool = False) -> Known | None:
         """The fresh result of ``origin`` (with its other files too: ``files``), or None; no I/O."""
@@ -204,10 +189,6 @@ class RobotsService:
     def reads(self, origin: str) -> bool:
         """Whether the crawl reads ``origin``'s usage statements: its other files are resolved too."""
         return self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
-
-    def known(self, origin: str) -> Known | None:
-        """The cached result of ``origin``, fresh or not, without touching its LRU place."""
-        return self._known.peek(origin)
 
     def adopt_license(self, origin: str, url: str) -> None:
         """A page of ``origin`` names the RSL license ``url``: where its usage is read and robots.txt names none, the
@@ -281,10 +262,6 @@ class RobotsService:
         except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn
             logger.debug("could not note the start of a request of %s", origin, exc_info=True)
 
-    async def open(self) -> None:
-        """Open the store (``StorageUnavailable`` when it cannot be reached)."""
-        await self.storage.open()
-
     def shutdown(self) -> None:
         """The spider began to close: start nothing more, wake every waiter (the gate says what becomes of them)."""
         if self.closed:
@@ -296,8 +273,7 @@ class RobotsService:
             logger.debug("scrapy-rfc9309: the spider is closing; %d resolution(s) stopped", len(pending))
         for origin, entry in pending:
             entry.finish(None, NotResolved(origin))
-            if entry.task is not None:
-                entry.task.cancel()
+            entry.task.cancel()  # type: ignore[union-attr]  # set as the entry is made (_start), before any await
         self._turns.clear()
 
     async def close(self) -> None:
@@ -342,15 +318,11 @@ class RobotsService:
             floor, capped_from = self.floor_for(robots, policy.user_agents)
             if floor and fetched and self.pacer is not None:  # the slot's next request goes a floor after this fetch
                 self.pacer.fetched(origin, trigger, floor)
-            if floor and fetched and self.paces:
-                # the store notes the fetch's start before the entry is visible: no request's turn,
-                # ours included, may follow the fetch too closely
-                await self.storage.store(origin, entry, lease, floor)
+            if floor and fetched and self.paces:  # the fetch's start noted before the entry is visible: no turn
+                await self.storage.store(origin, entry, lease, floor)  # (ours included) follows it too closely
                 lease = None
             args = (origin, trigger, robots, entry.expires_at, floor, previous)
-            files: dict[str, Any] = (
-                {kind.key: await self.origin_file(kind, *args) for kind in FILES} if pending.files else {}
-            )
+            files: dict[str, Any] = {kind.key: await self.origin_file(kind, *args) for kind in FILES if pending.files}
             sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
             files["expires_at"] = min([entry.expires_at, *(file.expires_at for file in files.values() if file)])
             known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, **files)
@@ -530,29 +502,43 @@ class RobotsService:
             return OriginFile(finish(kind.parsing(None, url, None, ())), expires, "disallowed", url=url)
         split = urlsplit(url)
         path = (split.path or "/") + (f"?{split.query}" if split.query else "")
-        key, lease = store_key(host, path, kind.key), None
+        key, lease, fresh, result = store_key(host, path, kind.key), None, False, None
         if lasting and self.settings.storage != "memory":  # a lasting store keeps them too
-            stored, lease, fresh = await self.claim(key, self.settings.for_origin(origin), kind.name, kind.key)
-            if fresh and stored:
-                return await self._read(kind, origin, url, stored, None)
+            entry, lease, fresh = await self.claim(key, self.settings.for_origin(origin), kind.name, kind.key)
         try:
-            allow = lambda hop: self.allows(hop, origin, robots)  # noqa: E731
-            floor = floor if host == origin else 0.0
-            result = await self._get(origin, trigger, path, allow, kind.max_bytes, floor=floor, at=host)
-            entry = self.entry_of(result)
-            if result.truncated_bytes:
-                entry = replace(entry, body=b"")  # a cut file is not read
-                logger.info(
-                    "%s of %s is too large (over %d bytes): it states nothing", kind.name, origin, len(result.body)
-                )
-            disallowed = ("disallowed",) if result.outcome == DISALLOWED_HOP else ()  # (a redirect)
-            for count in ("fetch/count", f"fetch/{result.outcome}", *disallowed):
-                self.counts.inc(f"{kind.key}/{count}")
-            logger.debug(
-                "%s of %s: %s, status %s, %d bytes (%s)",
-                kind.name, origin, result.access.value, result.status, len(result.body), mask_url(result.url),
-            )  # fmt: skip
-            file = await self._read(kind, origin, url, entry, result)
+            if not fresh:
+                allow = lambda hop: self.allows(hop, origin, robots)  # noqa: E731
+                floor = floor if host == origin else 0.0
+                result = await self._get(origin, trigger, path, allow, kind.max_bytes, floor=floor, at=host)
+                entry = self.entry_of(result)
+                if result.truncated_bytes:
+                    entry = replace(entry, body=b"")  # a cut file is not read
+                    logger.info(
+                        "%s of %s is too large (over %d bytes): it states nothing", kind.name, origin, len(result.body)
+                    )
+                disallowed = ("disallowed",) if result.outcome == DISALLOWED_HOP else ()  # (a redirect)
+                for count in ("fetch/count", f"fetch/{result.outcome}", *disallowed):
+                    self.counts.inc(f"{kind.key}/{count}")
+                logger.debug(
+                    "%s of %s: %s, status %s, %d bytes (%s)",
+                    kind.name, origin, result.access.value, result.status, len(result.body), mask_url(result.url),
+                )  # fmt: skip
+            assert entry is not None  # (claim gives an entry whenever fresh)
+            body = entry.body or None  # (an entry keeps a body only for a success): parsed once, in steps
+            sha256 = hashlib.sha256(body).hexdigest() if body else None
+            said = await compat.in_steps(
+                kind.parsing(body, url, sha256, self.settings.usage_licenses), PARSE_STEP_SECONDS
+            )
+            file = OriginFile(said, entry.expires_at, entry.access, entry.status, sha256, url)
+            stated = kind.stating if said else "invalid" if said.diagnostics else "none"
+            self.counts.inc(f"{kind.key}/files/{stated}")
+            if said.diagnostics:
+                logger.debug(
+                    "%s of %s: %d %s; %s",
+                    kind.name, origin, len(said), kind.stating, "; ".join(map(str, said.diagnostics[:3])),
+                )  # fmt: skip
+            for listener in self._files:
+                listener(origin, kind, file, entry, result)
             if lease is not None:
                 await self.storage.store(key, entry, lease)
                 lease = None
@@ -561,32 +547,12 @@ class RobotsService:
             if lease is not None:
                 await self.storage.release(lease)
 
-    async def _read(
-        self, kind: FileKind, origin: str, url: str, entry: RobotsEntry, result: FetchResult | None
-    ) -> OriginFile:
-        """The file an entry means (parsed once, in steps), counted and told to the listeners."""
-        body = entry.body or None  # (an entry keeps a body only for a success)
-        sha256 = hashlib.sha256(body).hexdigest() if body else None
-        said = await compat.in_steps(kind.parsing(body, url, sha256, self.settings.usage_licenses), PARSE_STEP_SECONDS)
-        file = OriginFile(said, entry.expires_at, entry.access, entry.status, sha256, url)
-        self.counts.inc(f"{kind.key}/files/" + (kind.stating if said else "invalid" if said.diagnostics else "none"))
-        if said.diagnostics:
-            logger.debug(
-                "%s of %s: %d %s; %s",
-                kind.name, origin, len(said), kind.stating, "; ".join(map(str, said.diagnostics[:3])),
-            )  # fmt: skip
-        for listener in self._files:
-            listener(origin, kind, file, entry, result)
-        return file
-
     async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:
         """Whether robots.txt of ``url``'s origin allows a hop of a file of ``origin`` (``robots``) for every token."""
-        hop = origin_of(url)
-        if hop is None:
+        if (hop := origin_of(url)) is None:
             return False
         if hop != origin:
-            known = self.fresh(hop)
-            robots = known.robots if known is not None else (await self.inspect(hop))[1]
+            robots = known.robots if (known := self.fresh(hop)) is not None else (await self.inspect(hop))[1]
         return all(robots.check(url, token).allowed for token in self.settings.for_origin(hop).user_agents)
 
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
