@@ -1,8 +1,7 @@
-"""The one fetch path of an origin's files (robots.txt, tdmrep.json, ...), through the crawl's downloader
-middlewares in a lane of its own (:mod:`.internals`; docs/middleware.md).  Hops switch off what is meant for
-pages; redirects are followed here, each robots-checked, never from a public origin to an internal address.
-The body stops just past the limit (``bytes_received``: a positive ``download_maxsize`` would fail a large
-file) and is decoded here, bounded, not by HttpCompressionMiddleware."""
+"""The one fetch path of an origin's files (robots.txt, tdmrep.json, ...), through the crawl's downloader middlewares in
+a lane of its own (:mod:`.internals`; docs/middleware.md).  Hops switch off what is meant for pages; redirects are
+followed here, each robots-checked, never from a public origin to an internal address.  The body stops just past the
+limit (``bytes_received``: a positive ``download_maxsize`` would fail a large file) and is decoded here, bounded."""
 
 from __future__ import annotations
 
@@ -95,8 +94,7 @@ class FetchResult:
         return len(self.classes) - 1
 
     def scrapy_stats(self) -> list[str]:
-        """The ``robotstxt/*`` stats Scrapy's own middleware would write for this fetch (which
-        follows redirects as RedirectMiddleware would, and counts no ``IgnoreRequest``)."""
+        """The ``robotstxt/*`` stats Scrapy's own middleware would write (redirects followed, no IgnoreRequest)."""
         keys = ["robotstxt/request_count"]
         if self.status is not None:
             keys += ["robotstxt/response_count", f"robotstxt/response_status_count/{self.status}"]
@@ -119,13 +117,11 @@ class RobotsFetcher:
         self, origin: str, trigger: Request | None = None, path: str = "/robots.txt", allow: Allow | None = None,
         max_bytes: int | None = None,
     ) -> FetchResult:  # fmt: skip
-        """Fetch ``origin``'s ``path`` (at most ``max_bytes`` kept), following redirects that
-        ``allow(url)`` lets be asked.  Never raises for network trouble: that is an access result."""
+        """Fetch ``origin``'s ``path`` (``max_bytes`` kept), redirects ``allow(url)`` lets; network trouble: a result."""
         if not self._lane.tokens:
             self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
         await compat.wait_for(self._lane.acquire())
-        chain: list[str] = []
-        started = time.time()
+        started, chain = time.time(), list[str]()
         try:
             result = await self._follow(origin, path, trigger, chain, allow, max_bytes or self.settings.max_bytes)
         finally:

@@ -1,7 +1,6 @@
-"""One robots service per crawl: what governs each origin, from an LRU of :class:`Known` results over
-the store (a shared one: fetch lease, cluster-wide Crawl-delay turns).  Each origin is resolved once at
-a time: robots.txt, then each of :data:`FILES` the crawl reads, every hop robots-checked, paced like a
-page.  No Scrapy import: fetcher and stats are handed in."""
+"""One robots service per crawl: what governs each origin, from an LRU of :class:`Known` results over the store (a
+shared one: fetch lease, cluster-wide Crawl-delay turns).  Each origin is resolved once at a time: robots.txt, then
+each of :data:`FILES` the crawl reads, every hop robots-checked, paced like a page.  No Scrapy import."""
 
 from __future__ import annotations
 
@@ -38,11 +37,9 @@ logger = logging.getLogger(__name__)
 
 #: "wait" mode: first retry after this many seconds, doubling up to the cap
 WAIT_FIRST_DELAY, WAIT_MAX_DELAY = 1.0, 60.0
-#: a shared store's fetch lease: poll for the holder's result this often (doubling), and wait for a
-#: live holder this long beyond its longest possible fetch
+#: a shared store's fetch lease: poll the holder's result this often (doubling), wait this long past its longest fetch
 CLAIM_POLL_FIRST, CLAIM_POLL_MAX, CLAIM_MARGIN = 0.05, 0.5, 10.0
-#: a larger robots.txt is parsed, and compiled for the origin's tokens, in steps of at most
-#: PARSE_STEP_SECONDS, the loop getting a turn between them (docs/reliability.md, "Hostile files")
+#: a larger robots.txt is parsed and compiled in steps of at most PARSE_STEP_SECONDS (docs/reliability.md)
 STEPPED_PARSE_BYTES, PARSE_STEP_SECONDS = 8_192, 0.002
 #: the stats class of a fetch that ended on a redirect robots.txt disallows (not followed)
 DISALLOWED_HOP = "3xx_disallowed"
@@ -171,18 +168,18 @@ class RobotsService:
         self._files: list[FileListener] = []
         # listeners, called: on_ready (maybe a coroutine function) as an origin's result takes effect, before its
         # waiters; on_fetch after each robots.txt fetch (retries too; not ``inspect``), before its result is used;
-        # on_forget(origin) when the cache forgets an origin; on_file as a file of FILES takes effect (fetched or stored)
+        # on_forget(origin) as the cache forgets an origin; on_file as a file of FILES takes effect (fetched or stored)
         self.on_ready, self.on_fetch = self._ready.append, self._fetched.append
         self.on_forget, self.on_file = self._forget.append, self._files.append
         self.known = self._known.peek  # an origin's cached result, fresh or not, without touching its LRU place
+        self.pending = self._pending.__contains__  # whether an origin's resolution is in flight
         self.open = storage.open  # opens the store (``StorageUnavailable`` when it cannot be reached)
         #: the gate (``file_turn(origin, trigger, floor)`` -> done callback; ``fetched(...)``): per-slot turns, if any
         self.pacer: Any = None
 
     def fresh(self, origin: str, files: bool = False) -> Known | None:
         """The fresh result of ``origin`` (with its other files too: ``files``), or None; no I/O."""
-        known = self._known.get(origin)
-        # every file of FILES is resolved with the first one
+        known = self._known.get(origin)  # (every file of FILES is resolved with the first one)
         fresh = known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files)
         return known if fresh else None
 
@@ -201,9 +198,6 @@ class RobotsService:
         logger.debug("%s names the license %s: its next requests wait for it", origin, mask_url(url))
         self._known.put(origin, replace(known, expires_at=0.0))  # (robots.txt's entry is still fresh: not fetched)
 
-    def pending(self, origin: str) -> bool:
-        return origin in self._pending
-
     def prefetch(self, origin: str, trigger: Any = None, files: bool = False) -> None:
         """Start resolving ``origin`` if neither known nor in flight, and the robots.txt lane has a place."""
         busy = self.closed or origin in self._pending or len(self._pending) >= self.settings.fetch_concurrency
@@ -214,10 +208,8 @@ class RobotsService:
         """What governs ``origin`` (``files``: its other files too), cached or resolved; NotResolved once closing."""
         if (known := self.fresh(origin, files)) is not None:
             return known
-        if self.closed:
-            raise NotResolved(origin)
-        pending = self._pending.get(origin)
-        if pending is not None and files and not pending.files:
+        self._live(origin)
+        if (pending := self._pending.get(origin)) is not None and files and not pending.files:
             if pending.done:  # robots.txt alone, only storing its result now: one more resolution, for the files
                 return await self._start(origin, trigger, files).wait()
             await pending.wait()  # robots.txt alone: then one more resolution, for the files
@@ -264,9 +256,7 @@ class RobotsService:
 
     def shutdown(self) -> None:
         """The spider began to close: start nothing more, wake every waiter (the gate says what becomes of them)."""
-        if self.closed:
-            return
-        self.closed = True
+        self.closed = True  # (a second call finds nothing left to stop)
         # (the resolutions already done are only storing their result: close waits for them)
         pending = [(origin, entry) for origin, entry in self._pending.items() if not entry.done]
         if pending:
@@ -293,7 +283,7 @@ class RobotsService:
 
     async def _resolve(self, origin: str, trigger: Any, pending: _Pending) -> None:
         try:
-            pending.finish(await self._obtain(origin, trigger, pending))
+            await self._obtain(origin, trigger, pending)  # (it finishes ``pending`` before storing)
         except Exception as exc:
             if not isinstance(exc, NotResolved):  # a bug, not a network problem: fail the waiters loudly
                 logger.error("scrapy-rfc9309: could not resolve robots.txt of %s", origin, exc_info=True)
@@ -303,10 +293,9 @@ class RobotsService:
             if self._pending.get(origin) is pending:
                 del self._pending[origin]
 
-    async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> Known:
+    async def _obtain(self, origin: str, trigger: Any, pending: _Pending) -> None:
         """robots.txt, then the other files: published once all are in, stored after the waiters went on."""
-        policy = self.settings.for_origin(origin)
-        previous = self._known.peek(origin)
+        policy, previous = self.settings.for_origin(origin), self._known.peek(origin)
         lease: Lease | None = None
         try:
             if previous is not None and time.time() < previous.entry.expires_at:
@@ -331,7 +320,6 @@ class RobotsService:
             if lease is not None:
                 await self.storage.store(origin, entry, lease)
                 lease = None
-            return known
         finally:
             if lease is not None:
                 await self.storage.release(lease)
@@ -340,9 +328,8 @@ class RobotsService:
         self, origin: str, trigger: Any, policy: OriginPolicy, previous: Known | None, stored: RobotsEntry | None
     ) -> RobotsEntry:
         """robots.txt fetched (retried in "wait" mode); unreachable, a copy under 30 days old (RFC 9309 2.4)."""
-        stale = previous.entry if previous is not None else None
-        if stored is not None and (stale is None or stored.fetched_at > stale.fetched_at):
-            stale = stored  # newer than ours: another worker's, or an earlier run's
+        # ours, or the store's if newer (another worker's, an earlier run's)
+        stale = max((e for e in (previous and previous.entry, stored) if e), key=lambda e: e.fetched_at, default=None)
         if stale is not None:
             self.counts.inc("cache/expiries")
         copy = stale is not None and stale.access == Access.SUCCESS.value and stale.age() < STALE_MAX_SECONDS
@@ -361,8 +348,7 @@ class RobotsService:
             await self._sleep(min(delay, left), origin)
             delay = min(delay * 2, WAIT_MAX_DELAY)
         entry = self.entry_of(result)
-        if result.access is Access.UNREACHABLE and usable:
-            assert stale is not None
+        if result.access is Access.UNREACHABLE and usable and stale is not None:
             self.counts.inc("cache/stale_used")
             return replace(stale, expires_at=entry.expires_at, checked_at=entry.fetched_at)
         return entry
@@ -370,7 +356,7 @@ class RobotsService:
     async def _get(self, origin: str, trigger: Any, *args: Any, floor: float = 0.0, at: str = "") -> FetchResult:
         """Fetch a file of ``origin`` (paced when it has a ``floor``); nothing starts, or is kept, once closing."""
         self._live(origin)
-        done: Callable[[], object] | None = None
+        done: Callable[[], object] = lambda: None  # noqa: E731
         if floor and self.pacer is not None:
             done = await self.pacer.file_turn(origin, trigger, floor)
         elif floor and self.paces:
@@ -379,8 +365,7 @@ class RobotsService:
         try:
             result = await self.fetcher.fetch(at or origin, trigger, *args)
         finally:
-            if done is not None:
-                done()
+            done()
         self._live(origin)  # cut short by the shutdown: not a result to keep or share
         return result
 
@@ -436,10 +421,9 @@ class RobotsService:
         self.counts.inc("parse/stepped")
         logger.debug("robots.txt of %s: parsing %d bytes in steps", origin, len(entry.body))
         began = time.monotonic()
-        tokens = policy.user_agents
-        steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, tokens[0])
+        steps = RobotsTxt.parsing(entry.body, entry.content_type, self.settings.max_bytes, policy.user_agents[0])
         parsed = await compat.in_steps(steps, PARSE_STEP_SECONDS)
-        for token in tokens[1:]:  # several product tokens: each one's buckets too
+        for token in policy.user_agents[1:]:  # several product tokens: each one's buckets too
             await compat.in_steps(parsed.preparing(token), PARSE_STEP_SECONDS)
         logger.debug("robots.txt of %s: parsed in steps in %.1f ms", origin, (time.monotonic() - began) * 1e3)
         return policy_for(Access.SUCCESS, policy.unreachable, parsed)
@@ -493,7 +477,7 @@ class RobotsService:
         fetch robots.txt allows at each hop (another host's by its own, got by :meth:`inspect`, not a resolution: none
         waits on another), through the robots.txt lane, bounded, paced on the origin; one not fetched states nothing."""
         url = kind.url(origin, robots) or (self._page_licenses.get(origin) if kind is LICENSE else None)
-        kept = getattr(previous, kind.key) if previous is not None else None
+        kept = getattr(previous, kind.key, None)
         if url is None or (kept is not None and kept.url == url and time.time() < kept.expires_at):
             return kept if url is not None else None
         if (host := origin_of(url)) is None or not await self.allows(url, origin, robots):
