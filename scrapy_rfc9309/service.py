@@ -144,9 +144,8 @@ class _Pending:
     def finish(self, known: Known | None, error: BaseException | None = None) -> None:
         if not self.done:
             self.done, self.known, self.error = True, known, error
-            for waiter in self.waiters:
+            for waiter in self.waiters:  # (none added once done)
                 waiter.errback(error) if error is not None else waiter.callback(known)
-            self.waiters = []
 
 
 class RobotsService:
