@@ -141,16 +141,16 @@ class RobotsTxtMiddleware:
     def _check(self, request: Request, origin: str, known: Known, tokens: Names) -> Checked:
         """The decision, its token and robots.txt's usage for the URL; a denial is counted, recorded, raised."""
         if len(tokens) == 1:
-            decision, token = known.robots.check(request.url, tokens[0]), tokens[0]
+            decision, token = known.robots.check(url := request.url, tokens[0]), tokens[0]
         else:
-            decision, token = decide_all(known.robots, request.url, tokens)
+            decision, token = decide_all(known.robots, url := request.url, tokens)
         if not decision.allowed:
             if self.recorder.active:
                 self.recorder.decided(request.url, origin, known, decision, token)
             self._counts.inc(_VERDICT[decision.verdict])
             self._counts.inc_scrapy(FORBIDDEN)
             self._drop(request, f"Forbidden by robots.txt: {denial_reason(decision, token, tokens)}")
-        usage = usage_for(known.robots, request.url, tokens, allowed=True)  # (every token allows it)
+        usage = known.robots.usage(url, token, True) if len(tokens) == 1 else usage_for(known.robots, url, tokens, True)
         if known.license is not None and known.license.parsed:  # an RSL license: known before the download
             usage = usage.combine(known.license.parsed.usage(request.url))
         if (usage or META_USAGE in request.meta) and (denied := usage.denies(self._purposes(request, origin))):
@@ -196,7 +196,7 @@ class RobotsTxtMiddleware:
         meta = request.meta
         if (prov := meta.get(META_KEY)) is None or FETCH_META_KEY in meta:
             return response
-        if (origin := origin_of_request(request)) is not None and (self._reads_pages or META_USAGE in meta):
+        if (self._reads_pages or META_USAGE in meta) and (origin := origin_of_request(request)) is not None:
             purposes = self._purposes(request, origin, downloaded=True)
             if purposes or self.settings.usage_report:
                 return self._read_page(request, response, origin, purposes)
@@ -205,7 +205,7 @@ class RobotsTxtMiddleware:
         usage, stated = from_header(header), prov.get("usage")  # robots.txt's, given at request time
         prov["usage"] = (Usage.from_dict(stated).combine(usage) if stated is not None else usage).to_dict()
         if self.recorder.allowed_records:
-            self.recorder.response_usage(request.url, origin or "", prov["usage"])
+            self.recorder.response_usage(request.url, origin_of_request(request) or "", prov["usage"])
         return response
 
     def _read_page(self, request: Request, response: Response, origin: str, purposes: Names) -> Response:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from scrapy import Request
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+_by_url: dict[str, str | None] = {}  # a request URL -> its origin (origin_of_request)
 
 
 @lru_cache(maxsize=4096)  # a crawl asks about few origins, twice per request; bounded for millions of hosts
@@ -56,9 +57,14 @@ def origin_of(url: str) -> str | None:
 
 
 def origin_of_request(request: Request) -> str | None:
-    """:func:`origin_of` for a Scrapy request, reusing its cached URL split."""
-    parts = urlparse_cached(request)
-    return _key(parts.scheme.lower(), parts.netloc)
+    """:func:`origin_of` for a Scrapy request, asked several times per request: by its URL (whose hash the string
+    keeps), its split cached for Scrapy's other users too; bounded by clearing (a miss costs only a split)."""
+    if (url := request.url) not in _by_url:
+        if len(_by_url) >= 4096:
+            _by_url.clear()
+        parts = urlparse_cached(request)
+        _by_url[url] = _key(parts.scheme.lower(), parts.netloc)
+    return _by_url[url]
 
 
 def robots_url(origin: str) -> str:

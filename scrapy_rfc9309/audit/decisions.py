@@ -78,21 +78,38 @@ def provenance(
             "sha256": None,
             "usage": usage.to_dict() if usage is not None else None,
         }
-    entry = known.entry
-    licensed = known.license.parsed if known.license is not None else None
+    if (fields := _by_known.get(id(known))) is None or fields[0] is not known:
+        fields = _known_fields(known)
     return {
         "verdict": decision.verdict.value,
         "rule": str(rule) if rule is not None else None,
         "line": rule.line if rule is not None else None,
         "tokens": list(tokens),
+        **fields[1],
+        "usage": usage.to_dict() if usage is not None else None,
+        **({"license": dict(fields[2])} if fields[2] else {}),  # (a dict of each request's own)
+    }
+
+
+#: the fields of a provenance that only its origin's ``Known`` decides, by ``id(known)`` (the
+#: ``Known`` kept beside them, so an id is not reused while cached): worked out once per file, not per request
+_by_known: dict[int, tuple[Known, dict[str, Any], dict[str, Any]]] = {}
+
+
+def _known_fields(known: Known) -> tuple[Known, dict[str, Any], dict[str, Any]]:
+    if len(_by_known) >= 1024:  # (the service keeps the origins it knows; these are the last asked)
+        _by_known.clear()
+    entry, licensed = known.entry, known.license.parsed if known.license is not None else None
+    head = {
         "robots_url": mask_url(entry.url) if entry.url else None,
         "status": entry.status,
         "access": entry.access,
         "fetched_at": iso(entry.fetched_at),
         "sha256": known.sha256,
-        "usage": usage.to_dict() if usage is not None else None,
-        **({"license": {"url": mask_url(licensed.url), "sha256": licensed.sha256}} if licensed is not None else {}),
     }
+    tail = {"url": mask_url(licensed.url), "sha256": licensed.sha256} if licensed is not None else {}
+    _by_known[id(known)] = fields = (known, head, tail)
+    return fields
 
 
 # -- changes ------------------------------------------------------------------------------

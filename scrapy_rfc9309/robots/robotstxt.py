@@ -792,7 +792,8 @@ class RobotsTxt:
         False / None, with the lines behind each (see :mod:`.usage`).  A URL
         the crawler may not fetch has none (``allowed``: the caller has
         checked that it may)."""
-        return _usage_match.usage_of(self, url, user_agent, self._usage_cache(), allowed)
+        cache = self._usage  # (inline: a call less per request)
+        return _usage_match.usage_of(self, url, user_agent, self._usage_cache() if cache is None else cache, allowed)
 
     def _usage_cache(self) -> dict[Any, Any]:
         cache = self._usage
