@@ -1,6 +1,6 @@
 """The gate: a scheduler wrapping the project's own that holds each request, before the downloader and
 taking no ``CONCURRENT_REQUESTS`` place, while its origin is resolved or its slot's Crawl-delay turn has
-not come; then ``engine.crawl()`` schedules it again.  docs/middleware.md, "The gate"."""
+not come; then it goes to the engine (``engine.crawl()`` wakes it).  docs/middleware.md, "The gate"."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ __all__ = ["RELEASED", "GateScheduler", "Held"]
 
 logger = logging.getLogger(__name__)
 
-RELEASED = "rfc9309_released"  #: meta key of a request held and scheduled again (request_scheduled twice)
+RELEASED = "rfc9309_released"  #: meta key of a released request (request_scheduled again: the one waking the engine)
 #: a released request not in the downloader this long after (a middleware dropped it, a cache
 #: answered) no longer counts against its slot: a burst of one more vs a slot held idle
 UNSEEN_SECONDS = 0.25
@@ -119,7 +119,7 @@ class GateScheduler:
         self._sweeper: Any = None
         self._offsite: Any = None
         self._feed: Any = None  # scrapy-redis's RedisSpider takes more work: schedule_next_requests
-        self._full = self._closed = self._waking = self._releasing_batch = self._ties = False
+        self._full = self._closed = self._waking = self._releasing_batch = self._ties = self._woken = False
         self._handed = 0  # released requests handed out in this turn of the loop
         self._reads_pages = self.settings.reads_pages
         get = crawler.settings.getint
@@ -169,7 +169,7 @@ class GateScheduler:
         return bool(self.inner.enqueue_request(request))
 
     def next_request(self) -> Request | None:
-        held = self._count
+        held, self._woken = self._count, False  # (the engine came: a release wakes it again)
         while True:
             if self._ready:
                 if self._peek is None:
@@ -505,7 +505,11 @@ class GateScheduler:
         if held is not None:
             self.released[request] = held
         request.meta[RELEASED] = True
+        if held is not None and self._woken:  # the engine is woken already: to _ready, no request_scheduled again
+            heapq.heappush(self._ready, (-request.priority, next(self._order), request))
+            return True
         self._releasing.add(id(request))
+        self._woken = True
         try:
             engine.crawl(request)
         finally:  # not enqueued: a request_scheduled receiver dropped it, as Scrapy lets it
