@@ -63,6 +63,7 @@ class Held:
     for_robots: bool = False  # it waited for its origin's resolution (a cache miss)
     paced: bool = False  # it took its Crawl-delay turn here
     error: str = ""  # the gate's or the service's own work failed: the middleware drops it
+    checked: Any = None  # (Known, Decision): the gate's robots.txt check of it for the origin's tokens, all allowing
 
 
 @dataclass(slots=True, eq=False)
@@ -121,6 +122,7 @@ class GateScheduler:
         self._feed: Any = None  # scrapy-redis's RedisSpider takes more work: schedule_next_requests
         self._full = self._closed = self._waking = self._releasing_batch = self._ties = self._woken = False
         self._handed = 0  # released requests handed out in this turn of the loop
+        self._last_check: Any = None  # (request, Known, Decision) of the last request _allowed let go
         self._reads_pages = self.settings.reads_pages
         get = crawler.settings.getint
         self._per_slot = get("CONCURRENT_REQUESTS_PER_IP") or get("CONCURRENT_REQUESTS_PER_DOMAIN")
@@ -293,7 +295,8 @@ class GateScheduler:
             self._count -= 1
             try:  # (expired meanwhile, or no longer checked: looked at again)
                 if self._admit(request, tracked):  # (paced: its slot was free, it took its turn)
-                    self._release(request, Held(for_robots=True, paced=request in self.released))
+                    checked = last[1:] if (last := self._last_check) is not None and last[0] is request else None
+                    self._release(request, Held(for_robots=True, paced=request in self.released, checked=checked))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
         if self._releases and not self._releasing_batch:
@@ -351,8 +354,9 @@ class GateScheduler:
     def _allowed(self, request: Request, known: Known) -> bool:
         """Whether the middleware will let ``request`` go on (robots.txt, declared purposes)."""
         url, robots, tokens = request.url, known.robots, known.tokens
-        if not all(robots.check(url, token).allowed for token in tokens):
+        if not all((decision := robots.check(url, token)).allowed for token in reversed(tokens)):
             return False
+        self._last_check = (request, known, decision) if tokens else None  # (the first token's: Held.checked)
         if not (usage := usage_for(robots, url, tokens, allowed=True)):
             return True
         return not (purposes := declared_purposes(request, self.settings)) or usage.denies(purposes) is None

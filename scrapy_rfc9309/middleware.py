@@ -105,7 +105,7 @@ class RobotsTxtMiddleware:
         known = self.service.fresh(origin, files)
         if known is not None and (held is not None and held.paced or not self._floor(known, tokens)):  # the hot path
             counts.inc("cache/misses" if held is not None and held.for_robots else "cache/hits")
-            self._allow(request, origin, known, tokens, self._check(request, origin, known, tokens))
+            self._allow(request, origin, known, tokens, self._check(request, origin, known, tokens, held))
             return None
         counts.inc("cache/hits" if known is not None else "cache/misses")
         return self._wait(request, origin, tokens, known, files)
@@ -138,9 +138,11 @@ class RobotsTxtMiddleware:
             return 0.0
         return known.floor if tokens == known.tokens else self.service.floor_for(known.robots, tokens)[0]
 
-    def _check(self, request: Request, origin: str, known: Known, tokens: Names) -> Checked:
+    def _check(self, request: Request, origin: str, known: Known, tokens: Names, held: Any = None) -> Checked:
         """The decision, its token and robots.txt's usage for the URL; a denial is counted, recorded, raised."""
-        if len(tokens) == 1:
+        if held is not None and held.checked is not None and held.checked[0] is known and tokens == known.tokens:
+            decision, token, url = held.checked[1], tokens[0], request.url  # the gate checked it just now
+        elif len(tokens) == 1:
             decision, token = known.robots.check(url := request.url, tokens[0]), tokens[0]
         else:
             decision, token = decide_all(known.robots, url := request.url, tokens)
