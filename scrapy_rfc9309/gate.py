@@ -123,7 +123,6 @@ class GateScheduler:
         self._full = self._closed = self._waking = self._releasing_batch = self._ties = self._woken = False
         self._handed = 0  # released requests handed out in this turn of the loop
         self._last_check: Any = None  # (request, Known, Decision) of the last request _allowed let go
-        self._reads_pages = self.settings.reads_pages
         get = crawler.settings.getint
         self._per_slot = get("CONCURRENT_REQUESTS_PER_IP") or get("CONCURRENT_REQUESTS_PER_DOMAIN")
         self._slot_settings = crawler.settings.getdict("DOWNLOAD_SLOTS")
@@ -267,7 +266,7 @@ class GateScheduler:
             return None, False
         if not self.settings.for_origin(origin).obey:
             return None, False
-        return origin, (self._reads_pages and self.service.reads(origin)) or META_USAGE in meta
+        return origin, (self.settings.reads_pages and self.service.reads(origin)) or META_USAGE in meta
 
     async def _resolve(self, origin: str, trigger: Request, files: bool) -> None:
         try:
@@ -509,10 +508,9 @@ class GateScheduler:
         if held is not None:
             self.released[request] = held
         request.meta[RELEASED] = True
-        if held is not None and self._woken:  # the engine is woken already: to _ready, no request_scheduled again
-            heapq.heappush(self._ready, (-request.priority, next(self._order), request))
-            return True
         self._releasing.add(id(request))
+        if held is not None and self._woken:  # the engine is woken already: to _ready, no request_scheduled again
+            return self.enqueue_request(request)
         self._woken = True
         try:
             engine.crawl(request)

@@ -142,8 +142,6 @@ class RobotsTxtMiddleware:
         """The decision, its token and robots.txt's usage for the URL; a denial is counted, recorded, raised."""
         if held is not None and held.checked is not None and held.checked[0] is known and tokens == known.tokens:
             decision, token, url = held.checked[1], tokens[0], request.url  # the gate checked it just now
-        elif len(tokens) == 1:
-            decision, token = known.robots.check(url := request.url, tokens[0]), tokens[0]
         else:
             decision, token = decide_all(known.robots, url := request.url, tokens)
         if not decision.allowed:

@@ -8,13 +8,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from scrapy.utils.httpobj import urlparse_cached
-
 if TYPE_CHECKING:
     from scrapy import Request
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-_by_url: dict[str, str | None] = {}  # a request URL -> its origin (origin_of_request)
 
 
 @lru_cache(maxsize=4096)  # a crawl asks about few origins, twice per request; bounded for millions of hosts
@@ -50,6 +47,7 @@ def _slow_key(scheme: str, netloc: str, default: int) -> str | None:
     return f"{scheme}://{host}:{port if port is not None else default}"
 
 
+@lru_cache(maxsize=4096)  # (a request's origin is asked several times; a string keeps its hash)
 def origin_of(url: str) -> str | None:
     """``"scheme://host:port"`` of an http(s) URL; None for any other scheme, no host or a bad port."""
     parts = urlsplit(url)
@@ -57,14 +55,8 @@ def origin_of(url: str) -> str | None:
 
 
 def origin_of_request(request: Request) -> str | None:
-    """:func:`origin_of` for a Scrapy request, asked several times per request: by its URL (whose hash the string
-    keeps), its split cached for Scrapy's other users too; bounded by clearing (a miss costs only a split)."""
-    if (url := request.url) not in _by_url:
-        if len(_by_url) >= 4096:
-            _by_url.clear()
-        parts = urlparse_cached(request)
-        _by_url[url] = _key(parts.scheme.lower(), parts.netloc)
-    return _by_url[url]
+    """:func:`origin_of` for a Scrapy request, by its URL (asked several times per request)."""
+    return origin_of(request.url)
 
 
 def robots_url(origin: str) -> str:
