@@ -87,7 +87,7 @@ HOOKS = (
 )
 #: calls inside those hooks, timed too (their timers add about 1 us to the hook)
 INNER = (
-    ("scrapy_rfc9309.middleware", "origin_of_request"),
+    ("scrapy_rfc9309.middleware", "origin_of"),
     ("scrapy_rfc9309.robots.robotstxt", "RobotsTxt.check"),
 )
 #: signals sent once or more for every page request: their receivers cost a

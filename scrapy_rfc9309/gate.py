@@ -28,7 +28,7 @@ from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, rfc9309_settings, robots_service
 from .masking import mask_text
 from .middleware import META_USAGE, declared_purposes
-from .origins import origin_of_request, robots_url
+from .origins import origin_of, robots_url
 from .robots.text import shorten
 from .robots.usage import usage_for
 from .service import NotResolved
@@ -262,7 +262,7 @@ class GateScheduler:
     def _checked(self, request: Request) -> tuple[str | None, bool]:
         """The origin to resolve first (None: robots.txt does not govern it), and whether its usage files too."""
         meta = request.meta
-        if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt") or (origin := origin_of_request(request)) is None:
+        if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt") or (origin := origin_of(request.url)) is None:
             return None, False
         if not self.settings.for_origin(origin).obey:
             return None, False
@@ -418,7 +418,7 @@ class GateScheduler:
     def _floor_of(self, key: str, item: Any) -> float:
         if isinstance(item, _Ticket):
             return max(item.floor, self._slot_floor(key))
-        known = self.service.known(origin_of_request(item) or "")
+        known = self.service.known(origin_of(item.url) or "")
         return max(known.floor if known is not None else 0.0, self._slot_floor(key))
 
     def _turn(self, key: str, slot: _Slot) -> None:
@@ -451,7 +451,7 @@ class GateScheduler:
             item.waiter.callback(None)
             return
         self._count -= 1
-        known = None if floor else self.service.known(origin_of_request(item) or "")
+        known = None if floor else self.service.known(origin_of(item.url) or "")
         if known is None or self._allowed(item, known):  # (a denied one takes no place)
             self._occupy(item, key, slot, floor, now, origin)
         self._release(item, Held(paced=True) if floor else Held(for_robots=True))
@@ -462,7 +462,7 @@ class GateScheduler:
             while slot.queue and not self._closed:
                 item = slot.queue[0]
                 floor = self._floor_of(key, item)
-                origin = item.origin if isinstance(item, _Ticket) else origin_of_request(item)
+                origin = item.origin if isinstance(item, _Ticket) else origin_of(item.url)
                 if origin is None or not floor:
                     break
                 since = time.monotonic()

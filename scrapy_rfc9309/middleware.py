@@ -17,7 +17,7 @@ from .counts import STATS
 from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, refused, rfc9309_settings, robots_service
 from .masking import mask_url
-from .origins import origin_of_request
+from .origins import origin_of
 from .page_usage import read_response
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
@@ -77,7 +77,7 @@ class RobotsTxtMiddleware:
 
     @compat.request_method  # the spider argument of Scrapy 2.13
     def process_request(self, request: Request) -> Coroutine[Any, Any, None] | None:
-        if FETCH_META_KEY in (meta := request.meta) or (origin := origin_of_request(request)) is None:
+        if FETCH_META_KEY in (meta := request.meta) or (origin := origin_of(request.url)) is None:
             return None  # our own robots.txt fetch; data:, file: and other non-HTTP URLs are never checked
         (counts := self._counts).inc("requests/checked")
         counts.tick()
@@ -165,7 +165,7 @@ class RobotsTxtMiddleware:
             self._counts.inc(DENIED_USAGE)  # not downloaded: the accounting counts it as denied
         if self.recorder.active:
             stage = sources[0].origin if sources else "robots.txt" if known is not None else "unknown"
-            origin = origin_of_request(request) or ""
+            origin = origin_of(request.url) or ""
             self.recorder.usage_decided(request.url, origin, known, token, action, stage, label, sources)
         if action != "marked":
             verb = "Forbidden" if action == "denied" else "Dropped"
@@ -196,7 +196,7 @@ class RobotsTxtMiddleware:
         meta = request.meta
         if (prov := meta.get(META_KEY)) is None or FETCH_META_KEY in meta:
             return response
-        if (self._reads_pages or META_USAGE in meta) and (origin := origin_of_request(request)) is not None:
+        if (self._reads_pages or META_USAGE in meta) and (origin := origin_of(request.url)) is not None:
             purposes = self._purposes(request, origin, downloaded=True)
             if purposes or self.settings.usage_report:
                 return self._read_page(request, response, origin, purposes)
@@ -205,7 +205,7 @@ class RobotsTxtMiddleware:
         usage, stated = from_header(header), prov.get("usage")  # robots.txt's, given at request time
         prov["usage"] = (Usage.from_dict(stated).combine(usage) if stated is not None else usage).to_dict()
         if self.recorder.allowed_records:
-            self.recorder.response_usage(request.url, origin_of_request(request) or "", prov["usage"])
+            self.recorder.response_usage(request.url, origin_of(request.url) or "", prov["usage"])
         return response
 
     def _read_page(self, request: Request, response: Response, origin: str, purposes: Names) -> Response:
@@ -281,7 +281,7 @@ def declared_purposes(request: Request, settings: Rfc9309Settings, origin: str =
     crawl's; a bad value raises (``strict``: the middleware refuses it) or declares none."""
     value = request.meta.get(META_USAGE)
     if value is None:
-        origin = origin or origin_of_request(request) or ""
+        origin = origin or origin_of(request.url) or ""
         return settings.for_origin(origin).usage if origin else settings.usage
     try:
         return _purposes_of(tuple(value) if isinstance(value, (list, set, frozenset)) else value)

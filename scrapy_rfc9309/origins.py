@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 from functools import lru_cache
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:
-    from scrapy import Request
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -47,16 +43,11 @@ def _slow_key(scheme: str, netloc: str, default: int) -> str | None:
     return f"{scheme}://{host}:{port if port is not None else default}"
 
 
-@lru_cache(maxsize=4096)  # (a request's origin is asked several times; a string keeps its hash)
+@lru_cache(maxsize=4096)  # (a request's origin is asked several times, by its URL; a string keeps its hash)
 def origin_of(url: str) -> str | None:
     """``"scheme://host:port"`` of an http(s) URL; None for any other scheme, no host or a bad port."""
     parts = urlsplit(url)
     return _key(parts.scheme.lower(), parts.netloc)
-
-
-def origin_of_request(request: Request) -> str | None:
-    """:func:`origin_of` for a Scrapy request, by its URL (asked several times per request)."""
-    return origin_of(request.url)
 
 
 def robots_url(origin: str) -> str:

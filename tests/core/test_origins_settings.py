@@ -132,11 +132,10 @@ def test_origins_from_the_command_line_as_json():
     ["http://Example.COM/a", "https://user:pw@example.com:8443/x", "http://[::1]:8000/", "http://bücher.example/"],
 )
 def test_request_origin_matches_url_origin(url):
+    """A request's origin is its URL's (the plugin asks ``origin_of(request.url)``): Scrapy's URL cleaning keeps it."""
     from scrapy import Request
 
-    from scrapy_rfc9309.origins import origin_of_request
-
-    assert origin_of_request(Request(url)) == origin_of(url)
+    assert origin_of(Request(url).url) == origin_of(url)
 
 
 @pytest.mark.parametrize(
