@@ -367,7 +367,7 @@ class GateScheduler:
         return int(self._slot_settings.get(key, {}).get("concurrency", self._per_slot)) or 1
 
     async def file_turn(self, origin: str, trigger: Any, floor: float) -> Callable[[], None]:
-        """The slot's turn for a fetch of ``origin``'s files (a :class:`~.service.Pacer`); call the result once in."""
+        """The slot's turn for a fetch of ``origin``'s files (the service's pacer); call the result once in."""
         if self._closed:
             raise NotResolved(origin)
         key, slot = self._file_slot(origin, trigger)
