@@ -18,6 +18,7 @@ the meta name/content pairs our reader finds must be exactly those, in order:
 from __future__ import annotations
 
 from email.message import Message
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import html5lib
@@ -31,9 +32,8 @@ NOAI = '<meta name="robots" content="noai">'
 LICENSE = '<link rel="license" type="application/rsl+xml" href="license.xml">'
 
 
-def oracle(body: bytes, http_charset: str | None = None) -> list[tuple[str, str]]:
-    """The meta name/content pairs html5lib puts in the document's head
-    (names as the usage model reads them: stripped, lower-cased)."""
+def _head(body: bytes, http_charset: str | None) -> Any:
+    """The ``<head>`` element html5lib builds from ``body`` (the header's charset given as its transport encoding)."""
     header = Message()
     header["Content-Type"] = http_charset or "text/html"
     tree = html5lib.parse(
@@ -44,7 +44,13 @@ def oracle(body: bytes, http_charset: str | None = None) -> list[tuple[str, str]
         default_encoding="utf-8",  # (ours when nothing names one; html5lib's own is windows-1252)
         useChardet=False,
     )
-    head = tree.find("head")
+    return tree.find("head")
+
+
+def oracle(body: bytes, http_charset: str | None = None) -> list[tuple[str, str]]:
+    """The meta name/content pairs html5lib puts in the document's head
+    (names as the usage model reads them: stripped, lower-cased)."""
+    head = _head(body, http_charset)
     found = []
     for meta in head.iter("meta"):
         name, content = meta.get("name"), meta.get("content")
@@ -63,17 +69,7 @@ def oracle_licenses(body: bytes, http_charset: str | None = None) -> list[str]:
     ``<base href>``, not data: or javascript:), kept when http(s), once each.  The base is
     looked for in the head only: our reader stops at the body, and says so (the standard
     would also use a ``<base>`` in the body)."""
-    header = Message()
-    header["Content-Type"] = http_charset or "text/html"
-    tree = html5lib.parse(
-        body,
-        treebuilder="etree",
-        namespaceHTMLElements=False,
-        transport_encoding=header.get_param("charset"),
-        default_encoding="utf-8",
-        useChardet=False,
-    )
-    head = tree.find("head")
+    head = _head(body, http_charset)
     base = URL
     for element in head.iter("base"):
         if element.get("href") is not None:
