@@ -448,7 +448,10 @@ def test_many_lines_of_one_kind_parse_in_bounded_time(body: str, denied: dict[st
         robots.check("/g19999/y", token)  # the first: selects and compiles the token's groups
         for path, tokens in denied.items():
             decision, took = timed(robots.check, path, token)
-            assert took < CHECK_BOUND
+            # the least of three checks: a check's cost, not a moment the machine was busy (CI runs
+            # four suites on two cores); a cost that grows with the file exceeds it every time
+            took = min(took, *(timed(robots.check, path, token)[1] for _ in range(2)))
+            assert took < CHECK_BOUND, took
             assert decision.allowed is (token not in tokens), (path, token, decision)
             assert decision.verdict is (_DENIED if token in tokens else _IMPLICIT), (path, token, decision)
     if "Sitemap" in body:  # every Sitemap line of the first 512,000 bytes

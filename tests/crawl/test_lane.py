@@ -71,7 +71,9 @@ async def test_hanging_robots_txt_servers_do_not_stall_a_healthy_site(servers, h
     # alone, 200 pages at 8 at a time take about 1 s here; long before any timeout
     assert closed_at - first < 8, closed_at - first
     gaps = [b - a for a, b in zip([first, *healthy], healthy)]
-    assert max(gaps) < 1.0, max(gaps)
+    # a page stalled behind a hanging robots.txt would wait its timeout (5 s or 30 s); 2 s leaves room
+    # for a loaded CI machine (1.34 s seen there with four suites on two cores; alone about 0.1 s)
+    assert max(gaps) < 2.0, max(gaps)
     # the hanging origins' requests were still waiting: dropped as the spider closed
     for spec in stalled:
         outcome = result.outcome(spec.url)
