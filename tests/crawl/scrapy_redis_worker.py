@@ -24,8 +24,9 @@ Writes, in OUT_DIR:
   for every process of the machine) when the request entered the downloader
   middlewares and when it ended;
 * ``worker<N>.json`` at the end: the finish reason, the ``rfc9309/`` and
-  ``scheduler/`` stats, and every warning raised in the process: pytest's
-  ``filterwarnings`` does not reach a subprocess, so the test checks them.
+  ``scheduler/`` stats, every warning raised in the process (pytest's
+  ``filterwarnings`` does not reach a subprocess, so the test checks them), and
+  ``store``: when the plugin logged its store unreachable and answering again.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ except ImportError:  # Scrapy 2.13
     from scrapy.crawler import CrawlerProcess as Process  # type: ignore[assignment]
 
 SEEN: list[dict[str, str]] = []
+#: (time.monotonic(), "down" | "up") each time the plugin's store fallback logged the store
+#: unreachable or answering again, in order
+STORE: list[tuple[float, str]] = []
 
 
 class _WarningsSeen(logging.Handler):
@@ -61,6 +65,17 @@ class _WarningsSeen(logging.Handler):
         where, _, rest = record.getMessage().strip().partition(": ")
         category, _, message = rest.partition(": ")
         SEEN.append({"where": where, "category": category, "message": message.split("\n", 1)[0]})
+
+
+class _StoreSeen(logging.Handler):
+    """When the store went and came back, on the clock the test servers use."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "robots.txt store unreachable" in message:
+            STORE.append((time.monotonic(), "down"))
+        elif "answers again" in message:
+            STORE.append((time.monotonic(), "up"))
 
 
 class TakenAt:
@@ -111,6 +126,7 @@ def main(argv: list[str]) -> None:
     out = Path(out_dir)
     warnings.simplefilter("default")  # every warning, once per place, whatever its category
     logging.getLogger("py.warnings").addHandler(_WarningsSeen())
+    logging.getLogger("scrapy_rfc9309").addHandler(_StoreSeen())
     settings: dict[str, Any] = {
         "ADDONS": {"scrapy_rfc9309.Addon": 0},
         "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
@@ -153,6 +169,7 @@ def main(argv: list[str]) -> None:
         "rfc9309": {k[len("rfc9309/") :]: v for k, v in stats.items() if k.startswith("rfc9309/")},
         "scheduler": {k: v for k, v in stats.items() if k.startswith("scheduler/")},
         "warnings": SEEN,
+        "store": STORE,
     }
     (out / f"worker{worker}.json").write_text(json.dumps(report, default=str), encoding="utf-8")
 
