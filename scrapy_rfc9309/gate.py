@@ -27,7 +27,7 @@ from . import compat
 from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, rfc9309_settings, robots_service
 from .masking import mask_text
-from .middleware import META_USAGE, declared_purposes
+from .middleware import META_USAGE, RELEASED, declared_purposes
 from .origins import origin_of, robots_url
 from .robots.text import shorten
 from .robots.usage import usage_for
@@ -44,7 +44,6 @@ __all__ = ["RELEASED", "GateScheduler", "Held"]
 
 logger = logging.getLogger(__name__)
 
-RELEASED = "rfc9309_released"  #: meta key of a released request (request_scheduled again: the one waking the engine)
 #: a released request not in the downloader this long after (a middleware dropped it, a cache
 #: answered) no longer counts against its slot: a burst of one more vs a slot held idle
 UNSEEN_SECONDS = 0.25

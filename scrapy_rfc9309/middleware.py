@@ -41,6 +41,9 @@ logger = logging.getLogger(__name__)
 META_USER_AGENT = "robotstxt_user_agent"
 #: a request's own declared purposes (usage categories), overriding RFC9309_USAGE
 META_USAGE = "rfc9309_usage"
+#: a request the gate released and this middleware sent back to it (its origin was no longer fresh)
+RETURNED = "rfc9309_returned"
+RELEASED = "rfc9309_released"  #: meta key of a released request (request_scheduled again: the one waking the engine)
 _VERDICT = {v: f"requests/{'allowed' if v.value.startswith('allowed') else 'denied'}/{v.value}" for v in Verdict}
 DENIED_USAGE = "requests/denied/usage_preferences"  # allowed by robots.txt, not by its usage preferences
 FORBIDDEN = "robotstxt/forbidden"  # Scrapy's own stat for every request robots.txt drops, counted beside ours
@@ -76,7 +79,7 @@ class RobotsTxtMiddleware:
         return cls(crawler)
 
     @compat.request_method  # the spider argument of Scrapy 2.13
-    def process_request(self, request: Request) -> Coroutine[Any, Any, None] | None:
+    def process_request(self, request: Request) -> Coroutine[Any, Any, None] | Request | None:
         if FETCH_META_KEY in (meta := request.meta) or (origin := origin_of(request.url)) is None:
             return None  # our own robots.txt fetch; data:, file: and other non-HTTP URLs are never checked
         (counts := self._counts).inc("requests/checked")
@@ -107,6 +110,14 @@ class RobotsTxtMiddleware:
             counts.inc("cache/misses" if held is not None and held.for_robots else "cache/hits")
             self._allow(request, origin, known, tokens, self._check(request, origin, known, tokens, held))
             return None
+        if known is None and held is not None and RETURNED not in meta:
+            # released, and its origin no longer fresh (a page named a license, the cache expired): back to the gate,
+            # not waiting in its downloader place (Scrapy schedules a request process_request returns); once
+            counts.inc("requests/checked", -1)  # (checked when it comes back)
+            counts.inc("gate/returned")
+            again = request.replace(dont_filter=True, meta={**meta, RETURNED: True})
+            again.meta.pop(RELEASED, None)
+            return again
         counts.inc("cache/hits" if known is not None else "cache/misses")
         return self._wait(request, origin, tokens, known, files)
 

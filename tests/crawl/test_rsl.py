@@ -337,3 +337,40 @@ async def test_an_adopted_license_is_forgotten_with_its_origin(servers):
     assert result.stat("license/page_named") == 1 and result.stat("cache/evictions") >= 1
     assert a.count("/robots.txt") == 2 and a.count("/license.xml") == 0
     assert result.outcome(a.url("/articles/a")).status == 200
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_released_before_a_page_names_a_license_go_back_to_the_gate_not_wait_downloading(
+    servers, monkeypatch
+):
+    """Twelve requests of one origin are released together when its robots.txt comes; one place in the
+    downloader, so the first page's Link header names a license while the rest are released and not yet
+    checked.  Each of them comes to the middleware no longer fresh: it goes back to the gate (returned
+    once) and waits there for the license, not in a downloader place, and the license decides it."""
+    from scrapy_rfc9309 import middleware
+
+    waited: list[str] = []
+    wait = middleware.RobotsTxtMiddleware._wait
+
+    async def counting(self, request, *args):
+        waited.append(request.url)
+        await wait(self, request, *args)
+
+    monkeypatch.setattr(middleware.RobotsTxtMiddleware, "_wait", counting)
+    s = site(servers, "127.0.0.2", None)
+    s.routes["/p1"] = page(lic_link("/license.xml"))
+    s.routes["/license.xml"] = license_reply(PROHIBITS)
+    rest = [f"/articles/a{i}" for i in range(6)] + [f"/about{i}" for i in range(5)]
+    plan = [Req(s.url("/p1"))] + [Req(s.url(path)) for path in rest]
+    result = await crawl(plan, {**TRAIN, "CONCURRENT_REQUESTS": 1})
+    check_accounting(result)
+    assert waited == []
+    assert result.outcome(s.url("/p1")).status == 200
+    for path in rest:
+        outcome = result.outcome(s.url(path))
+        if path.startswith("/articles/"):
+            assert outcome.error == "IgnoreRequest" and outcome.message.startswith(DENIED), outcome
+        else:
+            assert outcome.status == 200 and outcome.provenance["license"]["url"] == s.url("/license.xml"), outcome
+    assert pages(s) == sorted(["/p1", *(p for p in rest if p.startswith("/about"))])
+    assert result.stat("gate/returned") == len(rest) and s.count("/license.xml") == 1
