@@ -29,6 +29,7 @@ import random
 import tracemalloc
 from collections import Counter
 
+import pytest
 import pytest_twisted
 
 from scrapy_rfc9309 import Verdict, parse
@@ -36,6 +37,8 @@ from scrapy_rfc9309.storage import LruDict, MemoryStorage, RobotsEntry
 
 from .faults import EXPECTED, FAULTS, OK, PAGE_PATHS, FaultServer, assert_verdict, crawl_within, statm_rss, verdict_of
 from .harness import Req, check_accounting
+
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
 
 SEED = 9309
 ORIGINS = 200

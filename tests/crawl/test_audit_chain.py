@@ -30,6 +30,8 @@ from .command_runner import crawl_env, make_project, scrapy_crawl, scrapy_robots
 from .harness import check_accounting, crawl
 from .servers import Reply, Server, robots
 
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
+
 RULES = "User-agent: *\nDisallow: /private\n"
 ALLOW_ALL = "User-agent: *\nAllow: /\n"
 #: an HMAC key, given to the crawl through the environment (as a deployment would)

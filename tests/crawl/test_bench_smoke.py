@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 ORIGINS, PAGES, DENIED = 2, 12, 2  # pages 1 and 11 of each origin are disallowed
 

@@ -18,6 +18,8 @@ import pytest
 
 from .test_bench_smoke import _rows
 
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 ORIGINS, PAGES = 4, 3  # page 1 of each origin is disallowed
 

@@ -14,6 +14,8 @@ from scrapy_rfc9309.commands.report import describe_group, exit_status, file_lin
 
 from .command_runner import scrapy_robots
 
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
+
 ROBOTS = (
     "User-agent: *\n"  # 1
     "Disallow: /private\n"  # 2

@@ -25,6 +25,8 @@ from . import demo_doc
 from .accounting import SCRAPY_ARGS, check_output, subprocess_env
 from .harness import MODE_ARGS
 
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "example_project"))
 from demo_project.demo_site import NAMES  # noqa: E402 - the demo's own list of origins
 

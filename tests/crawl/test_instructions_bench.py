@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 #: Ir at 100 and 300 origins: per added origin 30 M, 32 M, 32.5 M, 33 M and 34 M;

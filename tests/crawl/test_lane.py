@@ -68,12 +68,14 @@ async def test_hanging_robots_txt_servers_do_not_stall_a_healthy_site(servers, h
     assert all(result.outcome(r.url).status == 200 for r in pages)
     closed_at = result.spider_cls.closed_at
     first = min(site.times("/robots.txt"))
-    # alone, 200 pages at 8 at a time take about 1 s here; long before any timeout
-    assert closed_at - first < 8, closed_at - first
+    # alone, 200 pages at 8 at a time take about 1 s here (8.7 s seen on a CI machine running three
+    # suites of four processes each on two cores): well before the 30 s a stalled page would wait;
+    # the 5 s variant is judged by its gaps
+    assert closed_at - first < 15, closed_at - first
     gaps = [b - a for a, b in zip([first, *healthy], healthy)]
-    # a page stalled behind a hanging robots.txt would wait its timeout (5 s or 30 s); 2 s leaves room
+    # a page stalled behind a hanging robots.txt would wait its timeout (5 s or 30 s); 3 s leaves room
     # for a loaded CI machine (1.34 s seen there with four suites on two cores; alone about 0.1 s)
-    assert max(gaps) < 2.0, max(gaps)
+    assert max(gaps) < 3.0, max(gaps)
     # the hanging origins' requests were still waiting: dropped as the spider closed
     for spec in stalled:
         outcome = result.outcome(spec.url)

@@ -29,6 +29,7 @@ import os
 import time
 from typing import Any
 
+import pytest
 import pytest_twisted
 import scrapy
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
@@ -41,6 +42,8 @@ from scrapy_rfc9309.storage.sqlite import SqliteStorage
 
 from .faults import statm_rss
 from .harness import MODE_SETTINGS, Runner, run
+
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
 
 CAP = int(os.environ.get("MEMTEST_CAP", 2_000))
 ORIGINS = int(os.environ.get("MEMTEST_ORIGINS", 10 * CAP))

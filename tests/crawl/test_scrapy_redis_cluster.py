@@ -52,6 +52,8 @@ from .scrapy_redis_cluster import (
 )
 from .servers import Hit, Reply, Server, check_paced, gaps, robots
 
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
+
 #: Crawl-delay of the delayed origins (the gaps the servers see are checked by check_paced)
 DELAY = 1.0
 #: the other origins' pages may take this much longer than without the delayed ones ...

@@ -47,6 +47,8 @@ from .test_scrapy_redis_cluster import (
 )
 from .test_storage_redis import TOLERANCE, in_task, three_workers_crawl
 
+pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor without a reactor (setup.cfg)
+
 #: seconds the failover test waits for the cluster to promote a replica (a crawl page waits for it)
 FAILOVER_TIMEOUT = 30.0
 
