@@ -76,11 +76,15 @@ async def test_hanging_robots_txt_servers_do_not_stall_a_healthy_site(servers, h
     # a page stalled behind a hanging robots.txt would wait its timeout (5 s or 30 s); 3 s leaves room
     # for a loaded CI machine (1.34 s seen there with four suites on two cores; alone about 0.1 s)
     assert max(gaps) < 3.0, max(gaps)
-    # the hanging origins' requests were still waiting: dropped as the spider closed
+    # the hanging origins' requests were still waiting: dropped as the spider closed (or, where the
+    # healthy pages took longer than the 5 s timeout on a loaded machine, denied as unreachable)
     for spec in stalled:
         outcome = result.outcome(spec.url)
-        assert outcome.error == "IgnoreRequest" and "spider closed" in outcome.message, outcome
-    assert result.stat("requests/dropped/spider_closing") == hanging
+        assert outcome.error == "IgnoreRequest", outcome
+        assert "spider closed" in outcome.message or outcome.message.endswith(": unknown_unreachable"), outcome
+    unreachable = result.stat("requests/denied/unknown_unreachable")
+    assert result.stat("requests/dropped/spider_closing") + unreachable == hanging
+    assert timeout < 30 or not unreachable
     assert took < closed_at - first + 6, took  # the hanging fetches did not hold the close
     check_accounting(result)
 
