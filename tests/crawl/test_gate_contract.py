@@ -165,9 +165,10 @@ async def _healthy_under_scrapy_redis(servers, redis: RedisServer, floored: bool
 async def test_under_scrapy_redis_defaults_a_floored_origin_does_not_stop_a_healthy_one(servers, tmp_path):
     """Issue 36, item 5 of what outsiders saw: 40 requests of a ``Crawl-delay: 1``
     origin first in scrapy-redis's queue; the healthy origin's 30 pages all come,
-    within 1.25 x their time alone + 1 s (before: RFC9309_MAX_HELD was
-    CONCURRENT_REQUESTS under scrapy-redis, the gate filled with requests waiting
-    for their turn, and the healthy origin got none in 45 s); every request ends."""
+    within their time alone + 5 s, a generous bound for a shared machine (before:
+    RFC9309_MAX_HELD was CONCURRENT_REQUESTS under scrapy-redis, the gate filled
+    with requests waiting for their turn, and the healthy origin got none in
+    45 s); every request ends."""
     require_scrapy_redis()
     redis = RedisServer(tmp_path / "redis")
     try:
@@ -176,7 +177,7 @@ async def test_under_scrapy_redis_defaults_a_floored_origin_does_not_stop_a_heal
     finally:
         redis.stop()
     print(f"healthy origin's 30 pages: alone {alone:.2f} s, beside a floored origin {together:.2f} s")
-    assert together <= 1.25 * alone + 1.0, (alone, together)
+    assert together <= alone + 5.0, (alone, together)
     assert result.stats["finish_reason"] == "probe_done"
     check_accounting(result)  # every request reached its callback or errback
 
