@@ -29,8 +29,9 @@ from .servers import Reply, robots
 DAPQ = "scrapy.pqueues.DownloaderAwarePriorityQueue"
 #: a healthy site's pages: slow enough that 20 of them take a measurable time
 PAGE = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.1)
-#: the bound of the issue: the healthy site finishes within 1.25x of its time alone
-BOUND = 1.25
+#: the healthy site finishes within its time alone and this (a loaded machine's room; the stalls
+#: these tests guard against cost 4 s and 5 s; the issue's 1.25 x alone is benchmarks/hang_bench.py's)
+SLACK = 2.0
 
 
 def healthy_pages(server, count: int = 20) -> list[Req]:
@@ -69,8 +70,8 @@ async def test_a_site_waiting_for_robots_txt_does_not_stall_a_healthy_one(server
     waiting = [Req(stalled.url(f"/held{i}")) for i in range(10)]
     together, result = await time_of_healthy(waiting + pages, healthy, settings)
 
-    # a stall is the 4 s wait; 0.5 s of slack (issue 31's bound) keeps a loaded machine's noise out
-    assert together <= BOUND * alone + 0.5, (alone, together)
+    # a stall is the 4 s wait
+    assert together <= alone + SLACK, (alone, together)
     # the stalled site was still waiting long after the healthy one was done
     assert max(stalled.times("/robots.txt")) - min(stalled.times("/robots.txt")) > 2.5
     assert all(
@@ -99,8 +100,8 @@ async def test_a_cluster_crawl_delay_does_not_pace_other_sites(servers, tmp_path
     finally:
         redis.stop()
 
-    # paced with the delayed site, the healthy one would take 5 s more; the margin is for a loaded machine
-    assert together <= BOUND * alone + 1.0, (alone, together)
+    # paced with the delayed site, the healthy one would take 5 s more
+    assert together <= alone + SLACK, (alone, together)
     hits = sorted(h.at for h in delayed.page_hits())
     assert len(hits) == 6 and min(b - a for a, b in zip(hits, hits[1:])) >= 0.9, hits
     assert result.stat("crawl_delay/cluster/requests_held") >= 4
