@@ -5,6 +5,7 @@ here for its origin's resolution and its Crawl-delay turn.  Stats: docs/middlewa
 from __future__ import annotations
 
 import logging
+import sys
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,7 +23,7 @@ from .page_usage import read_response
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED, Decision, Verdict
-from .service import Known, NotResolved
+from .service import Known, NotResolved, preload_structured_fields
 from .settings import usage_purposes
 from .useragent import derive_tokens
 
@@ -265,6 +266,8 @@ class RobotsTxtMiddleware:
 
     def _spider_opened(self, spider: Spider) -> None:
         self._gate = crawl_state(self.crawler).gate
+        if self._reads_pages and "http_sf" not in sys.modules:  # (headers are RFC 9651 dictionaries: not on the loop)
+            compat.spawn(compat.run_in_thread(preload_structured_fields))
         if self._gate is None:
             logger.info(
                 "scrapy-rfc9309: the scheduler is not the gate (SCHEDULER = 'scrapy_rfc9309.gate.GateScheduler', "

@@ -8,6 +8,8 @@ import contextlib
 import hashlib
 import inspect
 import logging
+import re
+import sys
 import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field, replace
@@ -41,6 +43,15 @@ WAIT_FIRST_DELAY, WAIT_MAX_DELAY = 1.0, 60.0
 CLAIM_POLL_FIRST, CLAIM_POLL_MAX, CLAIM_MARGIN = 0.05, 0.5, 10.0
 #: a larger robots.txt is parsed and compiled in steps of at most PARSE_STEP_SECONDS (docs/reliability.md)
 STEPPED_PARSE_BYTES, PARSE_STEP_SECONDS = 8_192, 0.002
+#: a line whose value is an RFC 9651 dictionary: the parser imports http_sf for it, 10-30 ms of the loop at once
+_SF_LINE = re.compile(rb"content-(?:signal|usage)", re.IGNORECASE)
+
+
+def preload_structured_fields() -> None:
+    """Import http_sf (in a worker thread: its import would hold the loop 10-30 ms at once)."""
+    import http_sf  # noqa: F401
+
+
 #: the stats class of a fetch that ended on a redirect robots.txt disallows (not followed)
 DISALLOWED_HOP = "3xx_disallowed"
 
@@ -415,6 +426,8 @@ class RobotsService:
 
     async def _policy(self, origin: str, entry: RobotsEntry, policy: OriginPolicy) -> RobotsTxt:
         """:meth:`policy_of`, a large body parsed and compiled in short steps between which the loop runs."""
+        if entry.access == Access.SUCCESS.value and "http_sf" not in sys.modules and _SF_LINE.search(entry.body):
+            await compat.run_in_thread(preload_structured_fields)  # (not imported on the loop at the first such line)
         if entry.access != Access.SUCCESS.value or len(entry.body) <= STEPPED_PARSE_BYTES:
             return self.policy_of(entry, policy.unreachable)
         self.counts.inc("parse/stepped")

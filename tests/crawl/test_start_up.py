@@ -92,3 +92,31 @@ class Listener:
         crawler.signals.connect(received, signal=signals.robots_parsed, weak=False)
         return cls()
 """
+
+#: run when the spider module is imported: names the thread that imports http_sf (in the log)
+IMPORT_WATCH = """
+import sys, threading
+
+class ImportWatch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "http_sf":
+            print("http_sf imported in " + threading.current_thread().name, file=sys.stderr, flush=True)
+        return None
+
+sys.meta_path.insert(0, ImportWatch())
+"""
+
+
+@pytest.mark.parametrize("purpose", [False, True])
+def test_the_structured_field_parser_is_imported_off_the_loop(servers, tmp_path, purpose):
+    """http_sf takes 10-30 ms to import: where a robots.txt line or a header needs it, it is
+    imported in a worker thread, before the file is parsed (a Content-Signal line) or as the spider
+    opens (a purpose declared: headers are read), never on the loop at the first line that needs it."""
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = robots("User-agent: *\nContent-Signal: ai-train=no\nDisallow: /private\n")
+    custom = {"RFC9309_USAGE": ["search"]} if purpose else {}
+    done = scrapy_crawl(tmp_path, [site.url("/page")], "-s", "LOG_LEVEL=INFO", head=HEAD + IMPORT_WATCH, custom=custom)
+    assert "http_sf" in _loaded(done)
+    imported = [line for line in done.stderr.splitlines() if line.startswith("http_sf imported in ")]
+    assert len(imported) == 1 and imported[0] != "http_sf imported in MainThread", imported
+    assert "'rfc9309/requests/allowed/" in done.stderr  # the page was checked and went
