@@ -642,7 +642,12 @@ def _rule_paths(text: str) -> list[str]:
 
 def _stepped(body: bytes) -> tuple[RobotsTxt, float, int]:
     """As the crawl does it (service.RobotsService._policy): the file parsed
-    and prepared for the crawler in steps; the longest step, in process time."""
+    and prepared for the crawler in steps; the longest step, in process time.
+    http_sf is loaded first, as the crawl loads it in a worker thread before it
+    parses a file with Content-Signal or Content-Usage lines (else the first
+    such line's step would time its import, when no earlier test loaded it)."""
+    import http_sf  # noqa: F401
+
     steps = RobotsTxt.parsing(body, None, 512_000, TOKEN)
     robots, longest, count = None, 0.0, 0
 
