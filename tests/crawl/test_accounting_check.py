@@ -81,6 +81,7 @@ async def test_the_same_crawls_counted_right_pass(servers):
 
 
 # -- crawls in processes of their own ----------------------------------------------------------
+@pytest.mark.main_run_only  # the test harness's own check, in a subprocess
 def test_a_scrapy_crawl_subprocess_whose_stats_do_not_add_up_fails(servers, tmp_path):
     site = servers("127.0.0.2")
     site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")

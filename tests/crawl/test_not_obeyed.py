@@ -154,6 +154,7 @@ def verdict(out: str, url: str) -> str:
     return line
 
 
+@pytest.mark.main_run_only  # the command's report, with several scrapy subprocesses
 def test_command_page_does_not_fetch_what_a_crawl_never_downloads(servers, tmp_path):
     """``--page`` with a purpose: a page robots.txt's ``Content-Usage`` denies is reported
     denied and not fetched (before: downloaded and read), unless ``--fetch-denied``;

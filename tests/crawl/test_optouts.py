@@ -17,6 +17,7 @@ import logging
 import time
 from typing import Any
 
+import pytest
 import pytest_twisted
 
 from scrapy_rfc9309 import settings as settings_module
@@ -545,6 +546,7 @@ async def test_with_redis_one_worker_fetches_the_file_and_the_others_read_it(red
 
 
 # -- scrapy robots ----------------------------------------------------------------------------------
+@pytest.mark.main_run_only  # the command's usage report, with several scrapy subprocesses
 @pytest_twisted.ensureDeferred
 async def test_command_shows_the_tdmrep_rule_and_with_page_what_the_page_states(servers, tmp_path):
     from .command_runner import scrapy_robots

@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_twisted
 
 from .command_runner import scrapy_robots
@@ -176,6 +177,7 @@ async def test_declared_train_ai_skips_the_right_pages_and_names_the_line(server
     )
 
 
+@pytest.mark.main_run_only  # the command's usage report, with several scrapy subprocesses
 @pytest_twisted.ensureDeferred
 async def test_command_usage_online_and_file(servers, tmp_path):
     s = setup(servers)
