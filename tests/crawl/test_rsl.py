@@ -345,8 +345,8 @@ async def test_requests_released_before_a_page_names_a_license_go_back_to_the_ga
 ):
     """Twelve requests of one origin are released together when its robots.txt comes; one place in the
     downloader, so the first page's Link header names a license while the rest are released and not yet
-    checked.  Each of them comes to the middleware no longer fresh: it goes back to the gate (returned
-    once) and waits there for the license, not in a downloader place, and the license decides it."""
+    checked.  Each that comes to the middleware while the license is not yet known goes back to the
+    gate (returned once) and waits there for it, not in a downloader place; the license decides all."""
     from scrapy_rfc9309 import middleware
 
     waited: list[str] = []
@@ -373,4 +373,5 @@ async def test_requests_released_before_a_page_names_a_license_go_back_to_the_ga
         else:
             assert outcome.status == 200 and outcome.provenance["license"]["url"] == s.url("/license.xml"), outcome
     assert pages(s) == sorted(["/p1", *(p for p in rest if p.startswith("/about"))])
-    assert result.stat("gate/returned") == len(rest) and s.count("/license.xml") == 1
+    # each returned at most once; how many met the origin stale depends on when the license came in
+    assert 1 <= result.stat("gate/returned") <= len(rest) and s.count("/license.xml") == 1
