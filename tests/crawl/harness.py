@@ -313,3 +313,19 @@ async def sleep(seconds: float) -> None:
     waiter: Deferred = Deferred()
     clock().callLater(seconds, waiter.callback, None)
     await waiter
+
+
+def record_middleware_waits(monkeypatch: Any) -> list[str]:
+    """The URLs of the requests that wait in the middleware (``_wait``: inside the downloader),
+    in order, from now on for the test."""
+    from scrapy_rfc9309 import middleware
+
+    waited: list[str] = []
+    wait = middleware.RobotsTxtMiddleware._wait
+
+    async def counting(self: Any, request: Any, *args: Any) -> None:
+        waited.append(request.url)
+        await wait(self, request, *args)
+
+    monkeypatch.setattr(middleware.RobotsTxtMiddleware, "_wait", counting)
+    return waited

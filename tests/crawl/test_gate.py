@@ -19,11 +19,11 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from scrapy_rfc9309 import compat, middleware
+from scrapy_rfc9309 import compat
 
 from .command_runner import scrapy_crawl
 from .faults import FaultServer, crawl_within
-from .harness import MIDDLEWARES, Req, check_accounting, crawl
+from .harness import MIDDLEWARES, Req, check_accounting, crawl, record_middleware_waits
 from .servers import Reply, gaps, robots
 
 PAGE = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.02)
@@ -141,14 +141,7 @@ async def test_the_check_is_synchronous_behind_the_gate_and_waits_without_it(ser
     """Behind the gate no request waits in the middleware; without the gate (a
     project that did not install it) the first requests of an origin wait
     there, as the design card says, and the crawl's results are the same."""
-    waited: list[str] = []
-    wait = middleware.RobotsTxtMiddleware._wait
-
-    async def counting(self, request, *args):
-        waited.append(request.url)
-        await wait(self, request, *args)
-
-    monkeypatch.setattr(middleware.RobotsTxtMiddleware, "_wait", counting)
+    waited = record_middleware_waits(monkeypatch)
     site = _site(servers, "127.0.0.2", pages=10)
     plan = [Req(site.url(f"/p{i}")) for i in range(10)] + [Req(site.url("/private"))]
 

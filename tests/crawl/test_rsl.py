@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest_twisted
 
-from .harness import Req, check_accounting, crawl
+from .harness import Req, check_accounting, crawl, record_middleware_waits
 from .servers import Reply, redirect, robots
 
 TRAIN = {"RFC9309_USAGE": ["train-ai"]}
@@ -347,16 +347,7 @@ async def test_requests_released_before_a_page_names_a_license_go_back_to_the_ga
     downloader, so the first page's Link header names a license while the rest are released and not yet
     checked.  Each that comes to the middleware while the license is not yet known goes back to the
     gate (returned once) and waits there for it, not in a downloader place; the license decides all."""
-    from scrapy_rfc9309 import middleware
-
-    waited: list[str] = []
-    wait = middleware.RobotsTxtMiddleware._wait
-
-    async def counting(self, request, *args):
-        waited.append(request.url)
-        await wait(self, request, *args)
-
-    monkeypatch.setattr(middleware.RobotsTxtMiddleware, "_wait", counting)
+    waited = record_middleware_waits(monkeypatch)
     s = site(servers, "127.0.0.2", None)
     s.routes["/p1"] = page(lic_link("/license.xml"))
     s.routes["/license.xml"] = license_reply(PROHIBITS)
