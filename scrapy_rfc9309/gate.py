@@ -40,14 +40,16 @@ if TYPE_CHECKING:
 
     from .service import Known
 
-__all__ = ["RELEASED", "GateScheduler", "Held"]
+__all__ = ["RELEASED", "REQUEUED", "GateScheduler", "Held"]
 
 logger = logging.getLogger(__name__)
 
 #: a released request not in the downloader this long after (a middleware dropped it, a cache
 #: answered) no longer counts against its slot: a burst of one more vs a slot held idle
 UNSEEN_SECONDS = 0.25
-HOLD_BATCH, RELEASE_BATCH = 32, 256  #: held per next_request call, released per turn of the loop, at most
+#: held per next_request call, released per turn of the loop (in 4 ms: a scheduler's push may be a Redis call), at most
+HOLD_BATCH, RELEASE_BATCH, RELEASE_SECONDS = 32, 256, 0.004
+REQUEUED = "rfc9309_requeued"  #: meta key of a request given back to the scheduler: its own dont_filter, restored
 CLOSING = {
     "origin": "Dropped: the spider closed before robots.txt of its origin was known",
     "turn": "Dropped: the spider closed before its Crawl-delay turn",
@@ -107,7 +109,7 @@ class GateScheduler:
         self._held: defaultdict[str, list[Request]] = defaultdict(list)  # origin -> waiting for its resolution
         self._slots: dict[str, _Slot] = {}
         self._count = 0  # held: in _held, _releases and the slots' queues
-        self._releases: deque[tuple[Request, bool]] = deque()  # resolved: (request, counts against its slot)
+        self._releases: deque[tuple[Request, bool]] = deque()  # resolved: (request, back to the project's scheduler)
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
         self._peek: Request | None = None  # the scheduler's next request, taken out to compare priorities
@@ -198,16 +200,18 @@ class GateScheduler:
                     self._feed()  # only turns to wait for (pending, so no spider_idle): its next work
                 return None
             try:
-                if self._admit(request):
+                if (back := request.meta.pop(REQUEUED, None)) is not None:  # released: handed back to the scheduler
+                    request.dont_filter = back
+                if self._admit(request, back is not None):
                     self._full = False
+                    if back is not None:
+                        self.released[request] = self._held_for_robots(request)
                     return request
             except Exception as exc:  # a bug of the gate's: the request ends, the crawl goes on
                 self._fail([request], f"the gate could not look at it ({type(exc).__name__}: {exc})", exc)
                 continue
             if self._count - held >= HOLD_BATCH:  # a turn of the loop for the rest first
-                if not self._waking:
-                    self._waking = True
-                    compat.call_later(0, self._next_turn)
+                self._wake_next_turn()
                 return None
 
     def close(self, reason: str) -> Any:
@@ -241,7 +245,7 @@ class GateScheduler:
         return request if request is not None else self.inner.next_request()
 
     def _admit(self, request: Request, for_robots: bool = False) -> bool:
-        """Whether ``request`` goes on now; else the gate keeps it (``for_robots``: see :meth:`_route`)."""
+        """Whether ``request`` goes on now; else the gate keeps it (``for_robots``: it was held, see :meth:`_route`)."""
         origin, files = self._checked(request)
         if origin is None:  # robots.txt does not govern it: on now, or its floored slot's turn
             floor = self._slot_floor(key := self._key(request)) if self._floored else 0.0
@@ -278,7 +282,9 @@ class GateScheduler:
             error = f"its origin could not be resolved ({type(exc).__name__}: {shorten(mask_text(str(exc)))})"
             return self._fail(waiting, error)
         waiting = self._held.pop(origin, [])
-        # all in their slot's concurrency (nothing floored, nothing queued there): no need to follow them
+        # all in their slot's concurrency (nothing floored, nothing queued there): on at once; else back to the
+        # project's scheduler, which orders them among the rest (its priorities, a downloader-aware queue's
+        # turns between slots), so a large release neither jumps its queue nor keeps other origins waiting
         key = self._key(waiting[0]) if waiting and not self._floored else None
         fits = key is not None and key not in self._slots and len(waiting) <= self._concurrency(key)
         fits = fits and all(self._key(request) == key for request in waiting[1:])
@@ -286,20 +292,44 @@ class GateScheduler:
         self._release_batch()
 
     def _release_batch(self) -> None:
-        """Route the resolved requests, :data:`RELEASE_BATCH` a turn of the loop."""
+        """Route the resolved requests, :data:`RELEASE_BATCH` (or :data:`RELEASE_SECONDS`) a turn of the loop."""
         self._releasing_batch = False  # (close() empties _releases)
+        until = time.monotonic() + RELEASE_SECONDS
         for _ in range(min(RELEASE_BATCH, len(self._releases))):
-            request, tracked = self._releases.popleft()
+            request, back = self._releases.popleft()
             self._count -= 1
             try:  # (expired meanwhile, or no longer checked: looked at again)
-                if self._admit(request, tracked):  # (paced: its slot was free, it took its turn)
-                    checked = last[1:] if (last := self._last_check) is not None and last[0] is request else None
-                    self._release(request, Held(for_robots=True, paced=request in self.released, checked=checked))
+                if back and self._requeue(request):
+                    self._wake_next_turn()  # the engine takes it from the scheduler
+                elif self._admit(request, back):  # (back: its slot's concurrency at a time)
+                    self._release(request, self._held_for_robots(request))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
+            if time.monotonic() > until:
+                break
         if self._releases and not self._releasing_batch:
             self._releasing_batch = True
             compat.call_later(0, self._release_batch)
+
+    def _requeue(self, request: Request) -> bool:
+        """Give a released request back to the project's scheduler (its duplicate filter saw it already); False: the
+        scheduler did not take it, it goes on from the gate."""
+        request.meta[REQUEUED] = request.dont_filter
+        request.dont_filter = True
+        try:
+            taken = bool(self.inner.enqueue_request(request))
+        except Exception:  # (scrapy-redis's Redis down: the store's own lines say so)
+            taken = False
+        if taken:
+            self._counts.inc("gate/requeued")
+        else:
+            request.dont_filter = request.meta.pop(REQUEUED)
+        return taken
+
+    def _held_for_robots(self, request: Request) -> Held:
+        """What the middleware is told of a request released after its origin's resolution (paced: it took its turn)."""
+        checked = last[1:] if (last := self._last_check) is not None and last[0] is request else None
+        return Held(for_robots=True, paced=request in self.released, checked=checked)
 
     def _route(self, request: Request, origin: str, known: Known, for_robots: bool) -> bool:
         """A request of a known origin: on now (True), or queued for its slot's turn (or room: ``for_robots``)."""
@@ -489,9 +519,14 @@ class GateScheduler:
                     slot.due = min(slot.due, time.monotonic() + known.floor)
                     self._turn(key, slot)
 
+    def _wake_next_turn(self) -> None:
+        if not self._waking:
+            self._waking = True
+            compat.call_later(0, self._next_turn)
+
     def _next_turn(self) -> None:
-        """After a turn of the loop that held a batch or handed out more than :data:`RELEASE_BATCH`: wake the engine
-        (``engine.crawl`` of one request: a released one back to _ready, else the next one back to _peek)."""
+        """After a turn of the loop that held a batch, gave requests back or handed out more than :data:`RELEASE_BATCH`:
+        wake the engine (``engine.crawl`` of one request: a released one back to _ready, else the next one to _peek)."""
         handed, self._handed, waking, self._waking = self._handed, 0, self._waking, False
         if handed > RELEASE_BATCH and self._ready and not self._closed:
             released = heapq.heappop(self._ready)[2]

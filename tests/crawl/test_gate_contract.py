@@ -27,6 +27,7 @@ import time
 from collections import deque
 from typing import Any, ClassVar
 
+import pytest
 import pytest_twisted
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
@@ -78,6 +79,7 @@ class Observer:
         self.scheduled: dict[str, int] = {}
         self.rescheduled: dict[str, int] = {}
         self.released: dict[str, Any] = {}
+        self.dont_filter: dict[str, bool] = {}  # as it reached the downloader
         self.probe: dict[str, Any] = {}
         self.probe_at = crawler.settings.getfloat("PROBE_AT")
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
@@ -113,6 +115,7 @@ class Observer:
 
     def on_reached(self, request: Request, spider: Any = None) -> None:
         self.released[request.url] = request.meta.get("rfc9309_released")
+        self.dont_filter[request.url] = request.dont_filter
 
 
 OBSERVED = {"EXTENSIONS": {f"{__name__}.Observer": 0}}
@@ -293,6 +296,84 @@ async def test_len_works_around_a_scheduler_without_len(servers):
     size = observer.probe["len"]
     assert isinstance(size, int) and 1 <= size <= 3, size
     assert [result.outcome(r.url).status for r in plan] == [200] * 3
+    check_accounting(result)
+
+
+class UrlOrderScheduler(MinimalScheduler):
+    """A scheduler whose order the gate cannot guess: the largest URL first. It notes what
+    it is given (url, ``dont_filter``, the gate's hand-back key); ``REFUSE``: it takes
+    nothing a second time."""
+
+    given: ClassVar[list[tuple[str, bool, bool]]] = []
+    refuse: ClassVar[bool] = False
+
+    def enqueue_request(self, request: Request) -> bool:
+        again = "rfc9309_requeued" in request.meta
+        type(self).given.append((request.url, request.dont_filter, again))
+        if again and self.refuse:
+            return False
+        self.queue.append(request)
+        return True
+
+    def next_request(self) -> Request | None:
+        if not self.queue:
+            return None
+        request = max(self.queue, key=lambda r: r.url)
+        self.queue.remove(request)
+        return request
+
+
+class RefusingScheduler(UrlOrderScheduler):
+    refuse = True
+
+
+@pytest.mark.parametrize("scheduler", [UrlOrderScheduler, RefusingScheduler])
+@pytest_twisted.ensureDeferred
+async def test_a_release_larger_than_its_slot_goes_back_to_the_projects_scheduler(servers, scheduler):
+    """Twelve pages of an origin whose robots.txt answers after 1 s (more than its
+    slot's 4 at a time), beside twelve slow pages of another origin, one download at a
+    time, under a scheduler that hands out the largest URL first (the other origin's):
+    the released pages go back to that scheduler (``rfc9309/gate/requeued``; their own
+    ``dont_filter`` again when they come out, ``request_scheduled`` not sent again), so
+    every page the scheduler puts first reaches the server before any of them (before:
+    the gate handed them out itself, taking turns with the scheduler's). A scheduler
+    that does not take them back: they go on from the gate, none lost."""
+    held, other = servers("127.0.0.2"), servers("127.0.0.3")
+    held.routes["/robots.txt"] = slow_robots(1.0)
+    other.routes["/robots.txt"] = robots(ALLOW_ALL)
+    for i in range(12):
+        held.routes[f"/a{i:02}"] = PAGE
+        other.routes[f"/b{i:02}"] = Reply(
+            200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=0.2
+        )
+    plan = [Req(held.url(f"/a{i:02}"), dont_filter=False) for i in range(12)]
+    plan += [Req(other.url(f"/b{i:02}"), dont_filter=False) for i in range(12)]
+    settings = {
+        **OBSERVED,
+        "CONCURRENT_REQUESTS": 1,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
+        "RFC9309_SCHEDULER": f"{__name__}.{scheduler.__name__}",
+    }
+    UrlOrderScheduler.given = []
+
+    result, _ = await crawl_within(40, plan, settings)
+
+    assert [result.outcome(spec.url).status for spec in plan] == [200] * 24
+    observer = Observer.last
+    assert observer is not None
+    again = [(url, dont_filter) for url, dont_filter, marked in UrlOrderScheduler.given if marked]
+    if scheduler.refuse:
+        assert "rfc9309/gate/requeued" not in result.stats, result.rfc()
+    else:
+        last_first = max(hit.at for hit in other.page_hits())
+        assert last_first < min(hit.at for hit in held.page_hits()), (other.page_hits(), held.page_hits())
+        assert result.stat("gate/requeued") == len(again) >= 12, (again, result.rfc())
+        # given back with dont_filter (its duplicate filter saw them), each page at most once
+        assert all(dont_filter for _, dont_filter in again) and len(set(again)) == len(again), again
+        assert {url for url, _ in again} >= {spec.url for spec in plan[:12]}, again
+        assert sum(observer.rescheduled.values()) <= 2, observer.rescheduled  # the engine woken once per release
+    assert observer.dont_filter == {spec.url: False for spec in plan}, observer.dont_filter
+    assert all(count == 1 for count in observer.scheduled.values()), observer.scheduled
     check_accounting(result)
 
 
