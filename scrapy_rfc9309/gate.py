@@ -109,7 +109,7 @@ class GateScheduler:
         self._held: defaultdict[str, list[Request]] = defaultdict(list)  # origin -> waiting for its resolution
         self._slots: dict[str, _Slot] = {}
         self._count = 0  # held: in _held, _releases and the slots' queues
-        self._releases: deque[tuple[Request, bool]] = deque()  # resolved: (request, back to the project's scheduler)
+        self._releases: deque[tuple[Request, int]] = deque()  # resolved: (request, _resolve's mode)
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
         self._peek: Request | None = None  # the scheduler's next request, taken out to compare priorities
@@ -282,13 +282,15 @@ class GateScheduler:
             error = f"its origin could not be resolved ({type(exc).__name__}: {shorten(mask_text(str(exc)))})"
             return self._fail(waiting, error)
         waiting = self._held.pop(origin, [])
-        # all in their slot's concurrency (nothing floored, nothing queued there): on at once; else back to the
-        # project's scheduler, which orders them among the rest (its priorities, a downloader-aware queue's
-        # turns between slots), so a large release neither jumps its queue nor keeps other origins waiting
+        # 0: all in their slot's concurrency (nothing floored, nothing queued there), on at once; 2: more than a turn
+        # of the loop releases, back to the project's scheduler, which orders them among the rest (its priorities, a
+        # downloader-aware queue's turns between slots): neither jumping its queue nor keeping other origins waiting;
+        # 1: each in its slot's turn (its concurrency at a time, or its Crawl-delay)
         key = self._key(waiting[0]) if waiting and not self._floored else None
         fits = key is not None and key not in self._slots and len(waiting) <= self._concurrency(key)
         fits = fits and all(self._key(request) == key for request in waiting[1:])
-        self._releases.extend(zip(waiting, itertools.repeat(not fits)))
+        mode = 0 if fits else 2 if len(waiting) > RELEASE_BATCH else 1
+        self._releases.extend(zip(waiting, itertools.repeat(mode)))
         self._release_batch()
 
     def _release_batch(self) -> None:
@@ -296,12 +298,12 @@ class GateScheduler:
         self._releasing_batch = False  # (close() empties _releases)
         until = time.monotonic() + RELEASE_SECONDS
         for _ in range(min(RELEASE_BATCH, len(self._releases))):
-            request, back = self._releases.popleft()
+            request, mode = self._releases.popleft()
             self._count -= 1
             try:  # (expired meanwhile, or no longer checked: looked at again)
-                if back and self._requeue(request):
+                if mode == 2 and self._requeue(request):
                     self._wake_next_turn()  # the engine takes it from the scheduler
-                elif self._admit(request, back):  # (back: its slot's concurrency at a time)
+                elif self._admit(request, mode > 0):
                     self._release(request, self._held_for_robots(request))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
