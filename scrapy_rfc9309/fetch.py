@@ -54,14 +54,14 @@ NO_LOCATION = "a redirect without a usable Location"
 Allow = Callable[[str], Awaitable[bool]]
 
 
-@dataclass(slots=True, eq=False)
 class _Transfer:
-    """What ``bytes_received`` learns about one hop, of which ``max_bytes`` at most are kept."""
+    """What ``bytes_received`` learns about one hop, of which ``max_bytes`` at most are kept (a plain class: see gate)."""
 
-    max_bytes: int
-    received: int = 0
-    stopped: bool = False
-    encodings: list[bytes] = field(default_factory=list)
+    __slots__ = ("max_bytes", "received", "stopped", "encodings")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes, self.received, self.stopped = max_bytes, 0, False
+        self.encodings: list[bytes] = []
 
 
 @dataclass
@@ -118,9 +118,9 @@ class RobotsFetcher:
         max_bytes: int | None = None,
     ) -> FetchResult:  # fmt: skip
         """Fetch ``origin``'s ``path`` (``max_bytes`` kept), redirects ``allow(url)`` lets; network trouble: a result."""
-        if not self._lane.tokens:
+        if not (acquired := self._lane.acquire()).called:  # (a free place is taken at once: nothing to wait for)
             self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
-        await compat.wait_for(self._lane.acquire())
+            await compat.wait_for(acquired)
         started, chain = time.time(), list[str]()
         try:
             result = await self._follow(origin, path, trigger, chain, allow, max_bytes or self.settings.max_bytes)
@@ -134,9 +134,9 @@ class RobotsFetcher:
     ) -> FetchResult:
         url, status, limit = resource_url(origin, path), None, self.settings.max_redirects
         classes: list[str] = []
-        # a public origin's redirects are followed only to public addresses (scrapy_rfc9309.addresses)
-        private = self.settings.allow_private_redirects or self.addresses.private_origin(origin)
-        guard = None if private else self.addresses
+        # a public origin's redirects are followed only to public addresses (scrapy_rfc9309.addresses): whether it is
+        # one is asked at its first redirect (most fetches have none: no address parsed, no network test)
+        guard: AddressPolicy | None = None
         meta = HOP_META | {"download_timeout": self.settings.fetch_timeout}
         meta |= {key: trigger.meta[key] for key in PATH_META_KEYS if key in trigger.meta} if trigger else {}
 
@@ -169,6 +169,9 @@ class RobotsFetcher:
                 return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
             # Whether the answer came from inside: the address connected to (a proxy's: not checked); Scrapy 2.13
             # gives an empty body (a redirect's) no ip_address: then the origin's name, as the resolver answers.
+            if not hop and 300 <= response.status < 400:
+                private = self.settings.allow_private_redirects or self.addresses.private_origin(origin)
+                guard = None if private else self.addresses
             if guard is not None and not request.meta.get("proxy"):
                 if response.ip_address is not None:
                     inside = guard.internal(response.ip_address)
@@ -189,9 +192,11 @@ class RobotsFetcher:
                 url = target
                 continue
             classes.append(name)
-            fresh_for = freshness(
-                *(_header(response, k) for k in ("Cache-Control", "Expires", "Date", "Age")), now=time.time()
-            )
+            cache_control, expires = _header(response, "Cache-Control"), _header(response, "Expires")
+            fresh_for = None  # (Date and Age only adjust a lifetime those two give)
+            if cache_control or expires is not None:
+                date, age = _header(response, "Date"), _header(response, "Age")
+                fresh_for = freshness(cache_control, expires, date, age, now=time.time())
             result = FetchResult(access, status, response.url, classes, fresh_for=fresh_for, headers=response.headers)
             if access is Access.SUCCESS:
                 transfer: _Transfer = request.meta[FETCH_META_KEY]
@@ -247,7 +252,7 @@ class RobotsFetcher:
         crawler.signals.send_catch_log(signals.response_received, response=result, request=request, spider=spider)
         return result
 
-    def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
+    def _bytes_received(self, data: bytes, request: Request, **_: Any) -> None:  # (**_: pydispatch filters nothing)
         transfer = request.meta.get(FETCH_META_KEY)
         if isinstance(transfer, _Transfer):  # (one fetcher per crawler: its signals are the crawl's)
             transfer.received += len(data)

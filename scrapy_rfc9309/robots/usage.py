@@ -125,7 +125,7 @@ class Usage(Mapping[str, "bool | None"]):
     gave it (only the categories with some); ``use`` (Content Signals'
     ``use=`` level, or None) and ``use_sources``."""
 
-    __slots__ = ("_values", "sources", "more", "use", "use_sources")
+    __slots__ = ("_values", "sources", "more", "use", "use_sources", "_stated")
 
     def __init__(
         self,
@@ -153,6 +153,8 @@ class Usage(Mapping[str, "bool | None"]):
                 self.more[c] = extra
         self.use = use if use in _USE_RANK else None
         self.use_sources: tuple[Source, ...] = tuple(use_sources)[:MAX_SOURCES] if self.use is not None else ()
+        # (asked of most requests' preferences, which are the shared nothing-stated one: a field, not a loop)
+        self._stated = self.use is not None or any(v is not None for v in self._values.values())
 
     def __getitem__(self, label: str) -> bool | None:
         return self._values[PURPOSES.get(label, label)]
@@ -165,7 +167,7 @@ class Usage(Mapping[str, "bool | None"]):
 
     def __bool__(self) -> bool:
         """Whether anything is stated (some category not unknown, or a ``use`` level)."""
-        return self.use is not None or any(v is not None for v in self._values.values())
+        return self._stated
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Usage):
@@ -211,6 +213,8 @@ class Usage(Mapping[str, "bool | None"]):
         a category's ``"more"`` when some statements are not listed, and
         ``"use"`` (``{"value": "reference", "sources": [...]}``) when stated."""
         out: dict[str, Any] = {}
+        if not self._stated:  # (every allowed request's provenance holds one: most state nothing)
+            return {c: {"value": None, "sources": []} for c in self._values}
         for c, v in self._values.items():
             item: dict[str, Any] = {"value": v, "sources": [s.to_dict() for s in self.sources[c]]}
             if c in self.more:
