@@ -4,6 +4,7 @@ not come; then it goes to the engine (``engine.crawl()`` wakes it).  docs/middle
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import inspect
 import itertools
@@ -268,7 +269,7 @@ class GateScheduler:
         meta = request.meta
         if FETCH_META_KEY in meta or meta.get("dont_obey_robotstxt") or (origin := origin_of(request.url)) is None:
             return None, False
-        if not self.settings.for_origin(origin).obey:
+        if not self.settings.for_origin(origin).obey:  # (an origin of {"obey": False})
             return None, False
         return origin, (self._reads_pages and self.service.reads(origin)) or META_USAGE in meta
 
@@ -283,10 +284,9 @@ class GateScheduler:
             error = f"its origin could not be resolved ({type(exc).__name__}: {shorten(mask_text(str(exc)))})"
             return self._fail(waiting, error)
         waiting = self._held.pop(origin, [])
-        # 0: all in their slot's concurrency (nothing floored, nothing queued there), on at once; 2: more than a turn
-        # of the loop releases, back to the project's scheduler, which orders them among the rest (its priorities, a
-        # downloader-aware queue's turns between slots): neither jumping its queue nor keeping other origins waiting;
-        # 1: each in its slot's turn (its concurrency at a time, or its Crawl-delay)
+        # 0: all in their slot's concurrency (nothing floored or queued there), on at once; 1: each in its slot's turn
+        # (concurrency, Crawl-delay); 2: more than a turn of the loop releases, back to the project's scheduler, which
+        # orders them among the rest (its priorities, turns between slots): no jump in its queue, no origin waiting
         key = self._key(waiting[0]) if waiting and not self._floored else None
         fits = key is not None and key not in self._slots and len(waiting) <= self._concurrency(key)
         fits = fits and all(self._key(request) == key for request in waiting[1:])
@@ -317,17 +317,13 @@ class GateScheduler:
     def _requeue(self, request: Request) -> bool:
         """Give a released request back to the project's scheduler (its duplicate filter saw it already); False: the
         scheduler did not take it, it goes on from the gate."""
-        request.meta[REQUEUED] = request.dont_filter
-        request.dont_filter = True
-        try:
-            taken = bool(self.inner.enqueue_request(request))
-        except Exception:  # (scrapy-redis's Redis down: the store's own lines say so)
-            taken = False
-        if taken:
-            self._counts.inc("gate/requeued")
-        else:
-            request.dont_filter = request.meta.pop(REQUEUED)
-        return taken
+        request.meta[REQUEUED], request.dont_filter = request.dont_filter, True
+        with contextlib.suppress(Exception):  # (scrapy-redis's Redis down: the store's own lines say so)
+            if self.inner.enqueue_request(request):
+                self._counts.inc("gate/requeued")
+                return True
+        request.dont_filter = request.meta.pop(REQUEUED)
+        return False
 
     def _held_for_robots(self, request: Request) -> Held:
         """What the middleware is told of a request released after its origin's resolution (paced: it took its turn)."""
@@ -562,10 +558,8 @@ class GateScheduler:
         """The gate's or the service's own work failed for ``requests``: the middleware drops each with ``error``."""
         if not requests:
             return
-        logger.error(
-            "scrapy-rfc9309: %d request(s) end because %s (rfc9309/requests/dropped/error)",
-            len(requests), error, exc_info=exc is not None and (type(exc), exc, exc.__traceback__),
-        )  # fmt: skip
+        message = "scrapy-rfc9309: %d request(s) end because %s (rfc9309/requests/dropped/error)"
+        logger.error(message, len(requests), error, exc_info=exc)
         if closing := [request for request in requests if not self._release(request, Held(error=error))]:
             self._drop(closing, "queued")
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
 from functools import partial
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from scrapy.settings import Settings
 
@@ -80,50 +80,21 @@ def _shown(value: Any) -> str:
 
 
 def _frozen(self: Any, name: str, *value: Any) -> None:
-    """``__setattr__`` and ``__delattr__`` of the immutable classes below."""
+    """``__setattr__`` and ``__delattr__`` of the immutable class below."""
     raise FrozenInstanceError(f"cannot assign to or delete field {name!r}")
 
 
-class OriginPolicy:
-    """What applies to one origin once every override is resolved: immutable, compared and hashed by
-    value.  A plain class: a dataclass's generated methods are compiled at import, in every crawl's start-up."""
+class OriginPolicy(NamedTuple):
+    """What applies to one origin once every override is resolved: immutable, compared and hashed by value.  A
+    NamedTuple: a dataclass's generated methods are compiled at import, in every crawl's start-up."""
 
-    __slots__ = ("obey", "user_agent", "unreachable", "user_agents", "from_user_agent", "usage", "unreachable_wait")
     obey: bool
     user_agent: str  # the product token robots.txt groups are selected with
     unreachable: str  # "deny", "wait" or "allow"
-    user_agents: tuple[str, ...]  # every product token a request must be allowed by ((user_agent,) when not given)
-    from_user_agent: bool  # from USER_AGENT: a request's own User-Agent header comes first
-    usage: tuple[str, ...]  # the declared purposes; none: nothing enforced
-    unreachable_wait: float
-
-    def __init__(
-        self,
-        obey: bool,
-        user_agent: str,
-        unreachable: str,
-        user_agents: tuple[str, ...] = (),
-        from_user_agent: bool = False,
-        usage: tuple[str, ...] = (),
-        unreachable_wait: float = UNREACHABLE_WAIT_SECONDS,
-    ) -> None:
-        values = (obey, user_agent, unreachable, user_agents or (user_agent,), from_user_agent, usage, unreachable_wait)
-        for name, value in zip(self.__slots__, values):
-            object.__setattr__(self, name, value)
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        return self._values() == other._values() if isinstance(other, OriginPolicy) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"OriginPolicy({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
-    __setattr__ = __delattr__ = _frozen
+    user_agents: tuple[str, ...]  # every product token a request must be allowed by (user_agent first)
+    from_user_agent: bool = False  # from USER_AGENT: a request's own User-Agent header comes first
+    usage: tuple[str, ...] = ()  # the declared purposes; none: nothing enforced
+    unreachable_wait: float = UNREACHABLE_WAIT_SECONDS
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -219,7 +190,7 @@ class Rfc9309Settings:
         object.__setattr__(self, "user_agents", policy.user_agents)
         object.__setattr__(self, "_default_policy", policy)
         if not self.obey:  # no origin's access rules, whatever RFC9309_ORIGINS says
-            off = {o: OriginPolicy(False, *p._values()[1:]) for o, p in self.origins.items()}
+            off = {o: OriginPolicy(False, *p[1:]) for o, p in self.origins.items()}
             object.__setattr__(self, "origins", MappingProxyType(off))
 
     __setattr__ = __delattr__ = _frozen

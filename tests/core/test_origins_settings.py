@@ -116,10 +116,12 @@ def test_origin_overrides_resolve_to_canonical_keys():
     # from USER_AGENT: a request's own User-Agent header comes first (Scrapy's order), not
     # where a per-origin user_agent names the token
     assert s.for_origin("https://intranet.example:443") == OriginPolicy(
-        False, "ExampleBot", "wait", from_user_agent=True
+        False, "ExampleBot", "wait", ("ExampleBot",), from_user_agent=True
     )
-    assert s.for_origin("http://partner.example:8080") == OriginPolicy(True, "PartnerBot", "allow")
-    assert s.for_origin("http://other.example:80") == OriginPolicy(True, "ExampleBot", "wait", from_user_agent=True)
+    assert s.for_origin("http://partner.example:8080") == OriginPolicy(True, "PartnerBot", "allow", ("PartnerBot",))
+    assert s.for_origin("http://other.example:80") == OriginPolicy(
+        True, "ExampleBot", "wait", ("ExampleBot",), from_user_agent=True
+    )
 
 
 def test_origins_from_the_command_line_as_json():
