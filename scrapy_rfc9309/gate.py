@@ -4,7 +4,6 @@ not come; then it goes to the engine (``engine.crawl()`` wakes it).  docs/middle
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import inspect
 import itertools
@@ -318,10 +317,14 @@ class GateScheduler:
         """Give a released request back to the project's scheduler (its duplicate filter saw it already); False: the
         scheduler did not take it, it goes on from the gate."""
         request.meta[REQUEUED], request.dont_filter = request.dont_filter, True
-        with contextlib.suppress(Exception):  # (scrapy-redis's Redis down: the store's own lines say so)
+        try:
             if self.inner.enqueue_request(request):
                 self._counts.inc("gate/requeued")
                 return True
+        except Exception:  # (scrapy-redis's Redis down, say): not lost, said once per request at DEBUG
+            logger.debug(
+                "scrapy-rfc9309: the scheduler did not take %s back; it goes on from the gate", request, exc_info=True
+            )
         request.dont_filter = request.meta.pop(REQUEUED)
         return False
 
