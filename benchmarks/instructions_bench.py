@@ -15,11 +15,14 @@ configuration:
   cancelled out;
 * **own handling**: that less the no-robots crawl's, the cost of the robots.txt
   handling itself, set against Scrapy's built-in middleware's;
-* **fixed cost**: the count at the smaller size less its origins x the
-  per-origin cost, what a crawl pays once (interpreter, imports, start-up
-  checks, close), shown over the built-in's.
+* **fixed cost**: what a crawl pays once (interpreter, imports, start-up
+  checks, close), shown over the built-in's: the count of a crawl of
+  ``--fixed-at`` origins (1 by default, one crawl more per configuration)
+  less its origins x the per-origin cost.  Taken at the smaller size instead
+  (``--fixed-at 0``), a per-origin count's noise (about +-0.3 M, one garbage
+  collection more or less) moves it 100 times over: +-30 M at 100 origins.
 
-``python benchmarks/instructions_bench.py``  (5 configurations x 2 sizes: about 20 minutes on 2 cores)
+``python benchmarks/instructions_bench.py``  (5 configurations x 3 crawls: about 25 minutes on 2 cores)
 
 ``--only builtin --only memory`` for fewer; ``--save counts.json`` keeps every
 count, ``--load counts.json`` prints its table again; ``--keep DIR`` keeps
@@ -125,8 +128,10 @@ def measure(
     keep: Path | None = None,
     baseline: Path | None = None,
     save: Path | None = None,
+    fixed_at: int = 0,
 ) -> dict[str, Any]:
-    """Every configuration's instruction count at each size: ``{"counts": {config: {size: Ir}}, ...}``.
+    """Every configuration's instruction count at each size (and at ``fixed_at`` origins, if not 0):
+    ``{"counts": {config: {size: Ir}}, ...}``.
     With ``baseline`` (another checkout with these benchmark files in its benchmarks/), its
     plugin configurations too, as ``<config>@base``."""
     if shutil.which("valgrind") is None:
@@ -143,6 +148,8 @@ def measure(
     every = not_found_every(not_found_share)
     counts: dict[str, dict[str, int]] = {c: {} for c in configs}
     result = {"counts": counts, "sizes": list(sizes), "pages": pages, "robots": described, "latency": latency}
+    if fixed_at:
+        result["fixed_at"] = fixed_at
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     compiled(ROOT)
@@ -155,7 +162,7 @@ def measure(
         store = Redis(Path(tmp), cpus()[1]) if any(c.startswith("redis") for c in configs) else None
         try:
             for config in configs:
-                for size in sizes:
+                for size in (fixed_at, *sizes) if fixed_at else sizes:
                     print(f"instructions: {config}, {size} origins ...", file=sys.stderr)
                     urls = broad_urls(ports["hosts"][:size], pages)
                     root = baseline if config.endswith("@base") and baseline is not None else ROOT
@@ -170,16 +177,17 @@ def measure(
 
 def table(m: dict[str, Any]) -> list[str]:
     small, large = m["sizes"]
-    counts: dict[str, dict[str, int]] = {c: v for c, v in m["counts"].items() if len(v) == 2}
+    at = m.get("fixed_at") or small  # the fixed cost from this size's count
+    counts = {c: v for c, v in m["counts"].items() if {str(small), str(large), str(at)} <= v.keys()}
     per = {c: (v[str(large)] - v[str(small)]) / (large - small) for c, v in counts.items()}
-    fixed = {c: v[str(small)] - small * per[c] for c, v in counts.items()}
+    fixed = {c: v[str(at)] - at * per[c] for c, v in counts.items()}
     none, builtin, memory = per.get("none"), per.get("builtin"), per.get("memory")
     out = [
         f"### Instructions: {small} and {large} origins x {m['pages']} pages, under valgrind\n",
         f"robots.txt: {m['robots']}. The crawling process's instructions (cachegrind's Ir, its whole life), "
         f"one crawl per configuration and size. Per added origin: (Ir at {large} - Ir at {small}) / "
-        f"{large - small}. Own handling: that less the no-robots crawl's. Fixed: Ir at {small} less "
-        f"{small} x the per-origin cost. - memory: (per origin - the memory store's) / the built-in's per origin.\n",
+        f"{large - small}. Own handling: that less the no-robots crawl's. Fixed: Ir at {at} less "
+        f"{at} x the per-origin cost. - memory: (per origin - the memory store's) / the built-in's per origin.\n",
         "| robots.txt handling | Ir, " + f"{small} origins | Ir, {large} origins | per added origin | vs built-in "
         "| own handling | own vs built-in's | - memory | fixed | fixed over built-in |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -232,6 +240,9 @@ def goals(per: dict[str, float], fixed: dict[str, float]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs=2, default=SIZES, metavar=("SMALL", "LARGE"))
+    ap.add_argument(
+        "--fixed-at", type=int, default=1, help="origins of the crawl the fixed cost is taken from (0: SMALL)"
+    )
     ap.add_argument("--pages", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--only", action="append", choices=CONFIGS, help="configurations to count (default: all)")
@@ -255,7 +266,7 @@ def main() -> None:
     configs = tuple(c for c in CONFIGS if c in (args.only or CONFIGS))
     measured = measure(
         configs, (small, large), args.pages, args.latency, args.robots_lines or None, args.not_found_share, args.keep,
-        args.baseline, args.save,
+        args.baseline, args.save, args.fixed_at,
     )  # fmt: skip
     print("\n".join(table(measured)))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import inspect
 import logging
 import sys
@@ -23,10 +24,7 @@ from .masking import mask_text, mask_url
 from .origins import origin_of, resource_url
 from .robots import RobotsTxt, parse
 from .robots.access import Access, cache_seconds, policy_for
-from .robots.rsl import MAX_FILE_BYTES as LICENSE_BYTES
-from .robots.rsl import License, holds
 from .robots.steps import finish
-from .robots.tdmrep import MAX_FILE_BYTES, PATH, TdmRep
 from .robots.text import shorten
 from .storage import STALE_MAX_SECONDS, FallbackStorage, Lease, LruDict, RobotsEntry
 
@@ -79,24 +77,34 @@ class OriginFile(NamedTuple):
 class FileKind(NamedTuple):
     """A file an origin's requests need where the crawl reads usage statements: ``url(origin, robots)``, where it is
     (None: nothing to fetch), ``parsing(body or None, url, sha256, licenses held)``, steps to what it states (counted
-    as ``stating``); kept in :class:`Known`'s field ``key``, also its stats prefix."""
+    as ``stating``); kept in :class:`Known`'s field ``key``, also its stats prefix; read by ``robots.<module>``."""
 
     name: str
     key: str
+    module: str
     url: Callable[[str, RobotsTxt], str | None]
-    max_bytes: int
     parsing: Callable[[bytes | None, str, str | None, tuple[str, ...]], Generator[Any, None, Any]]
     stating: str
 
+    @property
+    def max_bytes(self) -> int:
+        return int(_core(self.module).MAX_FILE_BYTES)
+
+
+def _core(module: str) -> Any:
+    """``robots.tdmrep`` or ``robots.rsl``, imported when a crawl first reads one of their files: one that reads no
+    usage statements never does (about 7 M instructions of every crawl's start-up)."""
+    return importlib.import_module(f"{__package__}.robots.{module}")
+
 
 TDMREP = FileKind(
-    "tdmrep.json", "tdmrep", lambda origin, _: resource_url(origin, PATH), MAX_FILE_BYTES,
-    lambda body, *_: TdmRep.parsing(body), "rules",
+    "tdmrep.json", "tdmrep", "tdmrep", lambda origin, _: resource_url(origin, _core("tdmrep").PATH),
+    lambda body, *_: _core("tdmrep").TdmRep.parsing(body), "rules",
 )  # fmt: skip
 #: RSL: robots.txt's first License line, else the first a page named (RobotsService.adopt_license), maybe on another host
 LICENSE = FileKind(
-    "license", "license", lambda _, robots: robots.licenses[0] if robots.licenses else None, LICENSE_BYTES,
-    lambda body, url, sha256, held: License.parsing(body, mask_url(url), sha256, holds(url, held)), "terms",
+    "license", "license", "rsl", lambda _, robots: robots.licenses[0] if robots.licenses else None,
+    lambda body, url, sha, held: _core("rsl").License.parsing(body, mask_url(url), sha, _core("rsl").holds(url, held)), "terms",
 )  # fmt: skip
 FILES: tuple[FileKind, ...] = (TDMREP, LICENSE)  # fetched in this order
 
@@ -126,9 +134,9 @@ FetchListener = Callable[[str, "FetchResult"], None]
 FileListener = Callable[[str, FileKind, OriginFile, RobotsEntry, "FetchResult | None"], None]
 
 
-def store_key(origin: str, path: str = PATH, kind: str = "tdmrep") -> str:
-    """The store key of a ``kind`` of file at ``path`` on ``origin``: no origin's (no path), nor another kind's."""
-    return origin + path + ("" if kind == "tdmrep" else f"#{kind}")
+def store_key(origin: str, path: str | None = None, kind: str = "tdmrep") -> str:
+    """The store key of a ``kind`` of file at ``path`` (tdmrep.json's) on ``origin``: no origin's, nor another kind's."""
+    return origin + (_core("tdmrep").PATH if path is None else path) + ("" if kind == "tdmrep" else f"#{kind}")
 
 
 class _Pending:

@@ -318,8 +318,7 @@ class RedisStorage(RobotsStorage):
         #: leases held now (lock key -> lease), renewed together by :meth:`_renew_leases`
         self._held: dict[str, _RedisLease] = {}
         self._renewal: asyncio.Future[None] | None = None
-        #: on a cluster, the commands in flight (redis-py's cluster client refuses a command
-        #: past its connections to a node instead of waiting for one)
+        #: the commands in flight (see open): one waits for a free connection, up to SOCKET_TIMEOUT
         self._in_flight: asyncio.Semaphore | None = None
         #: bodies are read and written with commands of their own, not inside the origin's
         #: scripts: on a Redis Cluster a body's key is on another node than its origin's
@@ -347,22 +346,21 @@ class RedisStorage(RobotsStorage):
             "decode_responses": False,
         }
         try:
-            if self.cluster:
-                # max_connections is per node; the semaphore keeps the commands in flight within it
+            if self.cluster:  # (max_connections is per node)
                 self._client = self._aioredis.RedisCluster.from_url(
                     self._connect_url, max_connections=MAX_CONNECTIONS, **options
                 )
-                self._in_flight = asyncio.Semaphore(_max_connections(self._connect_url))
             else:
-                # a bounded pool that waits for a free connection: redis-py's default pool
-                # raises "Too many connections" past 100 commands in flight, which a burst
-                # of new origins reaches (each one's lookup is a command)
-                self._pool = self._aioredis.BlockingConnectionPool.from_url(
-                    self._connect_url, max_connections=MAX_CONNECTIONS, timeout=SOCKET_TIMEOUT, **options
+                self._pool = self._aioredis.ConnectionPool.from_url(
+                    self._connect_url, max_connections=MAX_CONNECTIONS, **options
                 )
                 self._client = self._aioredis.Redis(connection_pool=self._pool)
         except ValueError as exc:
             raise StorageUnavailable(f"{self.url}: {exc}") from exc
+        # the commands in flight, within the connections: redis-py's pools refuse one past them ("Too many
+        # connections", which a burst of new origins' lookups reaches); its blocking pool waits, but arms a
+        # timer per command (a tenth of a pipeline's CPU in a broad crawl)
+        self._in_flight = asyncio.Semaphore(_max_connections(self._connect_url))
         for name, source in (
             ("pace", _PACE),
             ("renew", _RENEW),

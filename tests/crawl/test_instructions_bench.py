@@ -58,6 +58,20 @@ def test_the_table_follows_from_the_counts(bench):
     assert "Fixed cost, memory store: +80 M instructions over the built-in's (goal <= 100 M): met." in lines
 
 
+def test_the_fixed_cost_comes_from_the_one_origin_crawl_when_counted(bench):
+    """With ``fixed_at`` (a crawl of 1 origin), the fixed cost is that count less one origin's cost: a
+    per-origin count's noise then moves it once, not 100 times as at the smaller size."""
+    at_one = {"none": 3_030_000_000, "builtin": 3_042_000_000, "memory": 3_102_500_000}  # fixed 3,000 / 3,010 / 3,070 M
+    counts = {config: {**COUNTS[config], "1": ir} for config, ir in at_one.items()}
+    m = {"counts": counts, "sizes": [100, 300], "fixed_at": 1, "pages": 3, "robots": "a file", "latency": 0.05}
+    lines = bench.table(m)
+    rows = _rows(lines)
+    assert rows["scrapy-rfc9309, memory store"][8:] == ["3,070 M", "+60 M"]  # not 3,090 M and +80 M (at 100)
+    assert rows["Scrapy built-in (Protego)"][8:] == ["3,010 M", "+0 M"]
+    assert "Fixed cost, memory store: +60 M instructions over the built-in's (goal <= 100 M): met." in lines
+    assert any("Fixed: Ir at 1 less 1 x the per-origin cost" in line for line in lines)
+
+
 def test_a_bare_crawl_runs_and_counts_nothing_of_its_own(bench):
     """The worker as the benchmark runs it under valgrind: no collector callback, no
     counting wrapper (an instruction count is of the crawl alone)."""

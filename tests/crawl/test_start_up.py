@@ -4,7 +4,7 @@ A short crawl pays the plugin's start-up in full (issue 36: about 0.2 s of CPU
 over the built-in's, most of it imports).  A crawl that declares no purpose,
 keeps no audit trail, fetches robots.txt without a failure and has no receiver
 of ``robots_txt_ready`` / ``robots_parsed`` needs none of the modules below, so
-none is loaded: the page-usage readers (HTML head, page directives), the
+none is loaded: the page-usage readers (HTML head, page directives, tdmrep.json, RSL), the
 structured-field parser, the audit trail's writer and reader, Scrapy's
 ``robots_parsed`` adapter (which brings Scrapy's parsers, Protego with them),
 the stores it does not use.  Each crawl runs as ``scrapy crawl`` in a fresh
@@ -36,8 +36,11 @@ NOT_NEEDED = (
     "scrapy_rfc9309.audit.trail",
     "scrapy_rfc9309.audit.writer",
     "scrapy_rfc9309.interop",
+    "scrapy_rfc9309.page_usage",
     "scrapy_rfc9309.robots.directives",
     "scrapy_rfc9309.robots.html_head",
+    "scrapy_rfc9309.robots.rsl",
+    "scrapy_rfc9309.robots.tdmrep",
     "scrapy_rfc9309.storage.redis",
     "scrapy_rfc9309.storage.sqlite",
 )
@@ -73,7 +76,14 @@ def test_a_crawl_that_needs_them_loads_them(servers, tmp_path):
     }
     done = scrapy_crawl(tmp_path, [site.url("/page")], "-s", "LOG_LEVEL=INFO", head=head, custom=custom)
     loaded = _loaded(done)
-    for needed in ("http_sf", "protego", "scrapy_rfc9309.interop", "scrapy_rfc9309.audit.writer"):
+    needed_ones = (
+        "http_sf",
+        "protego",
+        "scrapy_rfc9309.interop",
+        "scrapy_rfc9309.audit.writer",
+        "scrapy_rfc9309.page_usage",
+    )
+    for needed in (*needed_ones, "scrapy_rfc9309.robots.tdmrep", "scrapy_rfc9309.robots.rsl"):
         assert needed in loaded, needed
     assert "scrapy_rfc9309.robots.html_head" in loaded  # the page was read for its usage statements
     assert "robots_parsed received" in done.stderr
