@@ -179,8 +179,10 @@ note(KEYS[1], now, gap + hold, true)
 return 0
 """
 )
-#: KEYS: entry, lock; ARGV: now (time.time() of the client), token, lease ms, the body key's
-#: head and tail around the hex digest, '1' to read the body here (one server).
+#: KEYS: entry, lock; ARGV: now (time.time() of the client), token.  What is the same for every
+#: call of one store (@LEASE_MS@, the body key's @BODY_HEAD@ and @BODY_TAIL@ around its hex digest,
+#: @READ_BODY@: whether the body is read here, on one server) is written into the source when the
+#: store opens (:func:`_render`): an argument costs the client its encoding on every call.
 #: Returns {state, entry, body, wrong type}: state 1 = fresh entry, 2 = lease granted, 0 = another holds it.
 _LOOKUP = (
     _LIB
@@ -203,25 +205,26 @@ end
 local v, wrong = str(KEYS[1])
 local state = 0
 if v and fresh(v, tonumber(ARGV[1])) then state = 1
-elseif take_lock(KEYS[2], ARGV[2], ARGV[3]) then state = 2 end
+elseif take_lock(KEYS[2], ARGV[2], @LEASE_MS@) then state = 2 end
 local body = false
-if v and ARGV[6] == '1' and #v >= 53 and bit.band(string.byte(v, 21), 1) ~= 0 then
+if v and @READ_BODY@ and #v >= 53 and bit.band(string.byte(v, 21), 1) ~= 0 then
   local hex = string.gsub(string.sub(v, 22, 53), '.', function(c) return string.format('%02x', string.byte(c)) end)
-  body = str(ARGV[4] .. hex .. ARGV[5]) or false
+  body = str(@BODY_HEAD@ .. hex .. @BODY_TAIL@) or false
 end
 return {state, v or false, body, wrong and 1 or 0}
 """.replace("@VERSION@", str(entries.ENTRY_VERSION)).replace("@FRESH@", str(int(entries.MAX_FRESH_SECONDS)))
 )
-#: KEYS: lock; ARGV: token, lease ms
+#: KEYS: lock; ARGV: token
 _CLAIM = (
     _LIB
     + """
-if take_lock(KEYS[1], ARGV[1], ARGV[2]) then return 1 end
+if take_lock(KEYS[1], ARGV[1], @LEASE_MS@) then return 1 end
 return 0
 """
 )
 #: KEYS: entry, lock, pace[, body]; ARGV: token ('' for none), keep ms (0: do not store),
-#: Crawl-delay floor us (0: none), entry[, body, body keep ms, body longest keep ms]
+#: Crawl-delay floor us (0: none), entry[, body].  A body is kept @BODY_MARGIN_MS@ longer than the
+#: entry, at most @BODY_MOST_MS@ (the store's longest keep, written in when it opens).
 _STORE = (
     _LIB
     + """
@@ -231,17 +234,17 @@ if gap > 0 then note(KEYS[3], now_us(), gap, false) end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   redis.call('SET', KEYS[1], ARGV[4], 'PX', keep)
-  if KEYS[4] then keep_body(KEYS[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])) end
+  if KEYS[4] then keep_body(KEYS[4], ARGV[5], keep + @BODY_MARGIN_MS@, @BODY_MOST_MS@) end
 end
 give_back(KEYS[2], ARGV[1])
 return 0
 """
 )
-#: KEYS: body; ARGV: body, keep ms, longest keep ms (on a cluster: the body's key is on another node)
+#: KEYS: body; ARGV: body, the entry's keep ms (on a cluster: the body's key is on another node)
 _BODY = (
     _LIB
     + """
-keep_body(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+keep_body(KEYS[1], ARGV[1], tonumber(ARGV[2]) + @BODY_MARGIN_MS@, @BODY_MOST_MS@)
 return 0
 """
 )
@@ -361,6 +364,15 @@ class RedisStorage(RobotsStorage):
         # connections", which a burst of new origins' lookups reaches); its blocking pool waits, but arms a
         # timer per command (a tenth of a pipeline's CPU in a broad crawl)
         self._in_flight = asyncio.Semaphore(_max_connections(self._connect_url))
+        head, tail = self._body_key_parts()
+        constants = {
+            "LEASE_MS": str(self._lease_ms()),
+            "BODY_HEAD": _lua_string(head),
+            "BODY_TAIL": _lua_string(tail),
+            "READ_BODY": "false" if self.bodies_apart else "true",
+            "BODY_MARGIN_MS": str(BODY_MARGIN_MS),
+            "BODY_MOST_MS": str(self._body_most_ms()),
+        }
         for name, source in (
             ("pace", _PACE),
             ("renew", _RENEW),
@@ -370,7 +382,7 @@ class RedisStorage(RobotsStorage):
             ("store", _STORE),
             ("body", _BODY),
         ):
-            self._scripts[name] = self._client.register_script(source)
+            self._scripts[name] = self._client.register_script(_render(source, constants))
         if self.cluster:
             await self._guard(self._client.initialize())
             # SCRIPT LOAD goes to every master: no first call per script meets NOSCRIPT
@@ -453,11 +465,7 @@ class RedisStorage(RobotsStorage):
     async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:
         key, lock = self._key("robots", origin), self._key("lock", origin)
         token = self._token()
-        ttl = int(self.lock_seconds * 1000)
-        head, tail = self._body_key_parts()
-        state, data, body, wrong = await self._batched(
-            "lookup", [key, lock], [repr(now), token, ttl, head, tail, "" if self.bodies_apart else "1"]
-        )
+        state, data, body, wrong = await self._batched("lookup", [key, lock], [repr(now), token])
         if wrong:
             entries.invalid(self, origin, "a key of another type")
         entry = await self._read(origin, data, body, now, read_body=self.bodies_apart)
@@ -466,7 +474,7 @@ class RedisStorage(RobotsStorage):
                 return entry, None
             return entry, await self.claim(origin)  # fresh by its expiry, yet unusable: fetch it again
         if state == 2:
-            return entry, self._hold(lock, token, ttl)
+            return entry, self._hold(lock, token, self._lease_ms())
         return entry, None
 
     async def store(self, origin: str, entry: RobotsEntry, lease: Lease | None, floor: float = 0.0) -> None:
@@ -489,12 +497,11 @@ class RedisStorage(RobotsStorage):
                     packed = await asyncio.to_thread(entries.compress, entry.body)
                 else:
                     packed = entries.compress(entry.body)
-                most = int((self.keep_seconds + 86_400) * 1000) + BODY_MARGIN_MS
-                body = [self._body_key(digest), packed, keep + BODY_MARGIN_MS, most]
+                body = [self._body_key(digest), packed]
         else:
             args.append(b"")
         if body and self.bodies_apart:  # the body's node and the origin's, together
-            await self._run_many([("body", body[:1], body[1:]), ("store", keys, args)])
+            await self._run_many([("body", body[:1], [packed, keep]), ("store", keys, args)])
         else:
             # a store with a floor is on the way of the origin's first page: it does not wait
             await self._batched("store", keys + body[:1], args + body[1:], 0.0 if floor else STORE_DELAY)
@@ -505,10 +512,9 @@ class RedisStorage(RobotsStorage):
     async def claim(self, origin: str) -> Lease | None:
         key = self._key("lock", origin)
         token = self._token()
-        ttl = int(self.lock_seconds * 1000)
-        if not await self._run_keys("claim", [key], [token, ttl]):
+        if not await self._run_keys("claim", [key], [token]):
             return None
-        return self._hold(key, token, ttl)
+        return self._hold(key, token, self._lease_ms())
 
     def _hold(self, key: str, token: bytes, ttl_ms: int) -> _RedisLease:
         lease = self._held[key] = _RedisLease(self, key, token, ttl_ms)
@@ -592,6 +598,14 @@ class RedisStorage(RobotsStorage):
         head, _, tail = self._body_key(mark).partition(mark.hex())
         return head, tail
 
+    def _lease_ms(self) -> int:
+        """A fetch lease's life without renewal, in ms."""
+        return int(self.lock_seconds * 1000)
+
+    def _body_most_ms(self) -> int:
+        """The longest a body is kept, in ms: a margin past the longest-kept entry."""
+        return int((self.keep_seconds + 86_400) * 1000) + BODY_MARGIN_MS
+
     def _token(self) -> bytes:
         return f"{self._token_prefix}-{next(self._tokens):x}".encode("ascii")
 
@@ -649,6 +663,19 @@ def key_of(prefix: str, kind: str, origin: str) -> str:
     ``<prefix><kind>:{<origin>}``.  The braces are a Redis Cluster hash tag: every
     key of an origin lands in one slot, so one node runs each script on all of them."""
     return f"{prefix}{kind}:{{{origin}}}"
+
+
+def _render(source: str, constants: dict[str, str]) -> str:
+    """``source`` with each ``@NAME@`` replaced by ``constants[NAME]`` (Lua text)."""
+    for name, value in constants.items():
+        source = source.replace(f"@{name}@", value)
+    return source
+
+
+def _lua_string(text: str) -> str:
+    """``text`` as a Lua string literal: every byte escaped (``\\ddd``), so that no prefix
+    can end the literal or change the script."""
+    return '"' + "".join(f"\\{byte:03d}" for byte in text.encode("utf-8")) + '"'
 
 
 def _node_url(url: str) -> str:
