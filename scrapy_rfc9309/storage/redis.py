@@ -266,6 +266,13 @@ return 0
 )
 
 
+def _import_errors() -> Any:
+    """``redis.exceptions`` (imported once, not on every call)."""
+    import redis.exceptions
+
+    return redis.exceptions
+
+
 def _import_redis() -> Any:
     try:
         import redis.asyncio as aioredis
@@ -329,6 +336,9 @@ class RedisStorage(RobotsStorage):
         self._deadlines: _Deadlines | None = None
         #: what the pool's get_connection is given (see _connection_args)
         self._connection_args: tuple[str, ...] = ()
+        #: connections of the pool kept between calls (see _exchange)
+        self._idle: list[Any] = []
+        self._errors = _import_errors()
         #: bodies are read and written with commands of their own, not inside the origin's
         #: scripts: on a Redis Cluster a body's key is on another node than its origin's
         self.bodies_apart = self.cluster
@@ -433,6 +443,7 @@ class RedisStorage(RobotsStorage):
             self._renewal.cancel()
             self._renewal = None
         self._held.clear()
+        self._idle.clear()  # (the pool's disconnect closes them)
         client, self._client = self._client, None
         pool, self._pool = self._pool, None
         if client is not None:
@@ -465,8 +476,16 @@ class RedisStorage(RobotsStorage):
 
     async def _string(self, key: str) -> bytes | None | Literal[False]:
         """The string at ``key``: None when absent, False when the key is of another type."""
+        client = self._redis()
+        if not self.cluster:  # (one server: through the store's connections, see _exchange)
+            (answer,) = await self._guard(self._exchange([("GET", key)]))
+            if not isinstance(answer, Exception):
+                return answer
+            if "WRONGTYPE" in str(answer):
+                return False
+            raise self._unavailable(answer) from answer
         try:
-            return await self._guard(self._redis().get(key))
+            return await self._guard(client.get(key))
         except StorageUnavailable as exc:
             if "WRONGTYPE" in str(exc):
                 return False
@@ -579,30 +598,47 @@ class RedisStorage(RobotsStorage):
         scripts = self._scripts
         commands = [("EVALSHA", scripts[name].sha, len(keys), *keys, *args) for name, keys, args in calls]
         answers = await self._guard(self._exchange(commands))
+        unknown = [i for i, answer in enumerate(answers) if isinstance(answer, self._errors.NoScriptError)]
+        if unknown:  # a server restarted (or flushed its scripts) since the store opened: load them again
+            names = sorted({calls[i][0] for i in unknown})
+            again = [("SCRIPT", "LOAD", scripts[name].script) for name in names] + [commands[i] for i in unknown]
+            redone = await self._guard(self._exchange(again))
+            for i, answer in zip(unknown, redone[len(names) :]):
+                answers[i] = answer
         for i, answer in enumerate(answers):
-            if isinstance(answer, Exception):  # NOSCRIPT (a server restarted since), or the call's own error
-                name, keys, args = calls[i]
-                try:
-                    answers[i] = await self._run_keys(name, keys, args)
-                except StorageUnavailable as exc:
-                    answers[i] = exc
+            if isinstance(answer, Exception):  # the call's own error
+                answers[i] = self._unavailable(answer)
+                answers[i].__cause__ = answer
         return answers
 
     async def _exchange(self, commands: list[tuple[Any, ...]]) -> list[Any]:
-        """Send ``commands`` in one write on a connection of the pool and read their answers (an
-        error reply is the answer of its command): what redis-py's pipeline does, through its
-        public connection API, without the pipeline's machinery (its command stack, response
+        """Send ``commands`` in one write on a connection and read their answers (an error
+        reply is the answer of its command): what redis-py's pipeline does, through its public
+        connection API, without the pipeline's machinery (its command stack, response
         callbacks, observability hooks: a third of a look-up's CPU).  As there, a connection
         that fails (reset, closed: a server restarted) is dropped and the commands are sent
-        once more on a new one."""
+        once more on a new one.
+
+        Every call to one server after the store opened comes here, and a connection stays
+        with the store between calls (``_idle``) rather than going back to the pool: taking
+        one from redis-py's pool and giving it back costs a sixth of a look-up.  The store
+        takes one from the pool only when it has none idle, so it holds no more connections
+        than it had calls under way at once, at most ``max_connections``: the pool's cap.
+        A connection whose call failed or was cancelled goes back to the pool (which
+        reconnects it)."""
         pool = self._pool
-        connection = await pool.get_connection(*self._connection_args)
+        idle = self._idle
+        connection = idle.pop() if idle else await pool.get_connection(*self._connection_args)
         try:
-            return await connection.retry.call_with_retry(
-                lambda: _round_trip(connection, commands), lambda error: connection.disconnect()
+            answers = await connection.retry.call_with_retry(
+                lambda: _round_trip(connection, commands, self._errors.ResponseError),
+                lambda error: connection.disconnect(),
             )
-        finally:
+        except BaseException:
             await pool.release(connection)
+            raise
+        idle.append(connection)
+        return answers
 
     # -- Crawl-delay across workers ----------------------------------------------------------
     async def take_turn(self, origin: str, floor: float) -> float:
@@ -649,12 +685,13 @@ class RedisStorage(RobotsStorage):
 
     async def _run_keys(self, name: str, keys: list[str], args: list[Any]) -> Any:
         self._redis()
+        if not self.cluster:  # (one server: through the store's connections, see _exchange)
+            return (await self._run_many([(name, keys, args)]))[0]
         return await self._guard(self._scripts[name](keys=keys, args=args))
 
     async def _guard(self, call: Awaitable[T]) -> T:
         """Await a client call; any failure becomes StorageUnavailable."""
-        from redis.exceptions import ClusterCrossSlotError, MovedError, RedisClusterException, RedisError
-
+        errors = self._errors
         limit = self._in_flight
         try:
             if limit is None:
@@ -684,18 +721,19 @@ class RedisStorage(RobotsStorage):
                 if deadlines is not None and task is not None:
                     deadlines.forget(task)
                 limit.release()
-        except (MovedError, ClusterCrossSlotError) as exc:
-            if not self.cluster:  # a node of a cluster, not a server of its own
-                raise StorageUnavailable(self._is_a_cluster_node()) from exc
-            raise StorageUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
-        except RedisClusterException as exc:
-            if "not enabled" in str(exc):
-                raise StorageUnavailable(
-                    f"{self.url} is not a node of a Redis Cluster: set RFC9309_STORAGE = {_server_url(self.url)!r}"
-                ) from exc
-            raise StorageUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
-        except (RedisError, OSError, asyncio.TimeoutError) as exc:
-            raise StorageUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+        except (errors.RedisError, errors.RedisClusterException, OSError, asyncio.TimeoutError) as exc:
+            raise self._unavailable(exc) from exc
+
+    def _unavailable(self, exc: Exception) -> StorageUnavailable:
+        """The StorageUnavailable of a failed call."""
+        errors = self._errors
+        if isinstance(exc, (errors.MovedError, errors.ClusterCrossSlotError)) and not self.cluster:
+            return StorageUnavailable(self._is_a_cluster_node())  # a node of a cluster, not a server of its own
+        if isinstance(exc, errors.RedisClusterException) and "not enabled" in str(exc):
+            return StorageUnavailable(
+                f"{self.url} is not a node of a Redis Cluster: set RFC9309_STORAGE = {_server_url(self.url)!r}"
+            )
+        return StorageUnavailable(f"{self.url}: {type(exc).__name__}: {exc}")
 
 
 def key_of(prefix: str, kind: str, origin: str) -> str:
@@ -766,16 +804,15 @@ def _max_connections(url: str) -> int:
         return MAX_CONNECTIONS
 
 
-async def _round_trip(connection: Any, commands: list[tuple[Any, ...]]) -> list[Any]:
-    """Write ``commands`` at once on ``connection``, then read their answers."""
-    from redis.exceptions import ResponseError
-
+async def _round_trip(connection: Any, commands: list[tuple[Any, ...]], error_reply: type[Exception]) -> list[Any]:
+    """Write ``commands`` at once on ``connection``, then read their answers (``error_reply``:
+    redis-py's ResponseError, an answer of its own)."""
     await connection.send_packed_command(connection.pack_commands(commands))
     answers: list[Any] = []
     for _ in commands:
         try:
             answers.append(await connection.read_response())
-        except ResponseError as exc:
+        except error_reply as exc:
             answers.append(exc)
     return answers
 
