@@ -49,10 +49,15 @@ class Pipeliner:
         self._max_calls = max_calls
         self._max_in_flight = max_in_flight
         self._queue: list[tuple[Call, asyncio.Future[Any]]] = []
-        #: the pending flush: a timer (only calls that may wait are queued) or a call_soon handle
-        self._flush_at: asyncio.Handle | asyncio.TimerHandle | None = None
-        #: the loop time of the pending flush (0 for the next turn)
-        self._deadline = 0.0
+        #: the flush of the next turn (a call someone waits for is queued), or _WAITING: what is
+        #: queued goes when a pipeline under way answers
+        self._soon: asyncio.Handle | None = None
+        #: the flush of the calls that may wait, and its loop time.  A flush before it does not
+        #: cancel it (it then finds less to send, or nothing): one timer per ``delay`` at most,
+        #: not one per call (arming a timer, a push into the loop's heap of every timer of the
+        #: crawl, cost as much as a tenth of the call)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._sending: set[asyncio.Task[None]] = set()
 
     async def call(self, call: Call, delay: float = 0.0) -> Any:
@@ -64,24 +69,22 @@ class Pipeliner:
         if len(self._queue) >= self._max_calls:
             self.flush()
         elif delay <= 0:
-            if self._flush_at is None or self._deadline or self._flush_at is _WAITING:
-                if self._flush_at is not None:
-                    self._flush_at.cancel()
-                self._flush_at, self._deadline = loop.call_soon(self._flush_urgent), 0.0
-        else:
+            if self._soon is None or self._soon is _WAITING:
+                self._soon = loop.call_soon(self._flush_urgent)
+        elif self._soon is None:  # (else it goes with the next turn, or with the next answer)
             deadline = loop.time() + delay
-            if self._flush_at is None or deadline < self._deadline:
-                if self._flush_at is not None:
-                    self._flush_at.cancel()
-                self._flush_at, self._deadline = loop.call_at(deadline, self.flush), deadline
+            if self._timer is None or deadline < self._timer_at:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer, self._timer_at = loop.call_at(deadline, self._flush_timer), deadline
         return await future
 
     def flush(self, urgent: bool = False) -> None:
         """Send what is queued, now (or, unless ``urgent``, while ``max_in_flight``
         pipelines are under way, as soon as one of them answers)."""
-        if self._flush_at is not None:
-            self._flush_at.cancel()
-            self._flush_at = None
+        if self._soon is not None:
+            self._soon.cancel()
+            self._soon = None
         self._queue = [(call, future) for call, future in self._queue if not future.done()]  # cancelled callers
         if not self._queue:
             return
@@ -91,17 +94,23 @@ class Pipeliner:
             self._sending.add(task)
             task.add_done_callback(self._sent)
         if self._queue:  # sent by _sent, with the next answer
-            self._flush_at, self._deadline = _WAITING, 0.0
+            self._soon = _WAITING
 
     def _flush_urgent(self) -> None:
         """Send what is queued, now, whatever is under way: a call someone waits for."""
+        self._soon = None
         self.flush(urgent=True)
+
+    def _flush_timer(self) -> None:
+        """The delay of a call that may wait is over: send what is queued."""
+        self._timer = None
+        self.flush()
 
     def _sent(self, task: asyncio.Task[None]) -> None:
         """A pipeline answered: what waited for it goes now."""
         self._sending.discard(task)
-        if self._flush_at is _WAITING:
-            self._flush_at = None
+        if self._soon is _WAITING:
+            self._soon = None
             self.flush()
 
     async def drain(self) -> None:
@@ -111,6 +120,9 @@ class Pipeliner:
             await asyncio.gather(*self._sending, return_exceptions=True)
             if self._queue:
                 self.flush(urgent=True)
+        if self._timer is not None:  # (nothing left for it)
+            self._timer.cancel()
+            self._timer = None
 
     async def _deliver(self, batch: list[tuple[Call, asyncio.Future[Any]]]) -> None:
         try:
