@@ -109,6 +109,14 @@ class RedisServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def freeze(self, frozen: bool = True) -> None:
+        """SIGSTOP (SIGCONT): the server keeps its connections open and stops answering, as a
+        host that hangs (and comes back)."""
+        import signal
+
+        assert self._proc is not None
+        self._proc.send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
+
     def kill(self) -> None:
         """SIGKILL: the server vanishes as in a crash."""
         if self._proc is None:

@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import pytest_twisted
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
@@ -585,5 +586,62 @@ async def test_a_shared_body_lives_as_long_as_the_longest_kept_entry_naming_it(r
             assert 29 * 86_400 < client.pttl(key) / 1000 and (await store.get("http://recent:80")) == recent
         finally:
             await store.close()
+
+    await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_server_that_stops_answering_fails_a_call_after_one_timeout_and_serves_again(redis_server):
+    """A server that hangs (SIGSTOP, its connections open): each call fails with
+    StorageUnavailable after one socket timeout (1 s here), not tried again on a new
+    connection (which would double the wait); the timeout is the store's, one timer for
+    every call.  Once the server answers again, so does the store."""
+    from scrapy_rfc9309.storage import StorageUnavailable
+
+    async def scenario() -> None:
+        store = RedisStorage(redis_server.url + "?socket_timeout=1", prefix="hung:")
+        await store.open()
+        try:
+            assert (await store.lookup("http://a:80", time.time()))[1] is not None
+            redis_server.freeze()
+            try:
+                for call in (lambda: store.lookup("http://b:80", time.time()), lambda: store.claim("http://c:80")):
+                    started = time.monotonic()
+                    with pytest.raises(StorageUnavailable, match="no answer within 1 s"):
+                        await call()
+                    assert 0.9 < time.monotonic() - started < 1.9  # one timeout (checked every 0.25 s), not two
+            finally:
+                redis_server.freeze(False)
+            entry, lease = await store.lookup("http://d:80", time.time())
+            assert entry is None and lease is not None
+        finally:
+            await store.close()
+
+    await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_prefix_of_any_characters_is_written_into_the_scripts_safely(redis_server):
+    """The body key's text around its digest is written into the look-up script when the
+    store opens: a prefix with quotes, backslashes, brackets and non-ASCII letters still
+    finds the body it stored (and no prefix can end the Lua string)."""
+
+    async def scenario() -> None:
+        for prefix in ["we\"ird'\\]]:é{", "plain:"]:
+            store = RedisStorage(redis_server.url, prefix=prefix)
+            await store.open()
+            try:
+                now = time.time()
+                _, lease = await store.lookup("http://x.example:80", now)
+                body = b"User-agent: *\nDisallow: /p\n"
+                entry = RobotsEntry(
+                    "success", 200, body, "text/plain", now, now + 100, "http://x.example:80/robots.txt"
+                )
+                await store.store("http://x.example:80", entry, lease)
+                found, again = await store.lookup("http://x.example:80", time.time())
+                assert found == entry and again is None, (prefix, found)
+                assert any(key.startswith(prefix.encode()) for key in redis_server.client().keys("*body*"))
+            finally:
+                await store.close()
 
     await in_task(scenario())
