@@ -9,7 +9,9 @@ denied ones follow, then its other pages (``--order interleaved``: its pages
 spread among the denied ones, so they are in the scheduler when the denials
 are released; ``--order lazy``: interleaved, and ``start()`` waits while
 ``engine.needs_backout()``, as Scrapy's docs show for lazy start requests, so
-Scrapy never reads the rest of ``start()`` in one turn of the loop).  Per run, in a fresh process: the longest gap between two
+Scrapy never reads the rest of ``start()`` in one turn of the loop; ``--order callback``: ``start()``
+yields the first healthy page only, whose callback yields the denied requests, then the other
+healthy pages: a burst met while crawling, not read from ``start()``).  Per run, in a fresh process: the longest gap between two
 healthy pages reaching the spider, the longest time the event loop was held (a
 5 ms timer's lateness), and when ``start()`` yielded the second healthy page
 (with the default order, Scrapy reads it only after the 20,000 denied ones: the
@@ -109,6 +111,9 @@ def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float, o
         async def start(self):
             # (start requests are taken as the engine asks for them, not all in one callback)
             asyncio.get_running_loop().create_task(watch())
+            if order == "callback":  # the burst comes from the first page's callback, not from start()
+                yield scrapy.Request(f"{healthy}/first", callback=self.burst, dont_filter=True)
+                return
             yield scrapy.Request(f"{healthy}/first", callback=self.page, dont_filter=True)
             every = max(1, denied // pages) if order != "after" else 0
             page = 0
@@ -120,6 +125,13 @@ def crawl(plugin: bool, denied: int, pages: int, delay: float, latency: float, o
                     yield self.healthy_page(page)
                     page += 1
             for i in range(page, pages):
+                yield self.healthy_page(i)
+
+        def burst(self, response):
+            self.page(response)
+            for i in range(denied):
+                yield scrapy.Request(f"{denying}/d{i}", callback=self.page, errback=self.failed, dont_filter=True)
+            for i in range(pages):
                 yield self.healthy_page(i)
 
         def healthy_page(self, i: int) -> scrapy.Request:
@@ -178,7 +190,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--order", choices=("after", "interleaved", "lazy"), default="after")
+    parser.add_argument("--order", choices=("after", "interleaved", "lazy", "callback"), default="after")
     parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
