@@ -82,8 +82,10 @@ def test_a_crawl_that_needs_them_loads_them(servers, tmp_path):
         "scrapy_rfc9309.interop",
         "scrapy_rfc9309.audit.writer",
         "scrapy_rfc9309.page_usage",
+        "scrapy_rfc9309.robots.tdmrep",
+        "scrapy_rfc9309.robots.rsl",
     )
-    for needed in (*needed_ones, "scrapy_rfc9309.robots.tdmrep", "scrapy_rfc9309.robots.rsl"):
+    for needed in needed_ones:
         assert needed in loaded, needed
     assert "scrapy_rfc9309.robots.html_head" in loaded  # the page was read for its usage statements
     assert "robots_parsed received" in done.stderr
