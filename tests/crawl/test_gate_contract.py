@@ -376,7 +376,10 @@ async def test_a_release_larger_than_a_turn_of_the_loop_goes_back_to_the_project
         # given back with dont_filter (its duplicate filter saw them), each page at most once
         assert all(dont_filter for _, dont_filter in again) and len(set(again)) == len(again), again
         assert {url for url, _ in again} <= {spec.url for spec in plan[:HELD]}, again
-        assert sum(observer.rescheduled.values()) <= 2, observer.rescheduled  # the engine woken once per release
+        # request_scheduled again only for the request that wakes the engine, once per turn of the loop the
+        # give-back took (2 at least for 300; each turn also stops after 4 ms, so more on a loaded machine):
+        # not for each of the 300 given back
+        assert sum(observer.rescheduled.values()) < 30, observer.rescheduled
     assert observer.dont_filter == {spec.url: False for spec in plan}, observer.dont_filter
     assert all(count == 1 for count in observer.scheduled.values()), observer.scheduled
     check_accounting(result)
