@@ -21,6 +21,7 @@ from scrapy.crawler import CrawlerRunner
 from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309 import compat
+from scrapy_rfc9309.lifecycle import robots_service
 from scrapy_rfc9309.signals import robots_txt_ready
 
 from .accounting import builtin_too, stats_problems
@@ -141,6 +142,10 @@ class ProbeSpider(scrapy.Spider):
     close_when: Any = None
     #: time.monotonic() when close_when asked for the close
     closed_at: float | None = None
+    #: once the gate holds this many requests, the spider
+    #: is closed, reason ``probe_done``: a close while they wait, however loaded
+    #: the machine (a CLOSESPIDER_TIMEOUT may come before they are read)
+    close_once_held: int | None = None
 
     def __init__(self, *args: Any, plan: list[Req], outcomes: list[Outcome], counter: list[int], **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -162,8 +167,17 @@ class ProbeSpider(scrapy.Spider):
         )
 
     async def start(self):
+        if self.close_once_held is not None:
+            compat.spawn(self._close_once_held(self.close_once_held))
         for spec in self.plan:
             yield self._request(spec)
+
+    async def _close_once_held(self, count: int) -> None:
+        service = robots_service(self.crawler)
+        while service.pacer is None or service.pacer.held < count:  # (the pacer is the gate)
+            await compat.sleep(0.02)
+        type(self).closed_at = time.monotonic()
+        compat.close_spider(self.crawler, "probe_done")
 
     async def _follow(self, spec: Req):
         for nxt in spec.then:

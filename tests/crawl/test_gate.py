@@ -96,11 +96,10 @@ async def test_a_jobdir_crawl_paused_while_requests_are_held_loses_none(servers,
     site.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", {"Content-Type": "text/plain"}, delay=1.5)
     for i in range(10):
         site.routes[f"/p{i}"] = PAGE
-    settings = {"JOBDIR": str(tmp_path / "job"), "CLOSESPIDER_TIMEOUT": 0.5}
     plan = [Req(site.url(f"/p{i}"), dont_filter=False) for i in range(10)]
 
-    paused = await crawl(plan, settings)
-    assert paused.stats["finish_reason"] == "closespider_timeout"
+    paused = await crawl(plan, {"JOBDIR": str(tmp_path / "job")}, {"close_once_held": 10})
+    assert paused.stats["finish_reason"] == "probe_done"
     assert site.page_hits() == [] and paused.outcomes == []
     assert paused.stat("gate/handed_back") == 10
     assert paused.stat("requests/dropped/spider_closing") == 0

@@ -390,7 +390,7 @@ async def test_a_release_larger_than_a_turn_of_the_loop_goes_back_to_the_project
 async def test_scrapy_redis_without_persist_drops_held_requests_to_their_errback(servers, tmp_path):
     """scrapy-redis with its default ``SCHEDULER_PERSIST = False`` (it flushes its
     queue at close): five requests held for a robots.txt that answers after 5 s
-    when ``CLOSESPIDER_TIMEOUT = 1`` closes the spider reach their errback with
+    when the spider closes reach their errback with
     IgnoreRequest and are counted dropped, none handed back (before: counted
     handed back, then flushed: no errback, no count)."""
     require_scrapy_redis()
@@ -399,12 +399,12 @@ async def test_scrapy_redis_without_persist_drops_held_requests_to_their_errback
         site = servers("127.0.0.2")
         site.routes["/robots.txt"] = slow_robots(5.0)
         plan = [Req(site.url(f"/p{i}")) for i in range(5)]
-        settings = {**ADDON, **SCRAPY_REDIS, "REDIS_URL": redis.url, "CLOSESPIDER_TIMEOUT": 1}
-        result, took = await crawl_within(30, plan, settings)
+        settings = {**ADDON, **SCRAPY_REDIS, "REDIS_URL": redis.url}
+        result, took = await crawl_within(30, plan, settings, spider_attrs={"close_once_held": 5})
     finally:
         redis.stop()
 
-    assert result.stats["finish_reason"] == "closespider_timeout"
+    assert result.stats["finish_reason"] == "probe_done"
     assert site.page_hits() == []
     for spec in plan:
         outcome = result.outcome(spec.url)
@@ -439,9 +439,9 @@ async def test_jobdir_drops_a_held_request_it_cannot_serialize(servers, tmp_path
     job = str(tmp_path / "job")
 
     paused, _ = await crawl_within(
-        30, plan, {"JOBDIR": job, "CLOSESPIDER_TIMEOUT": 0.5}, spider_attrs={"_request": _lambda_callback}
+        30, plan, {"JOBDIR": job}, spider_attrs={"_request": _lambda_callback, "close_once_held": 3}
     )
-    assert paused.stats["finish_reason"] == "closespider_timeout"
+    assert paused.stats["finish_reason"] == "probe_done"
     assert site.page_hits() == []
     lost = paused.outcome(site.url("/p2"))
     assert lost.error == "IgnoreRequest" and lost.message.startswith(DROPPED), lost
