@@ -216,20 +216,14 @@ async def test_absurd_delay_is_capped_with_a_warning(sites, caplog):
 @pytest_twisted.ensureDeferred
 async def test_switched_off_there_is_no_floor(sites):
     site = sites("127.0.0.2", "User-agent: *\nCrawl-delay: 1\n")
-    marker = sites("127.0.0.3", None)
 
-    # /slow answers after 0.8 s: every page must arrive before that answer,
-    # which a 1 s floor would make impossible
-    crawler = await crawl(
-        pages(site, 5) + [Request(marker.url("/slow"), dont_filter=True)],
-        RFC9309_CRAWL_DELAY=False,
-    )
+    crawler = await crawl(pages(site, 5), RFC9309_CRAWL_DELAY=False)
 
-    assert len(site.page_hits()) == 5
-    [answered] = marker.answered["/slow"]
-    first = min(hit.at for hit in site.page_hits())
-    assert first < answered - 0.5, "the marker must be pending while the pages are fetched"
-    assert max(hit.at for hit in site.page_hits()) < answered
+    # the 1 s floor would space the five pages 4 s at least; without it they come
+    # together (the margin is for a loaded machine: not a timing claim)
+    hits = sorted(hit.at for hit in site.page_hits())
+    assert len(hits) == 5
+    assert hits[-1] - hits[0] < 1.0, arrival_gaps(site.page_hits())
     assert stat(crawler, "origins") is None
 
 
