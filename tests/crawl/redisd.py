@@ -18,6 +18,9 @@ import pytest
 
 #: seconds redis-server may take to answer PING after it was started
 START_TIMEOUT = 10.0
+#: a fetch lease's life in the lease tests: renewed every third of it, a loop held for two
+#: thirds by a loaded machine loses it (0.3 s did, once, in CI)
+LEASE = 1.0
 
 
 def require_redis() -> None:

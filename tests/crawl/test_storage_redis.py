@@ -31,15 +31,12 @@ from scrapy_rfc9309.storage.redis import TURN_POLL_US, RedisStorage, key_of
 
 from .accounting import read_report
 from .harness import Req, check_accounting, clock, crawl
-from .redisd import RedisServer, require_redis
+from .redisd import LEASE, RedisServer, require_redis
 from .servers import Hit, Reply, check_paced, closed_port, gaps, robots
 
 TOLERANCE = 0.1
 WORKER = Path(__file__).with_name("cluster_worker.py")
 WORKER_TIMEOUT = 60
-#: a fetch lease's life in the lease tests: renewed every third of it, a loop held for two
-#: thirds by a loaded machine loses it (0.3 s did, once, in CI)
-LEASE = 1.0
 RULES = "User-agent: *\nCrawl-delay: 1\nDisallow: /private\n"
 
 

@@ -34,7 +34,7 @@ from scrapy_rfc9309.storage import RobotsEntry, build_storage
 from scrapy_rfc9309.storage.redis import LOCK_SECONDS, RedisStorage, key_of
 
 from .harness import Req, check_accounting, crawl
-from .redisd import RedisCluster, RedisServer, require_redis_cluster
+from .redisd import LEASE, RedisCluster, RedisServer, require_redis_cluster
 from .scrapy_redis_cluster import QUEUE, START_URLS, interleave, push, require_scrapy_redis
 from .scrapy_redis_cluster import Cluster as ScrapyRedisWorkers
 from .servers import Hit, Reply, closed_port, gaps, robots
@@ -51,9 +51,6 @@ pytestmark = pytest.mark.main_run_only  # not again on the oldest Scrapy, nor wi
 
 #: seconds the failover test waits for the cluster to promote a replica (a crawl page waits for it)
 FAILOVER_TIMEOUT = 30.0
-#: a fetch lease's life in the lease tests: renewed every third of it, a loop held for two
-#: thirds by a loaded machine loses it (0.3 s did, once, in CI)
-LEASE = 1.0
 
 
 @pytest.fixture(scope="module")
