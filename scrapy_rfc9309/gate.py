@@ -26,7 +26,7 @@ from . import compat
 from .fetch import FETCH_META_KEY
 from .lifecycle import crawl_state, rfc9309_settings, robots_service
 from .masking import mask_text
-from .middleware import META_USAGE, RELEASED, declared_purposes
+from .middleware import RELEASED, declared_purposes
 from .origins import origin_of, robots_url
 from .robots.text import shorten
 from .robots.usage import usage_for
@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 UNSEEN_SECONDS = 0.25
 #: held per next_request call, released per turn of the loop (in 4 ms: a scheduler's push may be a Redis call), at most
 HOLD_BATCH, RELEASE_BATCH, RELEASE_SECONDS = 32, 256, 0.004
+TURNS_HELD = 100_000  #: held in all (for their origin and their slot's turn) at most, or RFC9309_MAX_HELD if larger
+_ARRIVAL = itertools.count()  # ties of priority in a slot's queue: first come, first out
 REQUEUED = "rfc9309_requeued"  #: meta key of a request given back to the scheduler: its own dont_filter, restored
 CLOSING = {
     "origin": "Dropped: the spider closed before robots.txt of its origin was known",
@@ -77,13 +79,14 @@ class _Ticket:
 
 
 class _Slot:
-    """The requests (and tickets) of one download slot that wait for their turn: none leaves before ``due`` (monotonic
-    time: its floor); ``out``: released and not yet out of the downloader."""
+    """The requests (and tickets) of one download slot that wait for their turn, in the project's priority order (a
+    ticket as Scrapy's robots.txt request, 1000): none leaves before ``due`` (monotonic time: its floor); ``out``:
+    released and not yet out of the downloader."""
 
     __slots__ = ("queue", "due", "out", "waking")
 
     def __init__(self) -> None:
-        self.queue: deque[Any] = deque()
+        self.queue: list[tuple[int, int, Any]] = []  # a heap of (-priority, arrival, request or _Ticket)
         self.due, self.out, self.waking = 0.0, 0, False
 
 
@@ -103,13 +106,13 @@ class GateScheduler:
 
     def __init__(self, crawler: Crawler, inner: Any) -> None:
         self.crawler, self.inner = crawler, inner
-        self.settings = settings = rfc9309_settings(crawler)
-        self._reads_pages = settings.reads_pages  # (a property: worked out once, not twice per request)
+        self.settings = rfc9309_settings(crawler)
         self.service = robots_service(crawler)
         self._counts = self.service.counts
         self._held: defaultdict[str, list[Request]] = defaultdict(list)  # origin -> waiting for its resolution
         self._slots: dict[str, _Slot] = {}
-        self._count = 0  # held: in _held, _releases and the slots' queues
+        self._count = 0  # held: in _held, _releases and the slots' queues (_turns: there, for their slot's turn)
+        self._turns, self._cap = 0, max(self.settings.max_held, TURNS_HELD)
         self._releases: deque[tuple[Request, int]] = deque()  # resolved: (request, _resolve's mode)
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
@@ -180,20 +183,20 @@ class GateScheduler:
                 gap = self._ready[0][0] + self._peek.priority if self._peek is not None else -1
                 if gap == 0:
                     self._ties = not self._ties  # equal priorities: released and queued in turn
-                if gap < 0 or (gap == 0 and self._ties) or self._count >= self.settings.max_held:
+                if gap < 0 or (gap == 0 and self._ties) or self._is_full():
                     self._handed += 1
                     if self._handed == 1:
                         compat.call_later(0, self._next_turn)
                     elif self._handed > RELEASE_BATCH:
                         return None  # the loop's turn first: _next_turn wakes the engine
                     return heapq.heappop(self._ready)[2]
-            if self._count >= self.settings.max_held:
+            if self._is_full():
                 if not self._full:  # one count and one line each time the bound is met
                     self._full = True
                     self._counts.inc("gate/full")
                     logger.info(
-                        "scrapy-rfc9309: %d requests are held for their origin or their Crawl-delay turn "
-                        "(RFC9309_MAX_HELD); no more are taken from the scheduler until some go on", self._count,
+                        "scrapy-rfc9309: %d requests are held, %d of them for their slot's turn (RFC9309_MAX_HELD); no "
+                        "more are taken from the scheduler until some go on", self._count, self._turns,
                     )  # fmt: skip
                 return None
             if (request := self._take()) is None:
@@ -220,7 +223,7 @@ class GateScheduler:
         self.service.shutdown()
         self._tracked.clear()
         self._listen()
-        queued = [item for slot in self._slots.values() for item in slot.queue]
+        queued = [entry[2] for slot in self._slots.values() for entry in slot.queue]
         kinds: dict[str, list[Request]] = {
             "origin": [r for rs in self._held.values() for r in rs] + [r for r, _ in self._releases],
             "turn": [item for item in queued if not isinstance(item, _Ticket)],
@@ -228,7 +231,7 @@ class GateScheduler:
         }
         for ticket in (item for item in queued if isinstance(item, _Ticket)):
             ticket.waiter.errback(NotResolved(ticket.origin))
-        self._ready, self._peek, self._count, self._slots, self._releases = [], None, 0, {}, deque()
+        self._ready, self._peek, self._count, self._turns, self._slots, self._releases = [], None, 0, 0, {}, deque()
         self._held = defaultdict(list)
         if self._keeps:  # what the scheduler refuses or cannot serialize stays, to be dropped
             total = sum(map(len, kinds.values()))
@@ -240,6 +243,9 @@ class GateScheduler:
             if requests:
                 self._drop(requests, kind)
         return self.inner.close(reason) if hasattr(self.inner, "close") else None
+
+    def _is_full(self) -> bool:  # a floored origin's waiting requests do not stop the others: only memory's bound
+        return self._count - self._turns >= self.settings.max_held or self._count >= self._cap
 
     def _take(self) -> Request | None:
         request, self._peek = self._peek, None
@@ -270,7 +276,7 @@ class GateScheduler:
             return None, False
         if not self.settings.for_origin(origin).obey:  # (an origin of {"obey": False})
             return None, False
-        return origin, (self._reads_pages and self.service.reads(origin)) or META_USAGE in meta
+        return origin, self.service.reads(origin, meta)
 
     async def _resolve(self, origin: str, trigger: Request, files: bool) -> None:
         try:
@@ -290,6 +296,8 @@ class GateScheduler:
         fits = key is not None and key not in self._slots and len(waiting) <= self._concurrency(key)
         fits = fits and all(self._key(request) == key for request in waiting[1:])
         mode = 0 if fits else 2 if len(waiting) > RELEASE_BATCH else 1
+        if mode == 1:  # the first may find its slot free: the highest priority first (stable: arrival kept)
+            waiting.sort(key=lambda request: -request.priority)
         self._releases.extend(zip(waiting, itertools.repeat(mode)))
         self._release_batch()
 
@@ -357,8 +365,8 @@ class GateScheduler:
                 self.released[request] = Held(paced=True)
             self._occupy(request, key, slot, floor, now)
             return True
-        slot.queue.append(request)
-        self._count += 1
+        heapq.heappush(slot.queue, (-request.priority, next(_ARRIVAL), request))
+        self._count, self._turns = self._count + 1, self._turns + 1
         if floor:
             self._counts.inc("crawl_delay/requests_delayed")
         self._wake(key, slot)
@@ -410,7 +418,7 @@ class GateScheduler:
             slot.due, slot.out = now + floor, slot.out + 1
         else:
             ticket = _Ticket(origin, floor)
-            slot.queue.append(ticket)
+            heapq.heappush(slot.queue, (-1000, next(_ARRIVAL), ticket))
             self._wake(key, slot)
             await compat.wait_for(ticket.waiter)
 
@@ -440,7 +448,7 @@ class GateScheduler:
 
     def _wake(self, key: str, slot: _Slot) -> None:
         """Look at the slot's next request at its floor's time or cluster-wide turn (or in :meth:`_done`)."""
-        if slot.waking or not slot.queue or self._closed or not self._floor_of(key, slot.queue[0]):
+        if slot.waking or not slot.queue or self._closed or not self._floor_of(key, slot.queue[0][2]):
             return
         if self.service.paces:
             slot.waking = True
@@ -462,7 +470,7 @@ class GateScheduler:
         try:
             now = time.monotonic()
             while slot.queue:
-                floor = self._floor_of(key, slot.queue[0])  # (a ticket's is never 0)
+                floor = self._floor_of(key, slot.queue[0][2])  # (a ticket's is never 0)
                 if (now < slot.due or slot.out) if floor else (slot.out >= self._concurrency(key)):
                     break
                 self._go(key, slot, floor, now)
@@ -477,14 +485,14 @@ class GateScheduler:
 
     def _go(self, key: str, slot: _Slot, floor: float, now: float, origin: str | None = None) -> None:
         """The slot's first request goes on; with a floor, the next waits until it is done and a floor more."""
-        item = slot.queue.popleft()
+        item = heapq.heappop(slot.queue)[2]
         if floor:
             slot.due = now + floor
         if isinstance(item, _Ticket):
             slot.out += 1
             item.waiter.callback(None)
             return
-        self._count -= 1
+        self._count, self._turns = self._count - 1, self._turns - 1
         known = None if floor else self.service.known(origin_of(item.url) or "")
         if known is None or self._allowed(item, known):  # (a denied one takes no place)
             self._occupy(item, key, slot, floor, now, origin)
@@ -494,7 +502,7 @@ class GateScheduler:
         """With a shared store: each request of the slot takes its cluster-wide turn (the store's clock)."""
         try:
             while slot.queue and not self._closed:
-                item = slot.queue[0]
+                item = slot.queue[0][2]
                 floor = self._floor_of(key, item)
                 origin = item.origin if isinstance(item, _Ticket) else origin_of(item.url)
                 if origin is None or not floor:
@@ -503,7 +511,7 @@ class GateScheduler:
                 if slot.due > since:
                     await compat.sleep(slot.due - since)
                 await self.service.wait_turn(origin, floor, since)
-                if self._closed or not slot.queue or slot.queue[0] is not item:
+                if self._closed or not slot.queue or slot.queue[0][2] is not item:
                     break
                 self._go(key, slot, floor, time.monotonic(), origin)
         except NotResolved:
@@ -567,12 +575,12 @@ class GateScheduler:
             self._drop(closing, "queued")
 
     def _fail_slot(self, key: str, slot: _Slot, error: str, exc: BaseException) -> None:
-        items = list(slot.queue)
+        items = [entry[2] for entry in slot.queue]
         slot.queue.clear()
         requests = [item for item in items if not isinstance(item, _Ticket)]
         for ticket in (item for item in items if isinstance(item, _Ticket)):
             ticket.waiter.errback(exc)
-        self._count -= len(requests)
+        self._count, self._turns = self._count - len(requests), self._turns - len(requests)
         if self._slots.get(key) is slot and not slot.out:
             del self._slots[key]
         self._fail(requests, error, exc)

@@ -22,7 +22,7 @@ from .origins import origin_of
 from .robots.text import shorten
 from .robots.usage import UNKNOWN, Usage, from_header, usage_for
 from .robots.verdicts import ALLOW_NOT_OBEYED, Decision, Verdict
-from .service import Known, NotResolved, preload_structured_fields
+from .service import META_USAGE, Known, NotResolved, preload_structured_fields
 from .settings import usage_purposes
 from .useragent import derive_tokens
 
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 META_USER_AGENT = "robotstxt_user_agent"
-#: a request's own declared purposes (usage categories), overriding RFC9309_USAGE
-META_USAGE = "rfc9309_usage"
 #: a request the gate released and this middleware sent back to it (its origin was no longer fresh)
 RETURNED = "rfc9309_returned"
 RELEASED = "rfc9309_released"  #: meta key of a released request (request_scheduled again: the one waking the engine)
@@ -91,7 +89,7 @@ class RobotsTxtMiddleware:
             self._drop(request, f"Dropped: {held.error}")
         policy = self.settings.for_origin(origin)
         tokens = policy.user_agents
-        files = self._reads_pages or META_USAGE in meta
+        files = self.service.reads(origin, meta)  # (as the gate asked: an origin whose usage is not read, none)
         if meta.get("dont_obey_robotstxt") or not policy.obey:  # access rules off; usage preferences kept
             known, usage = self.service.known(origin) if files else None, UNKNOWN
             if known is not None and (usage := usage_for(known.robots, request.url, tokens, allowed=True)):

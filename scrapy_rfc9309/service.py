@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from .settings import OriginPolicy, Rfc9309Settings
 
 logger = logging.getLogger(__name__)
+#: a request's own declared purposes (usage categories), overriding RFC9309_USAGE
+META_USAGE = "rfc9309_usage"
 
 #: "wait" mode: first retry after this many seconds, doubling up to the cap
 WAIT_FIRST_DELAY, WAIT_MAX_DELAY = 1.0, 60.0
@@ -201,9 +203,10 @@ class RobotsService:
         fresh = known is not None and time.time() < known.expires_at and (known.tdmrep is not None or not files)
         return known if fresh else None
 
-    def reads(self, origin: str) -> bool:
-        """Whether the crawl reads ``origin``'s usage statements: its other files are resolved too."""
-        return self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
+    def reads(self, origin: str, meta: Any = ()) -> bool:
+        """Whether the crawl reads ``origin``'s usage statements, or a request (``meta``) declares a purpose: its other
+        files are resolved too (the gate and the middleware ask here alike)."""
+        return META_USAGE in meta or self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
 
     def adopt_license(self, origin: str, url: str) -> None:
         """A page of ``origin`` names the RSL license ``url``: where its usage is read and robots.txt names none, the
@@ -514,8 +517,13 @@ class RobotsService:
             entry, lease, fresh = await self.claim(key, self.settings.for_origin(origin), kind.name, kind.key)
         try:
             if not fresh:
-                allow = lambda hop: self.allows(hop, origin, robots)  # noqa: E731
                 floor = floor if host == origin else 0.0
+
+                async def allow(hop: str) -> bool:  # a hop on the same host is a request too: a floor after the last
+                    if (allowed := await self.allows(hop, origin, robots)) and floor and origin_of(hop) == host:
+                        await compat.sleep(floor)
+                    return allowed
+
                 result = await self._get(origin, trigger, path, allow, kind.max_bytes, floor=floor, at=host)
                 entry = self.entry_of(result)
                 if result.truncated_bytes:

@@ -75,6 +75,28 @@ async def test_robots_txt_tdmrep_json_and_the_first_page_are_a_floor_apart(serve
     check_accounting(result)
 
 
+@pytest_twisted.ensureDeferred
+async def test_each_redirect_of_tdmrep_json_is_a_floor_after_the_one_before(servers):
+    """Under ``Crawl-delay: 1``, tdmrep.json redirects twice on its own origin: the
+    server sees each hop at least the floor after the one before, and the pages after
+    them (before: the three hops within 3 ms, one turn taken for the whole chain)."""
+    site = floored(servers)
+    site.routes[TDM] = Reply(301, b"", {"Location": "/tdm/a.json"})
+    site.routes["/tdm/a.json"] = Reply(301, b"", {"Location": "/tdm/b.json"})
+    site.routes["/tdm/b.json"] = Reply(200, "[]", {"Content-Type": "application/json"})
+    plan = [Req(site.url(f"/p{i}")) for i in range(2)]
+
+    result, _ = await crawl_within(30, plan, TRAIN)
+
+    hits = sorted(site.hits, key=lambda hit: hit.at)
+    paths = [hit.path for hit in hits]
+    assert paths[:4] == ["/robots.txt", TDM, "/tdm/a.json", "/tdm/b.json"], paths
+    measured = gaps([hit.at for hit in hits])
+    assert min(measured) >= MARGIN * FLOOR, list(zip(paths[1:], measured))
+    assert all(o.status == 200 for o in result.outcomes), result.outcomes
+    check_accounting(result)
+
+
 # -- requests that do not obey robots.txt, on a floored slot ---------------------------------
 @pytest.mark.parametrize("enabling", sorted(ENABLINGS))
 @pytest_twisted.ensureDeferred

@@ -201,3 +201,32 @@ async def test_a_page_that_does_not_obey_robots_txt_fetches_no_disallowed_tdmrep
     assert result.outcome(s.url("/reserved/a")).status == 200
     assert s.count("/reserved/a") == 1
     check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_origin_whose_usage_is_not_read_waits_for_no_tdmrep_json(servers):
+    """A purpose declared for the crawl and one origin opted out of it
+    (``RFC9309_ORIGINS = {origin: {"usage": []}}``), its tdmrep.json never
+    answering: its pages go on once robots.txt is known, its tdmrep.json is never
+    requested, and none of its pages is sent back to the gate (before: the gate let
+    them go without the file, the middleware asked for it, sent each back once and
+    then waited for it in the downloader, holding a place for the fetch timeout)."""
+    opted_out = site(servers, "127.0.0.2", file=Reply(hang=True))
+    read = site(servers, "127.0.0.3")
+    plan = [opted_out.url(f"/o{i}") for i in range(4)] + [read.url("/r0")]
+    settings = {
+        **TRAIN,
+        "RFC9309_ORIGINS": {opted_out.origin: {"usage": []}},
+        "RFC9309_FETCH_TIMEOUT": 10,
+        "DOWNLOAD_TIMEOUT": 15,
+    }
+
+    result, took = await crawl_within(30, plan, settings)
+
+    assert opted_out.count(TDM) == 0, opted_out.paths()
+    assert read.count(TDM) == 1, read.paths()  # the crawl's own purpose: that origin's file is read
+    for url in plan:
+        assert result.outcome(url).status == 200, result.outcome(url)
+    assert result.stat("gate/returned") in (None, 0), result.rfc()
+    assert took < 8.0, took  # no page waited out the 10 s fetch timeout
+    check_accounting(result)
