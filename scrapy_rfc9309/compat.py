@@ -257,8 +257,7 @@ if TYPE_CHECKING:
 
 
 def enabled_components(settings: Any, name: str) -> list[Any]:
-    """The classes a component priority dict (``DOWNLOADER_MIDDLEWARES`` ...) enables, as
-    Scrapy's own manager of this version reads it."""
+    """The classes a component priority dict (``DOWNLOADER_MIDDLEWARES`` ...) enables, as this Scrapy reads it."""
     from scrapy.utils.conf import build_component_list
 
     if hasattr(settings, "get_component_priority_dict_with_base"):  # 2.14+: class keys replace paths
@@ -279,8 +278,7 @@ def disable_component(settings: Any, name: str, cls: type) -> None:
 
 
 def offsite_filter(crawler: Crawler) -> Callable[[Request], bool] | None:
-    """Whether the enabled OffsiteMiddleware (a subclass's own ``should_follow`` honoured) will
-    drop a request; None when none is enabled."""
+    """Whether the enabled OffsiteMiddleware (a subclass's ``should_follow`` too) drops a request; None: none is."""
     from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 
     offsite: Any = crawler.get_downloader_middleware(OffsiteMiddleware) if crawler.engine is not None else None

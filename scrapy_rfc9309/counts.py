@@ -12,8 +12,7 @@ STATS_FLUSH_SECONDS = 1.0
 
 
 class Counts:
-    """Keys under ``rfc9309/``; :meth:`inc_scrapy` counts the ``robotstxt/*`` keys of Scrapy's own
-    middleware, with their meaning (docs/middleware.md)."""
+    """Keys under ``rfc9309/``; :meth:`inc_scrapy`: Scrapy's middleware's ``robotstxt/*`` (docs/middleware.md)."""
 
     def __init__(self, stats: Any) -> None:
         self._stats = stats

@@ -43,17 +43,14 @@ __all__ = ["RELEASED", "REQUEUED", "GateScheduler", "Held"]
 
 logger = logging.getLogger(__name__)
 
-#: a released request not in the downloader this long after (a middleware dropped it, a cache
-#: answered) no longer counts against its slot: a burst of one more vs a slot held idle
-UNSEEN_SECONDS = 0.25
+UNSEEN_SECONDS = 0.25  #: released, not in the downloader this long after (dropped, cached): off its slot's count
 #: held per next_request call, released per turn of the loop (in 4 ms: a scheduler's push may be a Redis call), at most
 HOLD_BATCH, RELEASE_BATCH, RELEASE_SECONDS = 32, 256, 0.004
 TURNS_HELD = 100_000  #: held in all (for their origin and their slot's turn) at most, or RFC9309_MAX_HELD if larger
-_ARRIVAL = itertools.count()  # ties of priority in a slot's queue: first come, first out
 REQUEUED = "rfc9309_requeued"  #: meta key of a request given back to the scheduler: its own dont_filter, restored
 CLOSING = {
     "origin": "Dropped: the spider closed before robots.txt of its origin was known",
-    "turn": "Dropped: the spider closed before its Crawl-delay turn",
+    "turn": "Dropped: the spider closed before its turn on its download slot (a Crawl-delay, or room)",
     "queued": "Dropped: the spider closed before the downloader took it",
 }
 
@@ -79,9 +76,8 @@ class _Ticket:
 
 
 class _Slot:
-    """The requests (and tickets) of one download slot that wait for their turn, in the project's priority order (a
-    ticket as Scrapy's robots.txt request, 1000): none leaves before ``due`` (monotonic time: its floor); ``out``:
-    released and not yet out of the downloader."""
+    """A download slot's requests (and tickets, priority 1000 as Scrapy's robots.txt request) waiting for their turn,
+    by priority: none leaves before ``due`` (monotonic: its floor); ``out``: released, not yet out of the downloader."""
 
     __slots__ = ("queue", "due", "out", "waking")
 
@@ -111,8 +107,7 @@ class GateScheduler:
         self._counts = self.service.counts
         self._held: defaultdict[str, list[Request]] = defaultdict(list)  # origin -> waiting for its resolution
         self._slots: dict[str, _Slot] = {}
-        self._count = 0  # held: in _held, _releases and the slots' queues (_turns: there, for their slot's turn)
-        self._turns, self._cap = 0, max(self.settings.max_held, TURNS_HELD)
+        self._count = self._turns = 0  # held: in _held, _releases and the slots' queues (_turns: there, for a turn)
         self._releases: deque[tuple[Request, int]] = deque()  # resolved: (request, _resolve's mode)
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
@@ -149,8 +144,7 @@ class GateScheduler:
 
     def open(self, spider: Any) -> Any:
         self._offsite = compat.offsite_filter(self.crawler)
-        redis = sys.modules.get("scrapy_redis.spiders")  # (imported if the spider is one)
-        if redis is not None and isinstance(spider, redis.RedisMixin):
+        if (redis := sys.modules.get("scrapy_redis.spiders")) is not None and isinstance(spider, redis.RedisMixin):
             self._feed = spider.schedule_next_requests
         self.service.pacer = self
         self.service.on_ready(self._floor_changed)
@@ -245,7 +239,7 @@ class GateScheduler:
         return self.inner.close(reason) if hasattr(self.inner, "close") else None
 
     def _is_full(self) -> bool:  # a floored origin's waiting requests do not stop the others: only memory's bound
-        return self._count - self._turns >= self.settings.max_held or self._count >= self._cap
+        return self._count - self._turns >= (held := self.settings.max_held) or self._count >= max(held, TURNS_HELD)
 
     def _take(self) -> Request | None:
         request, self._peek = self._peek, None
@@ -365,7 +359,7 @@ class GateScheduler:
                 self.released[request] = Held(paced=True)
             self._occupy(request, key, slot, floor, now)
             return True
-        heapq.heappush(slot.queue, (-request.priority, next(_ARRIVAL), request))
+        heapq.heappush(slot.queue, (-request.priority, next(self._order), request))
         self._count, self._turns = self._count + 1, self._turns + 1
         if floor:
             self._counts.inc("crawl_delay/requests_delayed")
@@ -418,7 +412,7 @@ class GateScheduler:
             slot.due, slot.out = now + floor, slot.out + 1
         else:
             ticket = _Ticket(origin, floor)
-            heapq.heappush(slot.queue, (-1000, next(_ARRIVAL), ticket))
+            heapq.heappush(slot.queue, (-1000, next(self._order), ticket))
             self._wake(key, slot)
             await compat.wait_for(ticket.waiter)
 
@@ -511,9 +505,10 @@ class GateScheduler:
                 if slot.due > since:
                     await compat.sleep(slot.due - since)
                 await self.service.wait_turn(origin, floor, since)
-                if self._closed or not slot.queue or slot.queue[0][2] is not item:
+                if self._closed or not slot.queue:
                     break
-                self._go(key, slot, floor, time.monotonic(), origin)
+                if slot.queue[0][2] is item:  # (else one of a higher priority came meanwhile: the next turn is its)
+                    self._go(key, slot, floor, time.monotonic(), origin)
         except NotResolved:
             return
         except Exception as exc:  # the store failed otherwise: the slot's requests end, the crawl goes on
@@ -575,8 +570,7 @@ class GateScheduler:
             self._drop(closing, "queued")
 
     def _fail_slot(self, key: str, slot: _Slot, error: str, exc: BaseException) -> None:
-        items = [entry[2] for entry in slot.queue]
-        slot.queue.clear()
+        items, slot.queue = [entry[2] for entry in slot.queue], []
         requests = [item for item in items if not isinstance(item, _Ticket)]
         for ticket in (item for item in items if isinstance(item, _Ticket)):
             ticket.waiter.errback(exc)

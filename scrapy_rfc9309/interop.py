@@ -15,8 +15,7 @@ if TYPE_CHECKING:
 
 
 class RobotParserAdapter(RobotParser):
-    """``allowed`` and ``crawl_delay`` for whatever ``user_agent`` an extension holds (a token, a full
-    User-Agent, bytes)."""
+    """``allowed`` and ``crawl_delay`` for any ``user_agent`` an extension holds (a token, a User-Agent, bytes)."""
 
     def __init__(self, robots: RobotsTxt, default_token: str) -> None:
         self.robots = robots  # the governing file or policy, for code that knows this plugin

@@ -204,8 +204,7 @@ class RobotsService:
         return known if fresh else None
 
     def reads(self, origin: str, meta: Any = ()) -> bool:
-        """Whether the crawl reads ``origin``'s usage statements, or a request (``meta``) declares a purpose: its other
-        files are resolved too (the gate and the middleware ask here alike)."""
+        """Whether ``origin``'s usage statements are read, or a request's ``meta`` declares a purpose: files too."""
         return META_USAGE in meta or self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
 
     def adopt_license(self, origin: str, url: str) -> None:
@@ -518,12 +517,7 @@ class RobotsService:
         try:
             if not fresh:
                 floor = floor if host == origin else 0.0
-
-                async def allow(hop: str) -> bool:  # a hop on the same host is a request too: a floor after the last
-                    if (allowed := await self.allows(hop, origin, robots)) and floor and origin_of(hop) == host:
-                        await compat.sleep(floor)
-                    return allowed
-
+                allow = lambda hop: self.allows(hop, origin, robots, floor)  # noqa: E731
                 result = await self._get(origin, trigger, path, allow, kind.max_bytes, floor=floor, at=host)
                 entry = self.entry_of(result)
                 if result.truncated_bytes:
@@ -562,13 +556,17 @@ class RobotsService:
             if lease is not None:
                 await self.storage.release(lease)
 
-    async def allows(self, url: str, origin: str, robots: RobotsTxt) -> bool:
-        """Whether robots.txt of ``url``'s origin allows a hop of a file of ``origin`` (``robots``) for every token."""
+    async def allows(self, url: str, origin: str, robots: RobotsTxt, floor: float = 0.0) -> bool:
+        """Whether robots.txt of ``url``'s origin allows a hop of a file of ``origin`` (``robots``) for every token; an
+        allowed hop on ``origin`` then waits ``floor`` (one turn for the fetch: each hop is a request the server sees)."""
         if (hop := origin_of(url)) is None:
             return False
         if hop != origin:
             robots = known.robots if (known := self.fresh(hop)) is not None else (await self.inspect(hop))[1]
-        return all(robots.check(url, token).allowed for token in self.settings.for_origin(hop).user_agents)
+        allowed = all(robots.check(url, token).allowed for token in self.settings.for_origin(hop).user_agents)
+        if allowed and floor and hop == origin:
+            await compat.sleep(floor)
+        return allowed
 
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:
         """Count and log a robots.txt fetch (an internal failure only when ``log_internal``)."""

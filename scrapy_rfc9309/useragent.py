@@ -54,9 +54,8 @@ def derive_token(user_agent: str | bytes | None) -> str:
 
 
 def derive_tokens(value: str | bytes | list[Any] | tuple[Any, ...] | None) -> tuple[str, ...]:
-    """The product tokens of one string or of a list of them (each held to :func:`derive_token`'s rule; a
-    request must be allowed by every token's group), in order, repeats dropped case-insensitively.
-    ``ValueError`` for an empty list or any bad item: one is never skipped."""
+    """The product tokens of a string or list (each by :func:`derive_token`'s rule; a request must be allowed by each
+    token's group), in order, repeats dropped case-insensitively; ValueError for an empty list or any bad item."""
     if not isinstance(value, (list, tuple)):
         return (derive_token(value),)
     if not value:
