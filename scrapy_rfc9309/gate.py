@@ -76,8 +76,7 @@ class _Ticket:
 
 
 class _Slot:
-    """A download slot's requests (and tickets, priority 1000 as Scrapy's robots.txt request) waiting for their turn,
-    by priority: none leaves before ``due`` (monotonic: its floor); ``out``: released, not yet out of the downloader."""
+    """A slot's waiting requests and tickets (priority 1000), by priority; none leaves before ``due``; ``out``: let go."""
 
     __slots__ = ("queue", "due", "out", "waking")
 
@@ -87,8 +86,7 @@ class _Slot:
 
 
 class _Tracked:
-    """A released request followed to the end of its download (kept alive: its id() stays its own), counted against
-    the slot ``key``, or (``origin``) its cluster-wide turn noted when it is done."""
+    """A released request followed until done (kept alive: its id() stays its own), on slot ``key`` or turn ``origin``."""
 
     __slots__ = ("request", "key", "origin", "floor", "since", "seen")
 
@@ -159,6 +157,8 @@ class GateScheduler:
             self._releasing.discard(id(request))
             if request in self.released:
                 heapq.heappush(self._ready, (-request.priority, next(self._order), request))
+                if (tracked := self._tracked.get(id(request))) is not None:
+                    tracked.since = float("inf")  # not unseen while it waits for the engine (a full downloader)
             else:
                 self._peek = request  # (_next_turn took it out of _peek)
             return True
@@ -183,7 +183,9 @@ class GateScheduler:
                         compat.call_later(0, self._next_turn)
                     elif self._handed > RELEASE_BATCH:
                         return None  # the loop's turn first: _next_turn wakes the engine
-                    return heapq.heappop(self._ready)[2]
+                    if (tracked := self._tracked.get(id(released := heapq.heappop(self._ready)[2]))) is not None:
+                        tracked.since = time.monotonic()  # unseen from when the engine takes it (a full downloader)
+                    return released
             if self._is_full():
                 if not self._full:  # one count and one line each time the bound is met
                     self._full = True

@@ -28,8 +28,7 @@ def _named(text: str) -> str:
 
 
 def derive_token(user_agent: str | bytes | None) -> str:
-    """The product token of ``user_agent`` as written (case kept); ``ValueError`` when it names no valid
-    token: a crawler that cannot name itself must not guess."""
+    """The product token of ``user_agent`` as written (case kept); ValueError if none: a crawler must not guess."""
     if user_agent is None or not user_agent.strip():
         raise ValueError("no user agent to derive a robots.txt product token from")
     text = user_agent.decode("latin-1") if isinstance(user_agent, bytes) else user_agent

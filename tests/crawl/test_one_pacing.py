@@ -97,6 +97,30 @@ async def test_each_redirect_of_tdmrep_json_is_a_floor_after_the_one_before(serv
     check_accounting(result)
 
 
+@pytest_twisted.ensureDeferred
+async def test_the_floor_holds_while_a_slow_origin_fills_the_downloader(servers):
+    """A slow origin (2 s pages) takes every ``CONCURRENT_REQUESTS`` place beside a
+    ``Crawl-delay: 1`` origin: each of the latter's pages still reaches its server at
+    least the floor after the one before (an outsider's check, before: a page the gate
+    let go but the full downloader did not take for 0.25 s counted as gone, the next
+    was let go a floor later, and three reached the server within 15 ms)."""
+    site = floored(servers)
+    slow = servers("127.0.0.3")
+    slow.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    for i in range(12):
+        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=2.0)
+    plan = [Req(slow.url(f"/s{i}")) for i in range(12)] + [Req(site.url(f"/p{i}")) for i in range(4)]
+    settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
+
+    result, _ = await crawl_within(60, plan, settings)
+
+    pages = sorted(site.page_hits(), key=lambda hit: hit.at)
+    assert sorted(hit.path for hit in pages) == [f"/p{i}" for i in range(4)], [hit.path for hit in pages]
+    measured = gaps([hit.at for hit in pages])
+    assert min(measured) >= MARGIN * FLOOR, list(zip([hit.path for hit in pages[1:]], measured))
+    check_accounting(result)
+
+
 # -- requests that do not obey robots.txt, on a floored slot ---------------------------------
 @pytest.mark.parametrize("enabling", sorted(ENABLINGS))
 @pytest_twisted.ensureDeferred
