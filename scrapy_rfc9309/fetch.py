@@ -224,7 +224,7 @@ class RobotsFetcher:
         return address is not None and guard.internal(address)
 
     async def _download(self, request: Request) -> Response:
-        """One hop in the lane; a middleware may replace the request (followed as by ``download_async``), a few times."""
+        """One hop in the lane; a middleware may replace the request (as ``download_async`` follows), a few times."""
         crawler = self.crawler
         if self._handlers is None:
             self._handlers = internals.lane_handlers(crawler, self.settings.fetch_concurrency)

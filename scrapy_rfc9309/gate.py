@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 UNSEEN_SECONDS = 0.25  #: released, not in the downloader this long after (dropped, cached): off its slot's count
 #: held per next_request call, released per turn of the loop (in 4 ms: a scheduler's push may be a Redis call), at most
 HOLD_BATCH, RELEASE_BATCH, RELEASE_SECONDS = 32, 256, 0.004
-TURNS_HELD = 100_000  #: held in all (for their origin and their slot's turn) at most, or RFC9309_MAX_HELD if larger
+HELD_IN_ALL = 100_000  #: held at most, those waiting for their slot's turn too (RFC9309_MAX_HELD if larger)
 REQUEUED = "rfc9309_requeued"  #: meta key of a request given back to the scheduler: its own dont_filter, restored
 CLOSING = {
     "origin": "Dropped: the spider closed before robots.txt of its origin was known",
@@ -76,7 +76,7 @@ class _Ticket:
 
 
 class _Slot:
-    """A slot's waiting requests and tickets (priority 1000), by priority; none leaves before ``due``; ``out``: let go."""
+    """A slot's waiting requests and tickets (priority 1000) by priority; none goes before ``due``; ``out``: let go."""
 
     __slots__ = ("queue", "due", "out", "waking")
 
@@ -86,7 +86,7 @@ class _Slot:
 
 
 class _Tracked:
-    """A released request followed until done (kept alive: its id() stays its own), on slot ``key`` or turn ``origin``."""
+    """A released request followed until done (kept alive: its id() is its own), on slot ``key`` or turn ``origin``."""
 
     __slots__ = ("request", "key", "origin", "floor", "since", "seen")
 
@@ -241,7 +241,7 @@ class GateScheduler:
         return self.inner.close(reason) if hasattr(self.inner, "close") else None
 
     def _is_full(self) -> bool:  # a floored origin's waiting requests do not stop the others: only memory's bound
-        return self._count - self._turns >= (held := self.settings.max_held) or self._count >= max(held, TURNS_HELD)
+        return self._count - self._turns >= (held := self.settings.max_held) or self._count >= max(held, HELD_IN_ALL)
 
     def _take(self) -> Request | None:
         request, self._peek = self._peek, None

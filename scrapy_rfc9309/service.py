@@ -558,7 +558,7 @@ class RobotsService:
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt, floor: float = 0.0) -> bool:
         """Whether robots.txt of ``url``'s origin allows a hop of a file of ``origin`` (``robots``) for every token; an
-        allowed hop on ``origin`` then waits ``floor`` (one turn for the fetch: each hop is a request the server sees)."""
+        allowed hop on ``origin`` then waits ``floor`` (one turn for the fetch, but each hop is a request too)."""
         if (hop := origin_of(url)) is None:
             return False
         if hop != origin:
