@@ -44,6 +44,7 @@ __all__ = ["RELEASED", "REQUEUED", "GateScheduler", "Held"]
 logger = logging.getLogger(__name__)
 
 UNSEEN_SECONDS = 0.25  #: released, not in the downloader this long after (dropped, cached): off its slot's count
+KEEP_SECONDS = 1.0  #: a cluster turn of a request waiting for a full downloader is held on this often (Redis: 5 s)
 #: held per next_request call, released per turn of the loop (in 4 ms: a scheduler's push may be a Redis call), at most
 HOLD_BATCH, RELEASE_BATCH, RELEASE_SECONDS = 32, 256, 0.004
 HELD_IN_ALL = 100_000  #: held at most, those waiting for their slot's turn too (RFC9309_MAX_HELD if larger)
@@ -86,13 +87,14 @@ class _Slot:
 
 
 class _Tracked:
-    """A released request followed until done (kept alive: its id() is its own), on slot ``key`` or turn ``origin``."""
+    """A released request followed until done (kept alive: its id() is its own), on slot ``key`` (and turn ``origin``);
+    ``ready``: it waits for the engine (a full downloader), ``since`` then: when its cluster turn was last held on."""
 
-    __slots__ = ("request", "key", "origin", "floor", "since", "seen")
+    __slots__ = ("request", "key", "origin", "floor", "since", "seen", "ready")
 
     def __init__(self, request: Any, key: str | None, origin: str | None, floor: float, since: float) -> None:
         self.request, self.key, self.origin, self.floor, self.since = request, key, origin, floor, since
-        self.seen = False
+        self.seen = self.ready = False
 
 
 class GateScheduler:
@@ -158,7 +160,7 @@ class GateScheduler:
             if request in self.released:
                 heapq.heappush(self._ready, (-request.priority, next(self._order), request))
                 if (tracked := self._tracked.get(id(request))) is not None:
-                    tracked.since = float("inf")  # not unseen while it waits for the engine (a full downloader)
+                    tracked.ready = True  # not unseen while it waits for the engine (a full downloader)
             else:
                 self._peek = request  # (_next_turn took it out of _peek)
             return True
@@ -184,7 +186,7 @@ class GateScheduler:
                     elif self._handed > RELEASE_BATCH:
                         return None  # the loop's turn first: _next_turn wakes the engine
                     if (tracked := self._tracked.get(id(released := heapq.heappop(self._ready)[2]))) is not None:
-                        tracked.since = time.monotonic()  # unseen from when the engine takes it (a full downloader)
+                        tracked.since, tracked.ready = time.monotonic(), False  # unseen from when the engine takes it
                     return released
             if self._is_full():
                 if not self._full:  # one count and one line each time the bound is met
@@ -423,10 +425,9 @@ class GateScheduler:
                 return  # (closed meanwhile)
             slot.out -= 1
             slot.due = max(slot.due, time.monotonic() + floor)
-            if self.service.paces:  # the next turn counts from now; the slot's own loop takes it
+            if self.service.paces:  # the next turn counts from now
                 compat.spawn(self.service.note_start(origin, floor))
-            else:
-                self._turn(key, slot)
+            self._turn(key, slot)
 
         return done
 
@@ -444,13 +445,12 @@ class GateScheduler:
 
     def _wake(self, key: str, slot: _Slot) -> None:
         """Look at the slot's next request at its floor's time or cluster-wide turn (or in :meth:`_done`)."""
-        if slot.waking or not slot.queue or self._closed or not self._floor_of(key, slot.queue[0][2]):
+        if slot.waking or slot.out or not slot.queue or self._closed or not self._floor_of(key, slot.queue[0][2]):
             return
+        slot.waking = True
         if self.service.paces:
-            slot.waking = True
             compat.spawn(self._take_turns(key, slot))
-        elif not slot.out:
-            slot.waking = True
+        else:
             compat.call_later(max(0.0, slot.due - time.monotonic()), lambda: self._turn(key, slot))
 
     def _floor_of(self, key: str, item: Any) -> float:
@@ -467,7 +467,7 @@ class GateScheduler:
             now = time.monotonic()
             while slot.queue:
                 floor = self._floor_of(key, slot.queue[0][2])  # (a ticket's is never 0)
-                if (now < slot.due or slot.out) if floor else (slot.out >= self._concurrency(key)):
+                if (now < slot.due or slot.out or self.service.paces) if floor else slot.out >= self._concurrency(key):
                     break
                 self._go(key, slot, floor, now)
                 if floor:
@@ -495,22 +495,19 @@ class GateScheduler:
         self._release(item, Held(paced=True) if floor else Held(for_robots=True))
 
     async def _take_turns(self, key: str, slot: _Slot) -> None:
-        """With a shared store: each request of the slot takes its cluster-wide turn (the store's clock)."""
+        """Shared store: the slot's next request takes its cluster turn; the next waits until it is done (_done)."""
         try:
-            while slot.queue and not self._closed:
-                item = slot.queue[0][2]
-                floor = self._floor_of(key, item)
-                origin = item.origin if isinstance(item, _Ticket) else origin_of(item.url)
-                if origin is None or not floor:
-                    break
+            floor = self._floor_of(key, item := slot.queue[0][2])
+            if (origin := item.origin if isinstance(item, _Ticket) else origin_of(item.url)) is not None and floor:
                 since = time.monotonic()
                 if slot.due > since:
                     await compat.sleep(slot.due - since)
                 await self.service.wait_turn(origin, floor, since)
-                if self._closed or not slot.queue:
-                    break
-                if slot.queue[0][2] is item:  # (else one of a higher priority came meanwhile: the next turn is its)
-                    self._go(key, slot, floor, time.monotonic(), origin)
+                head = slot.queue[0][2] if slot.queue and not self._closed else None
+                if head is not None and (head.origin if isinstance(head, _Ticket) else origin_of(head.url)) == origin:
+                    self._go(key, slot, floor, time.monotonic(), origin)  # (or one of a higher priority that came)
+                else:  # the turn goes unused (closing, or another origin's came first): the next counts from now
+                    compat.spawn(self.service.note_start(origin, floor))
         except NotResolved:
             return
         except Exception as exc:  # the store failed otherwise: the slot's requests end, the crawl goes on
@@ -582,11 +579,10 @@ class GateScheduler:
         self._fail(requests, error, exc)
 
     def _occupy(self, request: Request, key: str, slot: _Slot, floor: float, now: float, origin: Any = None) -> None:
-        """``request`` goes on, counted against its slot (or its cluster turn: ``origin``) until it is done."""
-        self._tracked[id(request)] = _Tracked(request, key if origin is None else None, origin, floor, now)
+        """``request`` goes on, counted against its slot (and its cluster turn: ``origin``) until it is done."""
+        self._tracked[id(request)] = _Tracked(request, key, origin, floor, now)
         self._listen()
-        if origin is None:
-            slot.out += 1
+        slot.out += 1
 
     def _done(self, request_id: int, noted: bool) -> None:
         tracked = self._tracked.pop(request_id)
@@ -610,10 +606,14 @@ class GateScheduler:
             self._done(id(request), noted=True)
 
     def _sweep(self) -> None:
-        """Requests never seen in the downloader: a cluster turn's hold in the store ends them."""
-        limit = time.monotonic() - UNSEEN_SECONDS
+        """End requests never seen in the downloader; hold on the cluster turn of one waiting for a full downloader."""
+        now = time.monotonic()
+        unseen, keep = now - UNSEEN_SECONDS, now - KEEP_SECONDS
         for request_id, tracked in list(self._tracked.items()):
-            if not tracked.seen and tracked.since < limit and request_id in self._tracked:
+            if tracked.ready and tracked.origin is not None and tracked.since < keep:
+                tracked.since = now
+                compat.spawn(self.service.note_start(tracked.origin, tracked.floor, keep=True))
+            elif not (tracked.seen or tracked.ready) and tracked.since < unseen and request_id in self._tracked:
                 self._done(request_id, noted=False)
 
     def _listen(self) -> None:

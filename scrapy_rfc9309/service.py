@@ -267,10 +267,10 @@ class RobotsService:
             self.counts.inc("crawl_delay/cluster/requests_held")
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
-    async def note_start(self, origin: str, floor: float) -> None:
-        """A request of a cluster-wide turn is done (or starting, without the gate): the next turn counts from now."""
+    async def note_start(self, origin: str, floor: float, keep: bool = False) -> None:
+        """A cluster turn's request is done (or starting, no gate): the next counts from now (``keep``: held on)."""
         try:
-            await self.storage.note_start(origin, floor)
+            await (self.storage.keep_turn if keep else self.storage.note_start)(origin, floor)
         except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn
             logger.debug("could not note the start of a request of %s", origin, exc_info=True)
 

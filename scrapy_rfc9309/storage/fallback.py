@@ -160,6 +160,13 @@ class FallbackStorage(RobotsStorage):
             except StorageUnavailable as exc:
                 self._failed(exc)
 
+    async def keep_turn(self, origin: str, floor: float) -> None:
+        if not self.down:
+            try:
+                await self.primary.keep_turn(origin, floor)
+            except StorageUnavailable as exc:
+                self._failed(exc)
+
     async def release(self, lease: Lease) -> None:
         """Release a lease from :meth:`claim`, whatever state the store is in."""
         try:

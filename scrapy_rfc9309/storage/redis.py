@@ -159,9 +159,10 @@ local function keep_body(k, body, keep, most)  -- kept as long as the longest-ke
   redis.call('SET', k, body, 'PX', t)
 end
 """
-#: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait) or 'note'
-#: (the request whose turn it was is done: the next turn counts from now), the longest a taken
-#: turn waits for its note us, a poll us.  A turn taken and not noted yet is "on its way": the
+#: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait), 'note'
+#: (the request whose turn it was is done: the next turn counts from now) or 'keep' (it still
+#: waits to start: a turn on its way is held on from now), the longest a taken turn waits for
+#: its note us, a poll us.  A turn taken and not noted yet is "on its way": the
 #: others poll until it is noted (or the wait for it ends), then wait a floor from the note.
 #: A start ahead of the server's clock is no start of a worker (garbage, or a clock stepped
 #: back): it is replaced by now, so no request waits more than the floor for it.
@@ -172,9 +173,10 @@ if redis.replicate_commands then redis.replicate_commands() end
 local now = now_us()
 local gap = tonumber(ARGV[1])
 local last, on_way = last_start(KEYS[1], now)
-if ARGV[2] == 'note' then note(KEYS[1], now, gap, false) return 0 end
-if last == nil then note(KEYS[1], now, gap, false) return gap end
 local hold = tonumber(ARGV[3])
+if ARGV[2] == 'note' then note(KEYS[1], now, gap, false) return 0 end
+if ARGV[2] == 'keep' then if on_way then note(KEYS[1], now, gap + hold, true) end return 0 end
+if last == nil then note(KEYS[1], now, gap, false) return gap end
 if on_way and last + hold > now then return math.min(tonumber(ARGV[4]), last + hold - now) end
 if last + gap > now then return last + gap - now end
 note(KEYS[1], now, gap + hold, true)
@@ -650,6 +652,10 @@ class RedisStorage(RobotsStorage):
 
     async def note_start(self, origin: str, floor: float) -> None:
         await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "note", 0, 0)
+
+    async def keep_turn(self, origin: str, floor: float) -> None:
+        gap = int(floor * 1_000_000)
+        await self._run_script("pace", self._key("pace", origin), gap, "keep", max(TURN_HOLD_US, gap), 0)
 
     # -- helpers -------------------------------------------------------------------------
     def _key(self, kind: str, origin: str) -> str:

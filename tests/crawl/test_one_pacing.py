@@ -15,6 +15,8 @@ floor is asked of every gap at 0.95.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -97,20 +99,30 @@ async def test_each_redirect_of_tdmrep_json_is_a_floor_after_the_one_before(serv
     check_accounting(result)
 
 
+#: the slow origin's page time: with Redis longer than a turn's hold in the store (TURN_HOLD_US, 5 s)
+SLOW_PAGES = {"memory": 2.0, "redis": 6.0}
+
+
+@pytest.mark.parametrize("store", sorted(SLOW_PAGES))
 @pytest_twisted.ensureDeferred
-async def test_the_floor_holds_while_a_slow_origin_fills_the_downloader(servers):
-    """A slow origin (2 s pages) takes every ``CONCURRENT_REQUESTS`` place beside a
-    ``Crawl-delay: 1`` origin: each of the latter's pages still reaches its server at
-    least the floor after the one before (an outsider's check, before: a page the gate
-    let go but the full downloader did not take for 0.25 s counted as gone, the next
-    was let go a floor later, and three reached the server within 15 ms)."""
+async def test_the_floor_holds_while_a_slow_origin_fills_the_downloader(servers, store, request):
+    """A slow origin takes every ``CONCURRENT_REQUESTS`` place beside a ``Crawl-delay: 1``
+    origin: each of the latter's pages still reaches its server at least the floor after
+    the one before (outsiders' checks, before: with the memory store, a page the gate let
+    go but the full downloader did not take for 0.25 s counted as gone, the next was let
+    go a floor later, and three reached the server within 15 ms; with Redis, a page that
+    waited for room longer than its cluster turn's hold let the next turns be taken, and
+    the pages reached the server in pairs a few ms apart)."""
     site = floored(servers)
     slow = servers("127.0.0.3")
     slow.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
-    for i in range(12):
-        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=2.0)
-    plan = [Req(slow.url(f"/s{i}")) for i in range(12)] + [Req(site.url(f"/p{i}")) for i in range(4)]
-    settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
+    delay, rounds = SLOW_PAGES[store], 3 if store == "memory" else 2
+    for i in range(4 * rounds):
+        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=delay)
+    plan = [Req(slow.url(f"/s{i}")) for i in range(4 * rounds)] + [Req(site.url(f"/p{i}")) for i in range(4)]
+    settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "DOWNLOAD_TIMEOUT": 20}
+    if store == "redis":
+        settings["RFC9309_STORAGE"] = request.getfixturevalue("redis_server").url
 
     result, _ = await crawl_within(60, plan, settings)
 
@@ -118,6 +130,53 @@ async def test_the_floor_holds_while_a_slow_origin_fills_the_downloader(servers)
     assert sorted(hit.path for hit in pages) == [f"/p{i}" for i in range(4)], [hit.path for hit in pages]
     measured = gaps([hit.at for hit in pages])
     assert min(measured) >= MARGIN * FLOOR, list(zip([hit.path for hit in pages[1:]], measured))
+    check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_turn_waiting_for_a_full_downloader_is_held_against_another_worker(servers, redis_server):
+    """With Redis, a page whose cluster turn is taken waits for a full downloader (6.5 s
+    pages of a slow origin) longer than the store holds a turn (5 s) when nothing renews
+    it.  Another worker that takes every turn it can (as a busy worker of the cluster
+    would) never starts a request of the origin within the floor of one of the crawl's
+    pages (before: the hold ran out while the page waited, the other worker took its turns,
+    and the page followed one of them by less than the floor)."""
+    from scrapy_rfc9309.storage.redis import RedisStorage
+
+    from .test_storage_redis import in_task
+
+    site = floored(servers)
+    slow = servers("127.0.0.3")
+    slow.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    for i in range(8):
+        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=6.5)
+    plan = [Req(slow.url(f"/s{i}")) for i in range(8)] + [Req(site.url(f"/p{i}")) for i in range(3)]
+    settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "DOWNLOAD_TIMEOUT": 20}
+    other, theirs, crawling = RedisStorage(redis_server.url), [], [True]
+
+    async def other_worker() -> None:  # starts at once whenever the store gives it a turn
+        await other.open()
+        try:
+            while crawling[0]:
+                if await other.take_turn(site.origin, FLOOR) == 0:
+                    theirs.append(time.monotonic())
+                    await other.note_start(site.origin, FLOOR)
+                await asyncio.sleep(0.01)
+        finally:
+            await other.close()
+
+    working = in_task(other_worker())
+    try:
+        result, _ = await crawl_within(60, plan, {**settings, "RFC9309_STORAGE": redis_server.url})
+    finally:
+        crawling[0] = False
+        await working
+
+    ours = sorted(hit.at for hit in site.page_hits())
+    assert len(ours) == 3 and theirs, (ours, theirs)
+    nearest = min(abs(mine - other_start) for mine in ours for other_start in theirs)
+    assert nearest >= MARGIN * FLOOR, (nearest, [round(t - ours[0], 3) for t in sorted(ours + theirs)])
+    assert min(gaps(ours)) >= MARGIN * FLOOR, gaps(ours)
     check_accounting(result)
 
 
