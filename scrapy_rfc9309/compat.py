@@ -91,8 +91,7 @@ async def sleep(seconds: float) -> None:
 
 
 async def in_steps(steps: Generator[object, None, T], budget: float) -> T:
-    """What ``steps`` (a generator of short steps, :mod:`.robots.steps`) returns, run on the
-    loop's thread with a turn of the loop whenever ``budget`` seconds of steps have run."""
+    """What ``steps`` (:mod:`.robots.steps`) returns, with a turn of the loop after each ``budget`` seconds of steps."""
     from .robots.steps import Paused, run
 
     while isinstance(value := run(steps, budget), Paused):

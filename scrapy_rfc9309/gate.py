@@ -320,8 +320,7 @@ class GateScheduler:
             compat.call_later(0, self._release_batch)
 
     def _requeue(self, request: Request) -> bool:
-        """Give a released request back to the project's scheduler (its duplicate filter saw it already); False: the
-        scheduler did not take it, it goes on from the gate."""
+        """A released request back to the project's scheduler (dont_filter: seen); False: refused, on from the gate."""
         request.meta[REQUEUED], request.dont_filter = request.dont_filter, True
         try:
             if self.inner.enqueue_request(request):

@@ -294,8 +294,8 @@ class RobotsService:
         self.counts.flush()
         await self.storage.close()
 
-    def _start(self, origin: str, trigger: Any, files: bool = False) -> _Pending:
-        pending = self._pending[origin] = _Pending(files or self.reads(origin))
+    def _start(self, origin: str, trigger: Any, files: bool = False, alone: bool = False) -> _Pending:
+        pending = self._pending[origin] = _Pending(files or not alone and self.reads(origin))
         task = pending.task = compat.spawn(self._resolve(origin, trigger, pending))
         self._tasks.add(task)
         task.addBoth(lambda _: self._tasks.discard(task))
@@ -557,12 +557,14 @@ class RobotsService:
                 await self.storage.release(lease)
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt, floor: float = 0.0) -> bool:
-        """Whether robots.txt of ``url``'s origin allows a hop of a file of ``origin`` (``robots``) for every token; an
-        allowed hop on ``origin`` then waits ``floor`` (one turn for the fetch, but each hop is a request too)."""
+        """Whether robots.txt allows a hop of ``origin``'s file (on ``origin``: then a wait of ``floor``).  Another
+        origin's is resolved alone (no files: no cycle of waits), or fetched aside while its own files are resolved."""
         if (hop := origin_of(url)) is None:
             return False
         if hop != origin:
-            robots = known.robots if (known := self.fresh(hop)) is not None else (await self.inspect(hop))[1]
+            if (known := self.fresh(hop)) is None and not ((pending := self._pending.get(hop)) and pending.files):
+                known = await (pending or self._start(hop, None, alone=True)).wait()
+            robots = known.robots if known is not None else (await self.inspect(hop))[1]
         allowed = all(robots.check(url, token).allowed for token in self.settings.for_origin(hop).user_agents)
         if allowed and floor and hop == origin:
             await compat.sleep(floor)

@@ -180,6 +180,70 @@ async def test_a_tdmrep_json_redirect_to_a_disallowed_path_is_never_requested(se
     check_accounting(result)
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_asked_for_the_hops_of_several_origins_files_is_fetched_once(servers):
+    """Two origins' tdmrep.json redirect to one file on a third host (a CDN), whose
+    robots.txt allows it; a page of that host is crawled after them: the host's
+    robots.txt is fetched once in the whole crawl, the file it allows applies to both
+    origins (before: fetched for each hop, aside from the cache, and again for the
+    host's own page: three times)."""
+    cdn = site(servers, "127.0.0.4")
+    cdn.routes["/tdm/rules.json"] = tdm_file(RESERVING)
+    cdn.routes["/page"] = PAGE
+    first = site(servers, "127.0.0.2", file=redirect(cdn.url("/tdm/rules.json")))
+    second = site(servers, "127.0.0.3", file=redirect(cdn.url("/tdm/rules.json")))
+    for origin in (first, second):
+        origin.routes["/open"] = PAGE
+    plan = [
+        Req(first.url("/open"), then=[Req(cdn.url("/page"))]),
+        Req(first.url("/reserved/a")),
+        Req(second.url("/open")),
+        Req(second.url("/reserved/b")),
+    ]
+
+    result, _ = await crawl_within(30, plan, TRAIN)
+
+    assert cdn.count("/robots.txt") == 1, cdn.paths()
+    assert cdn.count("/tdm/rules.json") == 2 and cdn.count("/page") == 1, cdn.paths()
+    for url in (first.url("/open"), second.url("/open"), cdn.url("/page")):
+        assert result.outcome(url).status == 200, result.outcome(url)
+    for url in (first.url("/reserved/a"), second.url("/reserved/b")):
+        assert "tdmrep.json: rule 1: location /reserved/" in result.outcome(url).message, result.outcome(url)
+    check_accounting(result)
+
+
+@pytest.mark.parametrize("order", ["together", "one_after_the_other"])
+@pytest_twisted.ensureDeferred
+async def test_two_origins_whose_tdmrep_json_redirect_to_each_other_end(servers, order):
+    """A's tdmrep.json redirects to a file on B, and B's to a file on A: each
+    resolution asks the other's robots.txt, and neither waits for the other's files,
+    so both end at once (no cycle of waits), each origin's file applies, and each
+    robots.txt is fetched once when one origin is resolved before the other (at most
+    twice when both are at once: a robots.txt is fetched aside while that origin's own
+    files are in flight)."""
+    a = site(servers, "127.0.0.2")
+    b = site(servers, "127.0.0.3")
+    a.routes[TDM], b.routes[TDM] = redirect(b.url("/tdm.json")), redirect(a.url("/tdm.json"))
+    for server in (a, b):
+        server.routes["/tdm.json"] = tdm_file(RESERVING)
+        server.routes["/open"] = PAGE
+    later = [Req(b.url("/open")), Req(b.url("/reserved/b"))]
+    plan = [Req(a.url("/open"), then=later if order == "one_after_the_other" else []), Req(a.url("/reserved/a"))]
+    plan += [] if order == "one_after_the_other" else later
+
+    result, took = await crawl_within(30, plan, {**TRAIN, "RFC9309_FETCH_TIMEOUT": 10})
+
+    assert took < 8.0, took  # no wait for a fetch timeout
+    for server in (a, b):
+        fetched = server.count("/robots.txt")
+        assert fetched == 1 if order == "one_after_the_other" else fetched <= 2, server.paths()
+        assert server.count("/tdm.json") == 1, server.paths()
+        assert result.outcome(server.url("/open")).status == 200
+    for url in (a.url("/reserved/a"), b.url("/reserved/b")):
+        assert "tdmrep.json: rule 1: location /reserved/" in result.outcome(url).message, result.outcome(url)
+    check_accounting(result)
+
+
 @pytest.mark.parametrize("how", ["dont_obey_robotstxt", "obey_false"])
 @pytest_twisted.ensureDeferred
 async def test_a_page_that_does_not_obey_robots_txt_fetches_no_disallowed_tdmrep_json(servers, how):
