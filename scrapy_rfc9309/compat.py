@@ -77,8 +77,11 @@ def loop_name() -> str:
 
 #: await a Deferred from a coroutine, whichever loop runs
 wait_for: Callable[[Deferred], Awaitable[Any]] = maybe_deferred_to_future
-#: run a coroutine in the background; the Deferred can be cancelled
-spawn: Callable[[Coroutine[Any, Any, Any]], Deferred] = deferred_from_coro
+
+
+def spawn(coro: Coroutine[Any, Any, Any]) -> Deferred:
+    """Run ``coro`` in the background; cancelled (the Deferred's cancel(), or the loop's end), it ends quietly."""
+    return deferred_from_coro(coro).addErrback(lambda f: f.trap(CancelledError, asyncio.CancelledError) and None)
 
 
 async def sleep(seconds: float) -> None:

@@ -531,8 +531,7 @@ class GateScheduler:
             compat.call_later(0, self._next_turn)
 
     def _next_turn(self) -> None:
-        """After a turn of the loop that held a batch, gave requests back or handed out more than :data:`RELEASE_BATCH`:
-        wake the engine (``engine.crawl`` of one request: a released one back to _ready, else the next one to _peek)."""
+        """After a turn that held a batch, gave back, or handed out over RELEASE_BATCH: wake the engine (a crawl())."""
         handed, self._handed, waking, self._waking = self._handed, 0, self._waking, False
         if handed > RELEASE_BATCH and self._ready and not self._closed:
             released = heapq.heappop(self._ready)[2]

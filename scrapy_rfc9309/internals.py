@@ -64,8 +64,7 @@ def lane_handlers(crawler: Crawler, concurrency: int) -> Any:
 async def lane_download(
     crawler: Crawler, handlers: Any, request: Request, downloaded: Callable[[Response, Request], Response]
 ) -> Response | Request:
-    """``request`` through the crawl's middlewares, downloaded by ``handlers`` outside the slots; the
-    middlewares see what ``downloaded(response, request)`` returns."""
+    """``request`` via the crawl's middlewares, by ``handlers`` outside the slots; they see ``downloaded``'s result."""
     manager = cast(Any, crawler.engine).downloader.middleware
     if SCRAPY_VERSION < (2, 14):  # pragma: no cover - 2.13: Deferreds
         fetch = lambda hop, spider: handlers.download_request(hop, spider).addCallback(downloaded, hop)  # noqa: E731
@@ -93,8 +92,7 @@ def network_error_name(error: BaseException) -> str:
 
 
 def check(crawler: Crawler) -> None:
-    """Prove each internal, and the slot key the gate paces by, before the first request (else
-    :class:`InternalsChanged` names the first one missing or changed); warn on a newer Scrapy."""
+    """Prove each internal and the gate's slot key before the first request (or InternalsChanged); warn on newer."""
     global _warned_newer
     try:
         import scrapy.core.downloader.handlers as module  # (the class is checked, not built: it opens pools)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
 import pytest_twisted
 
-from scrapy_rfc9309 import gate
+from scrapy_rfc9309 import compat, gate
 
 from .command_runner import scrapy_crawl
 from .harness import check_accounting, crawl
@@ -73,6 +74,28 @@ async def test_every_timer_runs_and_no_signal_handler_fails(servers, caplog, mon
     assert result.stat("crawl_delay/origins") == 1
     records = [json.loads(line) for line in trail.read_text().splitlines()]
     assert records and records[-1]["type"] == "closed", records[-1:]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_background_task_cancelled_ends_quietly_and_any_other_failure_is_kept():
+    """A task the plugin runs in the background (a cluster turn's wait, a note to the
+    store) and cancels, or that the loop cancels at its end (without a reactor, at the
+    end of every crawl), ends without a failure: before, its CancelledError stayed in
+    the Deferred, printed as "Unhandled error in Deferred" with a traceback when it was
+    collected, at the end of the crawl.  Any other failure is still the Deferred's."""
+
+    async def waiting() -> None:
+        await compat.sleep(30)
+
+    async def failing() -> None:
+        await compat.sleep(0)
+        raise ValueError("a bug")
+
+    task = compat.spawn(waiting())
+    task.cancel()
+    assert await task is None
+    with pytest.raises(ValueError, match="a bug"):
+        await compat.spawn(failing())
 
 
 @pytest_twisted.ensureDeferred
