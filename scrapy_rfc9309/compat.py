@@ -164,9 +164,8 @@ every = Repeating  # every(seconds, func)
 
 
 def close_at_open(crawler: Crawler, reason: str) -> None:
-    """Stop the crawl from a ``spider_opened`` handler, before its first request: ``CloseSpider``
-    where Scrapy honours it there (2.18+); before, the engine logs it and goes on, so the spider is
-    closed in the engine's first turn, before any download (the caller starts nothing meanwhile)."""
+    """Stop the crawl from a ``spider_opened`` handler, before its first request: ``CloseSpider`` on 2.18+ (honoured
+    there); before, the engine logs it and goes on: closed in its first turn, before any download."""
     if SCRAPY_VERSION >= (2, 18):
         raise CloseSpider(reason)
     closed: list[bool] = []  # pragma: no cover - 2.13 to 2.17 (below too)
@@ -196,9 +195,8 @@ def close_spider(crawler: Crawler, reason: str) -> None:
 
 
 def fail_exit_status(crawler: Crawler) -> None:
-    """Make ``scrapy crawl`` exit with status 1 when this crawl ends: Scrapy's commands do so
-    only for a crawler with no ``spider`` once it ended (2.13 to 2.19), so it is cleared at
-    ``engine_stopped``, or at ``spider_closed`` when the engine does not run (refused at open)."""
+    """Make ``scrapy crawl`` exit with status 1: Scrapy's commands do so for a crawler with no ``spider`` once it
+    ended (2.13 to 2.19): cleared at ``engine_stopped``, or ``spider_closed`` when the engine did not run."""
 
     def clear(*args: Any, **kwargs: Any) -> None:
         crawler.spider = None

@@ -44,7 +44,8 @@ __all__ = ["RELEASED", "REQUEUED", "GateScheduler", "Held"]
 logger = logging.getLogger(__name__)
 
 UNSEEN_SECONDS = 0.25  #: released, not in the downloader this long after (dropped, cached): off its slot's count
-KEEP_SECONDS = 1.0  #: a cluster turn of a request waiting for a full downloader is held on this often (Redis: 5 s)
+#: a cluster turn waiting for a full downloader is held on this often (Redis: for 5 s); not for TURN_FRESH, taken anew
+KEEP_SECONDS, TURN_FRESH = 1.0, 3.0  #: (the loop was held: it may have lapsed and another worker gone)
 #: held per next_request call, released per turn of the loop (in 4 ms: a scheduler's push may be a Redis call), at most
 HOLD_BATCH, RELEASE_BATCH, RELEASE_SECONDS = 32, 256, 0.004
 HELD_IN_ALL = 100_000  #: held at most, those waiting for their slot's turn too (RFC9309_MAX_HELD if larger)
@@ -90,11 +91,11 @@ class _Tracked:
     """A released request followed until done (kept alive: its id() is its own), on slot ``key`` (and turn ``origin``);
     ``ready``: it waits for the engine (a full downloader), ``since`` then: when its cluster turn was last held on."""
 
-    __slots__ = ("request", "key", "origin", "floor", "since", "seen", "ready")
+    __slots__ = ("request", "key", "origin", "floor", "since", "seen", "ready", "turn")
 
-    def __init__(self, request: Any, key: str | None, origin: str | None, floor: float, since: float) -> None:
+    def __init__(self, request: Any, key: str, origin: str | None, floor: float, since: float) -> None:
         self.request, self.key, self.origin, self.floor, self.since = request, key, origin, floor, since
-        self.seen = self.ready = False
+        self.seen, self.ready, self.turn = False, False, since
 
 
 class GateScheduler:
@@ -582,12 +583,17 @@ class GateScheduler:
         self._listen()
         slot.out += 1
 
+    def lapsed(self, request: Request) -> bool:
+        """Whether ``request``'s cluster turn was not held on for TURN_FRESH: the middleware sends it back for a new."""
+        tracked = self._tracked.get(id(request))
+        return tracked is not None and tracked.origin is not None and tracked.turn < time.monotonic() - TURN_FRESH
+
     def _done(self, request_id: int, noted: bool) -> None:
         tracked = self._tracked.pop(request_id)
         if tracked.origin is not None and noted:
             # its response is in: the server saw it before now, however late a busy loop sent it
             compat.spawn(self.service.note_start(tracked.origin, tracked.floor))
-        if tracked.key is not None and (slot := self._slots.get(tracked.key)) is not None:
+        if (slot := self._slots.get(tracked.key)) is not None:
             slot.out -= 1
             if tracked.floor and noted:  # a paced request is in: the next one a floor from now
                 slot.due = max(slot.due, time.monotonic() + tracked.floor)
@@ -608,8 +614,8 @@ class GateScheduler:
         now = time.monotonic()
         unseen, keep = now - UNSEEN_SECONDS, now - KEEP_SECONDS
         for request_id, tracked in list(self._tracked.items()):
-            if tracked.ready and tracked.origin is not None and tracked.since < keep:
-                tracked.since = now
+            if tracked.ready and tracked.origin is not None and now - TURN_FRESH <= tracked.turn < keep:
+                tracked.turn = now  # (held on late, it may have lapsed: see lapsed)
                 compat.spawn(self.service.note_start(tracked.origin, tracked.floor, keep=True))
             elif not (tracked.seen or tracked.ready) and tracked.since < unseen and request_id in self._tracked:
                 self._done(request_id, noted=False)

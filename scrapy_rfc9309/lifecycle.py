@@ -63,8 +63,7 @@ def _invalid(crawler: Crawler, problem: object) -> _Crawl:
 
 
 def crawl_state(crawler: Crawler) -> _Crawl:
-    """The crawl's registry entry, its ``RFC9309_*`` settings read and checked on first use: off (one
-    INFO line) when ``RFC9309_ENABLED`` is False or the user set ``ROBOTSTXT_OBEY = False`` (see
+    """The crawl's registry entry, its settings checked on first use: off (an INFO line) by a switch (see
     :func:`scrapy_switches`); a bad setting is one ERROR line, and the crawl refused when it opens."""
     state = _CRAWLS.get(crawler)
     if state is not None:
@@ -118,9 +117,8 @@ def refused(crawler: Crawler) -> bool:
 
 
 def scrapy_switches(scrapy_settings: Any, settings: Rfc9309Settings) -> tuple[Rfc9309Settings, str]:
-    """``settings`` as Scrapy's switches leave them, and the switch that turns the plugin off ("": none).
-    A user's ``ROBOTSTXT_OBEY = False`` turns robots.txt's rules off; the plugin too, unless the crawl reads
-    usage statements: it stays on with ``obey`` False (docs/usage_preferences.md, "Not obeying robots.txt")."""
+    """``settings`` as Scrapy's switches leave them, and the switch that turns the plugin off ("": none). A user's
+    ``ROBOTSTXT_OBEY = False`` turns it off, unless the crawl reads usage statements: then on, ``obey`` False."""
     if not settings.enabled:
         return settings, "RFC9309_ENABLED = False"
     obey = scrapy_settings.getbool("ROBOTSTXT_OBEY")

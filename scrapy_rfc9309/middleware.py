@@ -104,13 +104,14 @@ class RobotsTxtMiddleware:
         elif policy.from_user_agent and request.headers and (header := request.headers.get(b"User-Agent")):
             tokens = self._request_tokens(request, origin, header, "User-Agent header")
         known = self.service.fresh(origin, files)
-        if known is not None and (held is not None and held.paced or not self._floor(known, tokens)):  # the hot path
+        lapsed = held is not None and held.paced and self.service.paces and self._gate.lapsed(request)  # (a held loop)
+        if known is not None and not lapsed and (held is not None and held.paced or not self._floor(known, tokens)):
             counts.inc("cache/misses" if held is not None and held.for_robots else "cache/hits")
             self._allow(request, origin, known, tokens, self._check(request, origin, known, tokens, held))
             return None
-        if known is None and held is not None and RETURNED not in meta:
-            # released, and its origin no longer fresh (a page named a license, the cache expired): back to the gate,
-            # not waiting in its downloader place (Scrapy schedules a request process_request returns); once
+        if (known is None or lapsed) and held is not None and RETURNED not in meta:
+            # released, and its origin no longer fresh (a page named a license, the cache expired) or its cluster turn
+            # lapsed: back to the gate, not waiting in its downloader place (Scrapy schedules what is returned); once
             counts.inc("requests/checked", -1)  # (checked when it comes back)
             counts.inc("gate/returned")
             again = request.replace(dont_filter=True, meta={**meta, RETURNED: True})

@@ -77,9 +77,8 @@ class OriginFile(NamedTuple):
 
 
 class FileKind(NamedTuple):
-    """A file an origin's requests need where the crawl reads usage statements: ``url(origin, robots)``, where it is
-    (None: nothing to fetch), ``parsing(body or None, url, sha256, licenses held)``, steps to what it states (counted
-    as ``stating``); kept in :class:`Known`'s field ``key``, also its stats prefix; read by ``robots.<module>``."""
+    """A file needed where usage is read: ``url(origin, robots)`` (None: none), ``parsing(body or None, url, sha256,
+    licenses held)``: steps to what it states (``stating``); kept in :class:`Known`'s ``key``, also its stats prefix."""
 
     name: str
     key: str
@@ -498,9 +497,8 @@ class RobotsService:
         self, kind: FileKind, origin: str, trigger: Any, robots: RobotsTxt, expires: float, floor: float,
         previous: Known | None = None, lasting: bool = True,
     ) -> OriginFile | None:  # fmt: skip
-        """``kind``'s file of ``origin`` (None: it has none): the one kept while fresh, the store's (``lasting``), or a
-        fetch robots.txt allows at each hop (another host's by its own, got by :meth:`inspect`, not a resolution: none
-        waits on another), through the robots.txt lane, bounded, paced on the origin; one not fetched states nothing."""
+        """``kind``'s file of ``origin`` (None: it has none): kept while fresh, the store's (``lasting``), or fetched
+        through the robots.txt lane, each hop one robots.txt allows (:meth:`allows`), bounded, paced; else nothing."""
         url = kind.url(origin, robots) or (self._page_licenses.get(origin) if kind is LICENSE else None)
         kept = getattr(previous, kind.key, None)
         if url is None or (kept is not None and kept.url == url and time.time() < kept.expires_at):

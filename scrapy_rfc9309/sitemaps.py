@@ -14,8 +14,7 @@ __all__ = ["robots_sitemaps"]
 
 
 async def robots_sitemaps(crawler: Crawler, url: str) -> list[str]:
-    """The ``Sitemap:`` URLs of the robots.txt of ``url``'s origin, in file order (duplicates removed);
-    empty when it lists none, is unavailable or unreachable, or the origin is not obeyed.  Call it
-    once the crawl runs (``start()``, a callback); each sitemap is checked like any page."""
+    """The ``Sitemap:`` URLs of the robots.txt of ``url``'s origin, in file order, once (none: unavailable, not
+    obeyed).  Call it once the crawl runs (``start()``, a callback); each sitemap is checked like any page."""
     robots = await governing_robots(crawler, url)
     return list(robots.sitemaps) if robots is not None else []

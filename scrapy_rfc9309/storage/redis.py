@@ -120,6 +120,11 @@ STORE_DELAY = 0.1
 #: (docs/storage.md, "Crawl-delay for the cluster").
 TURN_HOLD_US = 5_000_000
 TURN_POLL_US = 50_000
+#: a turn held on (keep_turn: its request waits for room in a full downloader, renewed every second;
+#: marked 'k') waits this long for its note from each renewal: a worker's loop held up to this long
+#: (a callback's CPU) after the last renewal, before the request is sent, loses no turn to another
+#: worker; a worker that died while its request waited holds the origin as long
+KEEP_HOLD_US = 15_000_000
 
 #: Lua shared by the scripts: every key is read as hostile (another type, garbage, no TTL)
 _LIB = """
@@ -132,17 +137,17 @@ local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function last_start(k, now)  -- a pace key's start and whether it is still on its way
+local function last_start(k, now)  -- a pace key's start and its mark: 'w' on its way, 'k' held on, '' neither
   local v = str(k) or ''
-  local on_way = string.sub(v, -1) == 'w'
-  if on_way then v = string.sub(v, 1, -2) end
+  local mark = string.sub(v, -1)
+  if mark == 'w' or mark == 'k' then v = string.sub(v, 1, -2) else mark = '' end
   local last = tonumber(v)
-  if not last or last ~= last or last < 0 then return 0, false end  -- garbage
-  if last > now then return nil, false end  -- ahead of the clock
-  return last, on_way
+  if not last or last ~= last or last < 0 then return 0, '' end  -- garbage
+  if last > now then return nil, '' end  -- ahead of the clock
+  return last, mark
 end
-local function note(k, now, gap, on_way)
-  redis.call('SET', k, string.format('%.0f', now) .. (on_way and 'w' or ''), 'PX', math.floor(gap / 1000) + 1000)
+local function note(k, now, gap, mark)
+  redis.call('SET', k, string.format('%.0f', now) .. mark, 'PX', math.floor(gap / 1000) + 1000)
 end
 local function take_lock(k, token, ms)  -- a lock without a TTL (or a longer one than any lease) is taken over
   if redis.call('SET', k, token, 'NX', 'PX', ms) then return true end
@@ -162,7 +167,7 @@ end
 #: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait), 'note'
 #: (the request whose turn it was is done: the next turn counts from now) or 'keep' (it still
 #: waits to start: a turn on its way is held on from now), the longest a taken turn waits for
-#: its note us, a poll us.  A turn taken and not noted yet is "on its way": the
+#: its note us, a poll us, the longest a turn held on waits for its note us.  A turn taken and not noted yet is "on its way": the
 #: others poll until it is noted (or the wait for it ends), then wait a floor from the note.
 #: A start ahead of the server's clock is no start of a worker (garbage, or a clock stepped
 #: back): it is replaced by now, so no request waits more than the floor for it.
@@ -172,14 +177,15 @@ _PACE = (
 if redis.replicate_commands then redis.replicate_commands() end
 local now = now_us()
 local gap = tonumber(ARGV[1])
-local last, on_way = last_start(KEYS[1], now)
+local last, mark = last_start(KEYS[1], now)
 local hold = tonumber(ARGV[3])
-if ARGV[2] == 'note' then note(KEYS[1], now, gap, false) return 0 end
-if ARGV[2] == 'keep' then if on_way then note(KEYS[1], now, gap + hold, true) end return 0 end
-if last == nil then note(KEYS[1], now, gap, false) return gap end
-if on_way and last + hold > now then return math.min(tonumber(ARGV[4]), last + hold - now) end
+if ARGV[2] == 'note' then note(KEYS[1], now, gap, '') return 0 end
+if ARGV[2] == 'keep' then if mark ~= '' then note(KEYS[1], now, gap + tonumber(ARGV[5]), 'k') end return 0 end
+if last == nil then note(KEYS[1], now, gap, '') return gap end
+if mark == 'k' then hold = tonumber(ARGV[5]) end
+if mark ~= '' and last + hold > now then return math.min(tonumber(ARGV[4]), last + hold - now) end
 if last + gap > now then return last + gap - now end
-note(KEYS[1], now, gap + hold, true)
+note(KEYS[1], now, gap + hold, 'w')
 return 0
 """
 )
@@ -234,7 +240,7 @@ _STORE = (
     + """
 if redis.replicate_commands then redis.replicate_commands() end
 local gap = tonumber(ARGV[3])
-if gap > 0 then note(KEYS[3], now_us(), gap, false) end
+if gap > 0 then note(KEYS[3], now_us(), gap, '') end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   redis.call('SET', KEYS[1], ARGV[4], 'PX', keep)
@@ -646,16 +652,16 @@ class RedisStorage(RobotsStorage):
     async def take_turn(self, origin: str, floor: float) -> float:
         gap = int(floor * 1_000_000)
         micros = await self._run_script(
-            "pace", self._key("pace", origin), gap, "take", max(TURN_HOLD_US, gap), TURN_POLL_US
+            "pace", self._key("pace", origin), gap, "take", max(TURN_HOLD_US, gap), TURN_POLL_US, max(KEEP_HOLD_US, gap)
         )
         return max(0, int(micros)) / 1_000_000
 
     async def note_start(self, origin: str, floor: float) -> None:
-        await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "note", 0, 0)
+        await self._run_script("pace", self._key("pace", origin), int(floor * 1_000_000), "note", 0, 0, 0)
 
     async def keep_turn(self, origin: str, floor: float) -> None:
         gap = int(floor * 1_000_000)
-        await self._run_script("pace", self._key("pace", origin), gap, "keep", max(TURN_HOLD_US, gap), 0)
+        await self._run_script("pace", self._key("pace", origin), gap, "keep", 0, 0, max(KEEP_HOLD_US, gap))
 
     # -- helpers -------------------------------------------------------------------------
     def _key(self, kind: str, origin: str) -> str:

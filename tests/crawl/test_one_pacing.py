@@ -16,11 +16,13 @@ floor is asked of every gap at 0.95.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
 import pytest
 import pytest_twisted
+from scrapy import signals
 
 from .faults import crawl_within
 from .harness import ProbeSpider, Req, check_accounting
@@ -177,6 +179,124 @@ async def test_a_turn_waiting_for_a_full_downloader_is_held_against_another_work
     nearest = min(abs(mine - other_start) for mine in ours for other_start in theirs)
     assert nearest >= MARGIN * FLOOR, (nearest, [round(t - ours[0], 3) for t in sorted(ours + theirs)])
     assert min(gaps(ours)) >= MARGIN * FLOOR, gaps(ours)
+    check_accounting(result)
+
+
+class _OtherWorker:
+    """Another worker of the cluster: a thread with a loop and a Redis client of its own that,
+    once ``go`` is set, takes the origin's turn as soon as the store gives it, starts a request
+    (0.5 s on its way) and notes it.  ``started``: when it started."""
+
+    def __init__(self, url: str, origin: str) -> None:
+        self.url, self.origin = url, origin
+        self.go, self.taken, self.started = threading.Event(), threading.Event(), []
+        self.thread = threading.Thread(target=asyncio.run, args=(self._work(),), daemon=True)
+        self.thread.start()
+
+    async def _work(self) -> None:
+        from scrapy_rfc9309.storage.redis import RedisStorage
+
+        other = RedisStorage(self.url)
+        await other.open()
+        try:
+            while not self.go.is_set():
+                await asyncio.sleep(0.01)
+            while await other.take_turn(self.origin, FLOOR) > 0:
+                await asyncio.sleep(0.01)
+            self.started.append(time.monotonic())
+            self.taken.set()
+            await asyncio.sleep(0.5)
+            await other.note_start(self.origin, FLOOR)
+        finally:
+            await other.close()
+
+    def hold_the_loop(self, seconds: float) -> None:
+        """Hold the crawl's loop (a callback's CPU) ``seconds``, then let the other worker ask (up to 3 s more)."""
+        time.sleep(seconds)
+        self.go.set()
+        self.taken.wait(3.0)
+
+    def stop(self) -> None:
+        self.go.set()
+        self.thread.join(10)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_turn_held_on_outlasts_a_held_loop_before_the_page_is_sent(servers, redis_server):
+    """With Redis, a page that waited for a full downloader with its cluster turn (held on
+    every second) leaves the gate as a slow page's response makes room, and that page's
+    callback holds the loop 6 s before the page is sent: longer than a turn is held when
+    taken (5 s), shorter than a turn held on (15 s, KEEP_HOLD_US).  Another worker asking
+    for the origin's turn once the loop is free gets it only after the page is done (an
+    outsider's check, before: the hold lapsed and the page reached the server 0.2 to 0.5 s
+    after the other worker's request)."""
+    site = floored(servers)
+    slow = servers("127.0.0.3")
+    slow.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    for i in range(2):
+        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=4.0)
+    plan = [Req(slow.url(f"/s{i}")) for i in range(2)] + [Req(site.url(f"/p{i}")) for i in range(2)]
+    settings = {"CONCURRENT_REQUESTS": 2, "DOWNLOAD_TIMEOUT": 20, "RFC9309_STORAGE": redis_server.url}
+    other = _OtherWorker(redis_server.url, site.origin)
+
+    def hold_once(outcomes: list[Any]) -> bool:  # (the spider's close_when hook: called per outcome)
+        if len(outcomes) == 1 and outcomes[0].url.startswith(slow.origin):
+            other.hold_the_loop(6.0)
+        return False
+
+    try:
+        result, _ = await crawl_within(60, plan, settings, spider_attrs={"close_when": hold_once})
+    finally:
+        other.stop()
+
+    ours = sorted(hit.at for hit in site.page_hits())
+    assert len(ours) == 2 and len(other.started) == 1, (ours, other.started)
+    nearest = min(abs(mine - other.started[0]) for mine in ours)
+    assert nearest >= MARGIN * FLOOR, [round(t - other.started[0], 3) for t in ours]
+    check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_turn_that_lapsed_before_the_page_left_the_gate_is_taken_anew(servers, redis_server):
+    """With Redis, the loop is held 6 s just as a page gets its cluster turn (before the
+    turn is first held on): its 5 s hold in the store lapses, and another worker takes
+    the origin's turn and starts a request.  The middleware sees the turn was not held
+    on and sends the page back to the gate for a new one (``gate/returned``): it reaches
+    the server at least the floor after the other worker's request (before: at once,
+    a few ms after it)."""
+    from scrapy_rfc9309.gate import RELEASED
+
+    site = floored(servers)
+    plan = [Req(site.url(f"/p{i}")) for i in range(2)]
+    other = _OtherWorker(redis_server.url, site.origin)
+    held: list[bool] = []
+
+    class HoldOnRelease:
+        """An extension: the first page let go with its turn holds the loop as it is scheduled."""
+
+        @classmethod
+        def from_crawler(cls, crawler: Any) -> Any:
+            crawler.signals.connect(cls.scheduled, signal=signals.request_scheduled)
+            return cls()
+
+        @staticmethod
+        def scheduled(request: Any, **_: Any) -> None:
+            if request.meta.get(RELEASED) and not held:
+                held.append(True)
+                other.hold_the_loop(6.0)
+
+    settings = {"RFC9309_STORAGE": redis_server.url, "EXTENSIONS": {HoldOnRelease: 0}}
+    try:
+        result, _ = await crawl_within(60, plan, settings)
+    finally:
+        other.stop()
+
+    ours = sorted(hit.at for hit in site.page_hits())
+    assert held and len(ours) == 2 and len(other.started) == 1, (held, ours, other.started)
+    assert min(ours) > other.started[0], (ours, other.started)
+    assert min(ours) - other.started[0] >= MARGIN * FLOOR, [round(t - other.started[0], 3) for t in ours]
+    assert min(gaps(ours)) >= MARGIN * FLOOR, gaps(ours)
+    assert result.stat("gate/returned") == 1, result.rfc()
     check_accounting(result)
 
 
