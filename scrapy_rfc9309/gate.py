@@ -605,7 +605,7 @@ class GateScheduler:
         if (tracked := self._tracked.get(id(request))) is not None and tracked.request is request:
             tracked.seen = True
 
-    def _left(self, request: Request, **_: Any) -> None:
+    def left(self, request: Request, **_: Any) -> None:  # (and a response no downloader saw, a cache's: middleware)
         if (tracked := self._tracked.get(id(request))) is not None and tracked.request is request:
             self._done(id(request), noted=True)
 
@@ -626,7 +626,7 @@ class GateScheduler:
             return
         wire = self.crawler.signals.connect if wanted else self.crawler.signals.disconnect
         wire(self._reached, signal=signals.request_reached_downloader)
-        wire(self._left, signal=signals.request_left_downloader)
+        wire(self.left, signal=signals.request_left_downloader)
         if not wanted and self._sweeper.running:
             self._sweeper.stop()
         self._sweeper = compat.every(UNSEEN_SECONDS, self._sweep) if wanted else None

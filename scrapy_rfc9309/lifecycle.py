@@ -183,9 +183,8 @@ def robots_service(crawler: Crawler) -> RobotsService:
 
 
 async def governing_robots(crawler: Crawler, url: str) -> RobotsTxt | None:
-    """The :class:`~scrapy_rfc9309.RobotsTxt` that governs ``url``'s origin, fetched once through the
-    crawl's service; None for an origin with ``"obey": False``.  ``ValueError`` for a non-http(s) URL,
-    ``RuntimeError`` before the crawl runs (ask from ``start()`` or a callback) or when not enabled."""
+    """The :class:`~scrapy_rfc9309.RobotsTxt` governing ``url``'s origin, fetched once by the crawl's service; None
+    when ``"obey": False``.  ``ValueError``: not http(s); ``RuntimeError``: the crawl not running, or not enabled."""
     origin = origin_of(url)
     if origin is None:
         raise ValueError(f"{shorten(mask_url(url))!r} is not an http(s) URL")

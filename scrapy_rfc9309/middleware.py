@@ -204,6 +204,8 @@ class RobotsTxtMiddleware:
     def process_response(self, request: Request, response: Response) -> Response:
         """The ``Content-Usage`` header joins the provenance's preferences; every source where they are read."""
         meta = request.meta
+        if self._gate is not None:  # a response no downloader saw (a cache's): its turn ends now, not in 0.25 s or 5 s
+            self._gate.left(request)
         if (prov := meta.get(META_KEY)) is None or FETCH_META_KEY in meta:
             return response
         if (self._reads_pages or META_USAGE in meta) and (origin := origin_of(request.url)) is not None:

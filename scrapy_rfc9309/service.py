@@ -111,10 +111,9 @@ FILES: tuple[FileKind, ...] = (TDMREP, LICENSE)  # fetched in this order
 
 
 class Known(NamedTuple):
-    """What governs an origin: ``entry``, the policy it means, the product ``token`` (``tokens``: all must allow),
-    the ``floor`` between requests (``capped_from``: what the cap cut), the body's SHA-256, each of :data:`FILES`
-    (None: not asked, or none named), and until when (last: see adopt_license).  NamedTuples here: a frozen
-    dataclass's generated methods are compiled at import, about 5 M instructions of every crawl's start-up each."""
+    """What governs an origin: ``entry``, its policy, the ``token`` (``tokens``: all must allow), the ``floor``
+    (``capped_from``: what the cap cut), the body's SHA-256, each of :data:`FILES` (None: not asked, or none named),
+    until when (see adopt_license).  NamedTuples: a frozen dataclass costs ~5 M instructions of start-up each."""
 
     entry: RobotsEntry
     robots: RobotsTxt

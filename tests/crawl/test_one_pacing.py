@@ -300,6 +300,35 @@ async def test_a_turn_that_lapsed_before_the_page_left_the_gate_is_taken_anew(se
     check_accounting(result)
 
 
+@pytest_twisted.ensureDeferred
+async def test_pages_served_from_the_http_cache_end_their_cluster_turn_at_once(servers, redis_server, tmp_path):
+    """With Redis and Scrapy's HTTP cache, a second crawl of a ``Crawl-delay: 1`` origin's
+    pages gets them from the cache: none reaches the server, and each ends its cluster
+    turn when its response comes (the middleware sees it), so the next page waits the
+    floor, not the 5 s a turn whose request never reached the downloader is held in the
+    store (before: 5 s between two cached pages)."""
+    site = floored(servers)
+    plan = [Req(site.url(f"/p{i}")) for i in range(4)]
+    settings = {
+        "RFC9309_STORAGE": redis_server.url,
+        "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_DIR": str(tmp_path / "cache"),
+        "HTTPCACHE_IGNORE_MISSING": False,
+    }
+    first, _ = await crawl_within(60, plan, settings)
+    assert all(o.status == 200 for o in first.outcomes), first.outcomes
+    pages_before = len(site.page_hits())
+
+    second, _ = await crawl_within(60, plan, settings)
+
+    assert len(site.page_hits()) == pages_before  # all four from the cache
+    assert second.stats.get("httpcache/hit") == 4, second.stats
+    ended = sorted(o.at for o in second.outcomes if o.status == 200)
+    assert len(ended) == 4 and max(gaps(ended)) < 3.0, gaps(ended)  # a floor each, not the store's 5 s hold
+    check_accounting(first)
+    check_accounting(second)
+
+
 # -- requests that do not obey robots.txt, on a floored slot ---------------------------------
 @pytest.mark.parametrize("enabling", sorted(ENABLINGS))
 @pytest_twisted.ensureDeferred
