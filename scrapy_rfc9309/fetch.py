@@ -110,7 +110,7 @@ class RobotsFetcher:
         self.crawler, self.settings = crawler, settings
         self._in_flight = 0  # downloads running: pages pay no ``bytes_received`` receiver when none
         self.addresses = AddressPolicy(settings.internal_networks)
-        self._lane = DeferredSemaphore(settings.fetch_concurrency)  # fetches at once (a redirect chain is one)
+        self._lane = DeferredSemaphore(settings.fetch_concurrency)  # downloads at once (a place per hop of a chain)
         self._handlers: Any = None  # the lane's download handlers, made at the first fetch
 
     async def fetch(
@@ -118,14 +118,8 @@ class RobotsFetcher:
         max_bytes: int | None = None,
     ) -> FetchResult:  # fmt: skip
         """Fetch ``origin``'s ``path`` (``max_bytes`` kept), redirects ``allow(url)`` lets; network trouble: a result."""
-        if not (acquired := self._lane.acquire()).called:  # (a free place is taken at once: nothing to wait for)
-            self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
-            await compat.wait_for(acquired)
         started, chain = time.time(), list[str]()
-        try:
-            result = await self._follow(origin, path, trigger, chain, allow, max_bytes or self.settings.max_bytes)
-        finally:
-            self._lane.release()
+        result = await self._follow(origin, path, trigger, chain, allow, max_bytes or self.settings.max_bytes)
         result.chain, result.started_at = chain, started
         return result
 
@@ -157,6 +151,10 @@ class RobotsFetcher:
                 if not classes:
                     raise  # robots_url() of a canonical origin: a bug, not the server's doing
                 return unfollowable(NO_LOCATION)  # it passed redirect_target(), yet Scrapy cannot request it
+            # a place in the lane per hop, none held while a hop is checked: another host's robots.txt may need one
+            if not (acquired := self._lane.acquire()).called:  # (a free place is taken at once: nothing to wait for)
+                self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
+                await compat.wait_for(acquired)
             try:
                 response = await self._download(request)
             except CancelledError:
@@ -167,6 +165,8 @@ class RobotsFetcher:
             except Exception as exc:  # not the network: a middleware's bug, a URL filter ...
                 classes.append(f"error/internal/{type(exc).__name__}")
                 return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
+            finally:
+                self._lane.release()
             # Whether the answer came from inside: the address connected to (a proxy's: not checked); Scrapy 2.13
             # gives an empty body (a redirect's) no ip_address: then the origin's name, as the resolver answers.
             if not hop and 300 <= response.status < 400:

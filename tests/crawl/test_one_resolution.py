@@ -212,6 +212,30 @@ async def test_a_robots_txt_asked_for_the_hops_of_several_origins_files_is_fetch
     check_accounting(result)
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_file_redirected_to_another_host_with_every_lane_place_taken_does_not_hang(servers):
+    """``RFC9309_FETCH_CONCURRENCY = 1``: the one place of the robots.txt lane is the
+    tdmrep.json fetch's, whose redirect to another host needs that host's robots.txt
+    first.  A hop holds no place while it is checked, so the crawl ends, the other
+    host's robots.txt fetched once (an outsider's check, before: it waited for the
+    place its own chain held; at the default 64 places, 100 origins whose file
+    redirected to one host after 1 s hung the same way, 0 pages)."""
+    cdn = site(servers, "127.0.0.4")
+    cdn.routes["/tdm/rules.json"] = tdm_file(RESERVING)
+    origins = [site(servers, f"127.0.0.{n}", file=redirect(cdn.url("/tdm/rules.json"))) for n in (2, 3)]
+    for server in origins:
+        server.routes["/open"] = PAGE
+    plan = [url for server in origins for url in (server.url("/open"), server.url("/reserved/a"))]
+
+    result, _ = await crawl_within(30, plan, {**TRAIN, "RFC9309_FETCH_CONCURRENCY": 1})
+
+    assert cdn.count("/robots.txt") == 1 and cdn.count("/tdm/rules.json") == 2, cdn.paths()
+    for server in origins:
+        assert result.outcome(server.url("/open")).status == 200
+        assert "tdmrep.json: rule 1" in result.outcome(server.url("/reserved/a")).message
+    check_accounting(result)
+
+
 @pytest.mark.parametrize("order", ["together", "one_after_the_other"])
 @pytest_twisted.ensureDeferred
 async def test_two_origins_whose_tdmrep_json_redirect_to_each_other_end(servers, order):
