@@ -103,8 +103,7 @@ async def in_steps(steps: Generator[object, None, T], budget: float) -> T:
 
 
 async def resolve(host: str) -> str | None:
-    """The IPv4 address the crawl's resolver gives ``host`` (Scrapy's ``DNS_RESOLVER`` on the
-    reactor, the loop's ``getaddrinfo`` without one); None when none (the download says why)."""
+    """``host``'s IPv4 address by the crawl's resolver (``DNS_RESOLVER``, or getaddrinfo without a reactor), or None."""
     try:
         if reactor_installed():
             return str(await maybe_deferred_to_future(_reactor().resolve(host)))
@@ -135,8 +134,7 @@ async def run_in_thread(func: Callable[[], T]) -> T:
 
 
 class Repeating:
-    """Call ``func`` every ``seconds`` on the crawl's loop (first call after one period) until
-    ``.stop()``; a failing call ends the repetition, logged (as a ``LoopingCall`` would)."""
+    """``func`` every ``seconds`` on the crawl's loop until ``.stop()``; a failure ends it, logged (a LoopingCall's)."""
 
     def __init__(self, seconds: float, func: Callable[[], object]) -> None:
         self._seconds, self._func = seconds, func
@@ -207,8 +205,7 @@ def fail_exit_status(crawler: Crawler) -> None:
 
 
 def request_method(method: Callable[..., Any]) -> Any:
-    """Decorate a downloader middleware's ``process_request``/``process_response`` (plain or
-    ``async``): Scrapy 2.13 always passes ``spider=``; later ones warn when one is declared."""
+    """A downloader middleware's ``process_*`` method: Scrapy 2.13 passes ``spider=``; later ones warn if declared."""
     if SCRAPY_VERSION >= (2, 14):
         return method
 

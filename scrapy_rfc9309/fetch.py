@@ -213,8 +213,7 @@ class RobotsFetcher:
         raise AssertionError("unreachable: the loop returns on its last hop")  # pragma: no cover
 
     async def _leads_inward(self, guard: AddressPolicy, url: str) -> bool:
-        """Whether a redirect target is internal before any connection: an IP literal at once, a
-        host name as the crawl's resolver answers (a failed lookup is left to the download)."""
+        """Whether a redirect target is internal, before connecting: a literal at once, a name as resolved (or not)."""
         if guard.internal_literal(url):
             return True
         host = urlsplit(url).hostname

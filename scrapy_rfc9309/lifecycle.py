@@ -136,8 +136,7 @@ def _builtin_enabled(scrapy_settings: Any) -> bool:
 
 
 def robots_service(crawler: Crawler) -> RobotsService:
-    """The crawl's :class:`~scrapy_rfc9309.service.RobotsService`, built on first use: it closes
-    the store with the spider, and refuses the crawl when the spider opens on a problem."""
+    """The crawl's RobotsService, built on first use (it closes the store with the spider, refuses a bad start)."""
     state = crawl_state(crawler)
     if state.service is not None:
         return state.service

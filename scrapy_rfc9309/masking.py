@@ -19,8 +19,7 @@ def _secret_name() -> re.Pattern[str]:
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its userinfo's password (``user:***@``), a userinfo without one (``***@``) and each query or
-    fragment parameter named after one of :data:`SECRET_NAMES` masked."""
+    """``url`` with its password (``user:***@``; no password: ``***@``) and secret-named parameters masked."""
     if "@" not in url and "?" not in url and "#" not in url:
         return url
     return _mask(url)

@@ -200,6 +200,12 @@ class RobotsTxtMiddleware:
                 self._counts.inc(DENIED_USAGE)
             self._drop(request, f"{verb} by usage preferences: invalid {META_USAGE} ({shorten(exc)})")
 
+    @compat.request_method
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        """A request a later middleware dropped (never downloaded): its Crawl-delay turn ends now, not in 5 s."""
+        if self._gate is not None:
+            self._gate.left(request)
+
     @compat.response_method  # the spider argument of Scrapy 2.13
     def process_response(self, request: Request, response: Response) -> Response:
         """The ``Content-Usage`` header joins the provenance's preferences; every source where they are read."""

@@ -23,9 +23,12 @@ from typing import Any
 import pytest
 import pytest_twisted
 from scrapy import signals
+from scrapy.exceptions import IgnoreRequest
+
+from scrapy_rfc9309 import compat
 
 from .faults import crawl_within
-from .harness import ProbeSpider, Req, check_accounting
+from .harness import MIDDLEWARES, ProbeSpider, Req, check_accounting
 from .servers import Reply, gaps, robots
 
 TDM = "/.well-known/tdmrep.json"
@@ -327,6 +330,41 @@ async def test_pages_served_from_the_http_cache_end_their_cluster_turn_at_once(s
     assert len(ended) == 4 and max(gaps(ended)) < 3.0, gaps(ended)  # a floor each, not the store's 5 s hold
     check_accounting(first)
     check_accounting(second)
+
+
+class DropSome:
+    """A project's downloader middleware, after the plugin's: drops the pages under /drop."""
+
+    @compat.request_method  # (the spider argument of Scrapy 2.13)
+    def process_request(self, request: Any) -> None:
+        if "/drop" in request.url:
+            raise IgnoreRequest("dropped by the project's middleware")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_a_later_middleware_drops_ends_its_cluster_turn_at_once(servers, redis_server):
+    """With Redis, a project's downloader middleware after the plugin's drops two of a
+    ``Crawl-delay: 1`` origin's pages after they took their cluster turn: the plugin's
+    ``process_exception`` ends each turn at once, so the next page waits a floor after
+    it, not the 5 s the store holds a turn whose request never reached the downloader
+    (an outsider's check, before: each drop held the origin about 6 s for every worker)."""
+    site = floored(servers)
+    paths = ["/p0", "/drop1", "/p2", "/drop3", "/p4"]
+    settings = {
+        "RFC9309_STORAGE": redis_server.url,
+        "DOWNLOADER_MIDDLEWARES": {**MIDDLEWARES, DropSome: 500},
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    }
+
+    result, _ = await crawl_within(60, [Req(site.url(path)) for path in paths], settings)
+
+    served = sorted(hit.at for hit in site.page_hits())
+    assert sorted(hit.path for hit in site.page_hits()) == ["/p0", "/p2", "/p4"], site.paths()
+    for path in ("/drop1", "/drop3"):
+        assert result.outcome(site.url(path)).error == "IgnoreRequest", result.outcome(site.url(path))
+    assert max(gaps(served)) < 4.0, gaps(served)  # a floor for the drop and a floor for the page, not 5 s more
+    assert min(gaps(served)) >= MARGIN * FLOOR, gaps(served)
+    check_accounting(result)
 
 
 # -- requests that do not obey robots.txt, on a floored slot ---------------------------------
