@@ -140,13 +140,13 @@ def store_key(origin: str, path: str | None = None, kind: str = "tdmrep") -> str
 
 
 class _Pending:
-    """The one resolution in flight for an origin (of its other ``files`` too), and the requests awaiting it; once
-    ``done``, its ``task`` may still be storing the result.  (A plain class: see :class:`Known`.)"""
+    """The one resolution in flight for an origin (``files``: its files too), its waiters; once done, it may store."""
 
-    __slots__ = ("files", "waiters", "known", "error", "done", "task")
+    __slots__ = ("files", "waiters", "known", "error", "done", "task", "robots")
 
     def __init__(self, files: bool) -> None:
         self.files, self.done = files, False
+        self.robots: RobotsTxt | None = None  # its policy, once known (its files are resolved next)
         self.waiters: list[Deferred] = []
         self.known: Known | None = None
         self.error: BaseException | None = None
@@ -323,7 +323,7 @@ class RobotsService:
                 stored, lease, fresh = await self.claim(origin, policy)
                 entry = stored if fresh and stored else await self._fetch(origin, trigger, policy, previous, stored)
                 robots, fetched = await self._policy(origin, entry, policy), not fresh
-            floor, capped_from = self.floor_for(robots, policy.user_agents)
+            floor, capped_from, pending.robots = *self.floor_for(robots, policy.user_agents), robots
             if floor and fetched and self.pacer is not None:  # the slot's next request goes a floor after this fetch
                 self.pacer.fetched(origin, trigger, floor)
             if floor and fetched and self.paces:  # the fetch's start noted before the entry is visible: no turn
@@ -555,13 +555,13 @@ class RobotsService:
 
     async def allows(self, url: str, origin: str, robots: RobotsTxt, floor: float = 0.0) -> bool:
         """Whether robots.txt allows a hop of ``origin``'s file (on ``origin``: then a wait of ``floor``).  Another
-        origin's is resolved alone (no files: no cycle of waits), or fetched aside while its own files are resolved."""
+        origin's is resolved alone (no files: no cycle of waits), or, while its files are, read there (else fetched)."""
         if (hop := origin_of(url)) is None:
             return False
         if hop != origin:
             if (known := self.fresh(hop)) is None and not ((pending := self._pending.get(hop)) and pending.files):
                 known = await (pending or self._start(hop, None, alone=True)).wait()
-            robots = known.robots if known is not None else (await self.inspect(hop))[1]
+            robots = known.robots if known is not None else (pending and pending.robots) or (await self.inspect(hop))[1]
         allowed = all(robots.check(url, token).allowed for token in self.settings.for_origin(hop).user_agents)
         if allowed and floor and hop == origin:
             await compat.sleep(floor)

@@ -236,18 +236,22 @@ async def test_a_file_redirected_to_another_host_with_every_lane_place_taken_doe
     check_accounting(result)
 
 
-@pytest.mark.parametrize("order", ["together", "one_after_the_other"])
+@pytest.mark.parametrize("order", ["together", "one_after_the_other", "loop"])
 @pytest_twisted.ensureDeferred
 async def test_two_origins_whose_tdmrep_json_redirect_to_each_other_end(servers, order):
-    """A's tdmrep.json redirects to a file on B, and B's to a file on A: each
-    resolution asks the other's robots.txt, and neither waits for the other's files,
-    so both end at once (no cycle of waits), each origin's file applies, and each
-    robots.txt is fetched once when one origin is resolved before the other (at most
-    twice when both are at once: a robots.txt is fetched aside while that origin's own
-    files are in flight)."""
+    """A's tdmrep.json redirects to a file on B, and B's to a file on A (``loop``: to
+    each other's tdmrep.json, a redirect loop): each resolution asks the other's
+    robots.txt, and neither waits for the other's files, so both end at once (no cycle
+    of waits), and each robots.txt is fetched once: the other resolution's, read while
+    its files are in flight, or the one resolved alone (an outsider's check, before: a
+    loop fetched each robots.txt 4 times, once per hop to it).  Each file applies; the
+    loop's states nothing (more than 5 redirects)."""
     a = site(servers, "127.0.0.2")
     b = site(servers, "127.0.0.3")
-    a.routes[TDM], b.routes[TDM] = redirect(b.url("/tdm.json")), redirect(a.url("/tdm.json"))
+    target = "/.well-known/tdmrep.json" if order == "loop" else "/tdm.json"
+    # (the redirects answer after both robots.txt did: a hop's host is then known or resolving its files)
+    a.routes[TDM] = Reply(301, b"", {"Location": b.url(target)}, delay=0.3)
+    b.routes[TDM] = Reply(301, b"", {"Location": a.url(target)}, delay=0.3)
     for server in (a, b):
         server.routes["/tdm.json"] = tdm_file(RESERVING)
         server.routes["/open"] = PAGE
@@ -259,12 +263,14 @@ async def test_two_origins_whose_tdmrep_json_redirect_to_each_other_end(servers,
 
     assert took < 8.0, took  # no wait for a fetch timeout
     for server in (a, b):
-        fetched = server.count("/robots.txt")
-        assert fetched == 1 if order == "one_after_the_other" else fetched <= 2, server.paths()
-        assert server.count("/tdm.json") == 1, server.paths()
+        assert server.count("/robots.txt") == 1, server.paths()
+        assert server.count("/tdm.json") == (0 if order == "loop" else 1), server.paths()
         assert result.outcome(server.url("/open")).status == 200
     for url in (a.url("/reserved/a"), b.url("/reserved/b")):
-        assert "tdmrep.json: rule 1: location /reserved/" in result.outcome(url).message, result.outcome(url)
+        if order == "loop":
+            assert result.outcome(url).status == 200, result.outcome(url)
+        else:
+            assert "tdmrep.json: rule 1: location /reserved/" in result.outcome(url).message, result.outcome(url)
     check_accounting(result)
 
 
