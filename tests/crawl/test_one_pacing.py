@@ -53,6 +53,16 @@ def floored(servers: Any, host: str = "127.0.0.2", extra: str = "", delay: float
     return server
 
 
+def slow_origin(servers: Any, pages: int, delay: float) -> tuple[Any, list[Req]]:
+    """An origin whose ``pages`` pages each answer after ``delay`` seconds (they fill the
+    downloader beside a floored one), and requests for them."""
+    slow = servers("127.0.0.3")
+    slow.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    for i in range(pages):
+        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=delay)
+    return slow, [Req(slow.url(f"/s{i}")) for i in range(pages)]
+
+
 def _prioritised(self: Any, spec: Req) -> Any:
     """ProbeSpider's request with the priority its spec's meta names."""
     request = ProbeSpider._request(self, spec)
@@ -119,12 +129,8 @@ async def test_the_floor_holds_while_a_slow_origin_fills_the_downloader(servers,
     waited for room longer than its cluster turn's hold let the next turns be taken, and
     the pages reached the server in pairs a few ms apart)."""
     site = floored(servers)
-    slow = servers("127.0.0.3")
-    slow.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
-    delay, rounds = SLOW_PAGES[store], 3 if store == "memory" else 2
-    for i in range(4 * rounds):
-        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=delay)
-    plan = [Req(slow.url(f"/s{i}")) for i in range(4 * rounds)] + [Req(site.url(f"/p{i}")) for i in range(4)]
+    _, plan = slow_origin(servers, 4 * (3 if store == "memory" else 2), SLOW_PAGES[store])
+    plan += [Req(site.url(f"/p{i}")) for i in range(4)]
     settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "DOWNLOAD_TIMEOUT": 20}
     if store == "redis":
         settings["RFC9309_STORAGE"] = request.getfixturevalue("redis_server").url
@@ -151,11 +157,8 @@ async def test_a_turn_waiting_for_a_full_downloader_is_held_against_another_work
     from .test_storage_redis import in_task
 
     site = floored(servers)
-    slow = servers("127.0.0.3")
-    slow.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
-    for i in range(8):
-        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=6.5)
-    plan = [Req(slow.url(f"/s{i}")) for i in range(8)] + [Req(site.url(f"/p{i}")) for i in range(3)]
+    _, plan = slow_origin(servers, 8, 6.5)
+    plan += [Req(site.url(f"/p{i}")) for i in range(3)]
     settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "DOWNLOAD_TIMEOUT": 20}
     other, theirs, crawling = RedisStorage(redis_server.url), [], [True]
 
@@ -234,11 +237,8 @@ async def test_a_turn_held_on_outlasts_a_held_loop_before_the_page_is_sent(serve
     outsider's check, before: the hold lapsed and the page reached the server 0.2 to 0.5 s
     after the other worker's request)."""
     site = floored(servers)
-    slow = servers("127.0.0.3")
-    slow.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
-    for i in range(2):
-        slow.routes[f"/s{i}"] = Reply(200, "<html><body>slow</body></html>", {"Content-Type": "text/html"}, delay=4.0)
-    plan = [Req(slow.url(f"/s{i}")) for i in range(2)] + [Req(site.url(f"/p{i}")) for i in range(2)]
+    slow, plan = slow_origin(servers, 2, 4.0)
+    plan += [Req(site.url(f"/p{i}")) for i in range(2)]
     settings = {"CONCURRENT_REQUESTS": 2, "DOWNLOAD_TIMEOUT": 20, "RFC9309_STORAGE": redis_server.url}
     other = _OtherWorker(redis_server.url, site.origin)
 
