@@ -26,8 +26,7 @@ def _legacy_ipv4() -> re.Pattern[str]:
 
 
 def parse_networks(value: object, name: str) -> tuple[IPNetwork, ...] | None:
-    """A setting's list of networks (``["10.0.0.0/8"]``, or a JSON / comma-separated string of them); None for
-    None (the default set); ``ValueError`` naming the setting for anything else."""
+    """A setting's networks (a list, or a JSON or comma-separated string); None: the default set; else ValueError."""
     if value is None:
         return None
     if isinstance(value, str):

@@ -228,8 +228,7 @@ def has_receivers(crawler: Crawler, signal: object) -> bool:
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:
-    """What counts as "the network failed": this Scrapy's RETRY_EXCEPTIONS, plus TLS, Twisted's
-    client failures (some versions raise them unwrapped) and Scrapy 2.15+'s cancelled download."""
+    """What "the network failed" is: RETRY_EXCEPTIONS, TLS, Twisted's client failures, 2.15+'s cancelled download."""
     from OpenSSL import SSL
     from scrapy.settings import default_settings
     from twisted.internet import error as net

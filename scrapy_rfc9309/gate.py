@@ -88,8 +88,7 @@ class _Slot:
 
 
 class _Tracked:
-    """A released request followed until done (kept alive: its id() is its own), on slot ``key`` (and turn ``origin``);
-    ``ready``: it waits for the engine (a full downloader), ``since`` then: when its cluster turn was last held on."""
+    """A released request followed until done (its id() is its own), on slot ``key`` and cluster turn ``origin``."""
 
     __slots__ = ("request", "key", "origin", "floor", "since", "seen", "ready", "turn")
 
@@ -437,6 +436,17 @@ class GateScheduler:
         slot.due = max(slot.due, time.monotonic() + floor)
         if not self.service.paces:
             compat.call_later(floor, lambda: self._turn(key, slot))  # (forgets the slot if nothing came)
+
+    async def hop_turn(self, origin: str, floor: float) -> None:
+        """A hop of another origin's file to ``origin``: a floor after its slot's last start, the next a floor after."""
+        _, slot = self._file_slot(origin, None)  # (no place taken: the chain may hold this slot's turn)
+        start = max(slot.due, now := time.monotonic())
+        slot.due = start + floor
+        await compat.sleep(start - now)
+        if self.service.paces:
+            await self.service.wait_turn(origin, floor)
+            compat.spawn(self.service.note_start(origin, floor))
+        self.fetched(origin, None, floor)
 
     def _file_slot(self, origin: str, trigger: Any) -> tuple[str, _Slot]:
         key = self._key(trigger if isinstance(trigger, Request) else Request(robots_url(origin)))

@@ -45,8 +45,7 @@ def tested_range() -> str:
 
 
 def lane_handlers(crawler: Crawler, concurrency: int) -> Any:
-    """The crawl's download handlers when both schemes use Scrapy's HTTP/1.1 one (its pool is unbounded); else
-    the lane's own, pools sized by the lane's bound, so hanging robots.txt servers hold no page connection."""
+    """The crawl's handlers if both schemes use HTTP/1.1's (unbounded pool); else the lane's, pools sized to it."""
     from scrapy.core.downloader.handlers import DownloadHandlers
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
     from scrapy.utils.misc import load_object

@@ -23,8 +23,7 @@ class RobotParserAdapter(RobotParser):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler | None, robotstxt_body: bytes) -> RobotParserAdapter:
-        """Parse ``robotstxt_body`` with the crawl's settings, or the defaults without a crawler (as
-        Scrapy's own parser tests build every backend: ``build_from_crawler(cls, None, body)``)."""
+        """Parse ``robotstxt_body`` with the crawl's settings, or the defaults without a crawler (as Scrapy's tests)."""
         from scrapy.settings import Settings
 
         from .settings import Rfc9309Settings

@@ -97,8 +97,7 @@ def rfc9309_settings(crawler: Crawler) -> Rfc9309Settings:
 
 
 def check_early(crawler: Crawler, settings: Any) -> None:
-    """Called by the add-on: a bad setting is one ERROR line before Scrapy lists its components; one
-    Scrapy cannot read (``-s CONCURRENT_REQUESTS=abc``) gets its default until the crawl is refused."""
+    """By the add-on: a bad setting is one early ERROR line; one Scrapy cannot read gets its default until refused."""
     if crawler in _CRAWLS:
         return
     problem: Any = unreadable_scrapy_setting(settings, fix=True)
@@ -198,8 +197,7 @@ async def governing_robots(crawler: Crawler, url: str) -> RobotsTxt | None:
 
 
 def _announce(crawler: Crawler, origin: str, known: Known, trigger: Any) -> Awaitable[None] | None:
-    """Send ``robots_txt_ready`` and Scrapy's ``robots_parsed`` (2.18+) for a result that takes
-    effect, before its waiting requests go on; a signal nobody receives is not sent (no cost)."""
+    """Send ``robots_txt_ready`` and ``robots_parsed`` (2.18+) before the waiting requests go on; unreceived: unsent."""
     ready = compat.has_receivers(crawler, robots_txt_ready)
     parsed = compat.ROBOTS_PARSED is not None and compat.has_receivers(crawler, compat.ROBOTS_PARSED)
     if not ready and not parsed:

@@ -64,8 +64,7 @@ def _mask_pair(pair: str) -> str:
 
 
 class Secret:
-    """A secret value (the audit trail's key) whose ``repr`` and ``str`` are a mask, so a settings object or a
-    traceback shows no secret; :meth:`reveal` gives the bytes to the one caller that needs them."""
+    """A secret (the audit key) whose ``repr``/``str`` are a mask; :meth:`reveal` gives the bytes to its one caller."""
 
     __slots__ = ("_value",)
 

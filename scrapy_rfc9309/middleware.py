@@ -299,8 +299,7 @@ class RobotsTxtMiddleware:
 
 
 def declared_purposes(request: Request, settings: Rfc9309Settings, origin: str = "", strict: bool = False) -> Names:
-    """The purposes ``request`` (of ``origin``) declares: its ``rfc9309_usage``, else its origin's, else the
-    crawl's; a bad value raises (``strict``: the middleware refuses it) or declares none."""
+    """What ``request`` declares: its ``rfc9309_usage``, else its origin's, else the crawl's (a bad one: ``strict``)."""
     value = request.meta.get(META_USAGE)
     if value is None:
         origin = origin or origin_of(request.url) or ""

@@ -46,8 +46,7 @@ _NORMALIZED: dict[type, dict[bytes, Any]] = {}
 
 
 def _header_values(headers: Any) -> Callable[[bytes], Sequence[bytes]]:
-    """A look-up of a response's field lines by lower-case name: each name normalised once per ``Headers``
-    class, a missing one a dict miss (``getlist`` raises and catches a ``KeyError`` for each)."""
+    """Field lines by lower-case name, each normalised once per Headers class (``getlist`` raises for each miss)."""
     keys = _NORMALIZED.get(type(headers))
     if keys is None:
         normkey = getattr(headers, "normkey", None)
@@ -65,8 +64,7 @@ _DECLARED_MAX, _DECLARED_CHARS = 1024, 512
 
 
 def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: TdmRep | None) -> PageReading:
-    """Every usage statement ``response`` makes about itself, for a crawler named by ``tokens``, with
-    ``tdmrep`` the origin's tdmrep.json (None or :data:`~.robots.tdmrep.EMPTY` when it has none)."""
+    """Every usage statement ``response`` makes about itself, for ``tokens``, with the origin's ``tdmrep`` (or None)."""
     from .robots.directives import NOTHING, page_directives
     from .robots.html_head import EMPTY_HEAD, is_html, read_head
     from .robots.rsl import page_licenses

@@ -93,8 +93,7 @@ class FileKind(NamedTuple):
 
 
 def _core(module: str) -> Any:
-    """``robots.tdmrep`` or ``robots.rsl``, imported when a crawl first reads one of their files: one that reads no
-    usage statements never does (about 7 M instructions of every crawl's start-up)."""
+    """``robots.tdmrep`` or ``robots.rsl``, imported when first read (a crawl reading none saves ~7 M instructions)."""
     return importlib.import_module(f"{__package__}.robots.{module}")
 
 
@@ -206,8 +205,7 @@ class RobotsService:
         return META_USAGE in meta or self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
 
     def adopt_license(self, origin: str, url: str) -> None:
-        """A page of ``origin`` names the RSL license ``url``: where its usage is read and robots.txt names none, the
-        origin adopts the first so named, which its next requests wait for in the gate (no longer fresh)."""
+        """A page names RSL license ``url``: adopted where usage is read and robots.txt names none (next ones wait)."""
         known = self._known.peek(origin)
         if known is None or known.robots.licenses or origin in self._page_licenses or not self.reads(origin):
             return
@@ -562,9 +560,12 @@ class RobotsService:
             if (known := self.fresh(hop)) is None and not ((pending := self._pending.get(hop)) and pending.files):
                 known = await (pending or self._start(hop, None, alone=True)).wait()
             robots = known.robots if known is not None else (pending and pending.robots) or (await self.inspect(hop))[1]
+            floor = self.floor_for(robots, self.settings.for_origin(hop).user_agents)[0]  # (its host's own)
         allowed = all(robots.check(url, token).allowed for token in self.settings.for_origin(hop).user_agents)
         if allowed and floor and hop == origin:
             await compat.sleep(floor)
+        elif allowed and floor and self.pacer is not None:
+            await self.pacer.hop_turn(hop, floor)
         return allowed
 
     def _count_fetch(self, origin: str, result: FetchResult, log_internal: bool = True) -> None:

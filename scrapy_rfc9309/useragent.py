@@ -69,8 +69,7 @@ def derive_tokens(value: str | bytes | list[Any] | tuple[Any, ...] | None) -> tu
 
 
 def lenient_token(user_agent: str | bytes | None) -> str | None:
-    """:func:`derive_token` for strings written by others (the ``robots_parsed`` adapter): else the leading
-    letters of the product, as Google's parser does (``Bot2/1.0`` -> ``Bot``); None when there are none."""
+    """:func:`derive_token` for others' strings (robots_parsed): else the leading letters, as Google (Bot2 -> Bot)."""
     try:
         return derive_token(user_agent)
     except ValueError:

@@ -114,6 +114,40 @@ async def test_each_redirect_of_tdmrep_json_is_a_floor_after_the_one_before(serv
     check_accounting(result)
 
 
+@pytest.mark.parametrize(
+    ("host", "store"), [("another_host", "memory"), ("same_host_another_port", "memory"), ("another_host", "redis")]
+)
+@pytest_twisted.ensureDeferred
+async def test_redirects_of_several_files_to_a_floored_host_are_a_floor_apart_there(servers, host, store, request):
+    """Three origins' tdmrep.json redirect to one file on a host whose robots.txt says
+    ``Crawl-delay: 1`` (another host, or the first origin's own host on another port, itself
+    floored: the hop goes while that chain holds its slot's turn): after its robots.txt,
+    the host sees each hop at least the floor after the one before, and the crawl ends
+    (an outsider's check, before: 10 hops to such a host within 70 ms)."""
+    first = floored(servers) if host == "same_host_another_port" else servers("127.0.0.5")
+    cdn = floored(servers, "127.0.0.2" if host == "same_host_another_port" else "127.0.0.4")
+    cdn.routes["/tdm/rules.json"] = Reply(200, "[]", {"Content-Type": "application/json"})
+    origins = [first] + [servers(f"127.0.0.{n}") for n in (6, 7)]
+    for server in origins:
+        if server is not first or host == "another_host":
+            server.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+        server.routes[TDM] = Reply(301, b"", {"Location": cdn.url("/tdm/rules.json")})
+    plan = [Req(server.url("/p")) for server in origins]
+
+    settings = {**TRAIN, "RFC9309_STORAGE": request.getfixturevalue("redis_server").url} if store == "redis" else TRAIN
+    result, _ = await crawl_within(30, plan, settings)
+
+    on_host = [cdn, first] if host == "same_host_another_port" else [cdn]
+    at_host = sorted((hit for server in on_host for hit in server.hits), key=lambda hit: hit.at)
+    assert cdn.count("/robots.txt") == 1 and cdn.count("/tdm/rules.json") == 3, cdn.paths()
+    # (two origins' first robots.txt on one host come before either floor is known: the rest, from the last of them)
+    last = max(i for i, hit in enumerate(at_host) if hit.path == "/robots.txt")
+    measured = gaps([hit.at for hit in at_host[last:]])
+    assert min(measured) >= MARGIN * FLOOR, list(zip([hit.path for hit in at_host[last + 1 :]], measured))
+    assert all(o.status == 200 for o in result.outcomes), result.outcomes
+    check_accounting(result)
+
+
 #: the slow origin's page time: with Redis longer than a turn's hold in the store (TURN_HOLD_US, 5 s)
 SLOW_PAGES = {"memory": 2.0, "redis": 6.0}
 
