@@ -154,18 +154,10 @@ class FallbackStorage(RobotsStorage):
         return 0.0
 
     async def note_start(self, origin: str, floor: float) -> None:
-        if not self.down:
-            try:
-                await self.primary.note_start(origin, floor)
-            except StorageUnavailable as exc:
-                self._failed(exc)
+        await self._ask(lambda: self.primary.note_start(origin, floor))  # (while down: no turn of the backend's)
 
     async def keep_turn(self, origin: str, floor: float) -> None:
-        if not self.down:
-            try:
-                await self.primary.keep_turn(origin, floor)
-            except StorageUnavailable as exc:
-                self._failed(exc)
+        await self._ask(lambda: self.primary.keep_turn(origin, floor))
 
     async def release(self, lease: Lease) -> None:
         """Release a lease from :meth:`claim`, whatever state the store is in."""

@@ -167,8 +167,9 @@ end
 #: KEYS: pace; ARGV: floor us, 'take' (a turn if the origin is free, else the wait), 'note'
 #: (the request whose turn it was is done: the next turn counts from now) or 'keep' (it still
 #: waits to start: a turn on its way is held on from now), the longest a taken turn waits for
-#: its note us, a poll us, the longest a turn held on waits for its note us.  A turn taken and not noted yet is "on its way": the
-#: others poll until it is noted (or the wait for it ends), then wait a floor from the note.
+#: its note us, a poll us, the longest a turn held on waits for its note us.  A turn taken and
+#: not noted yet is "on its way": the others poll until it is noted (or the wait for it ends),
+#: then wait a floor from the note.
 #: A start ahead of the server's clock is no start of a worker (garbage, or a clock stepped
 #: back): it is replaced by now, so no request waits more than the floor for it.
 _PACE = (
