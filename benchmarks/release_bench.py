@@ -11,7 +11,9 @@ are released; ``--order lazy``: interleaved, and ``start()`` waits while
 ``engine.needs_backout()``, as Scrapy's docs show for lazy start requests, so
 Scrapy never reads the rest of ``start()`` in one turn of the loop; ``--order callback``: ``start()``
 yields the first healthy page only, whose callback yields the denied requests, then the other
-healthy pages: a burst met while crawling, not read from ``start()``).  Per run, in a fresh process: the longest gap between two
+healthy pages: a burst met while crawling, not read from ``start()``; ``--order known``: as ``after``,
+but a first request of the denying origin goes ``delay`` + 1 s before the rest, so its robots.txt has
+answered and the 20,000 are denials of a known origin, none held: the control for ``after``).  Per run, in a fresh process: the longest gap between two
 healthy pages reaching the spider, the longest time the event loop was held (a
 5 ms timer's lateness), and when ``start()`` yielded the second healthy page
 (with the default order, Scrapy reads it only after the 20,000 denied ones: the
@@ -155,8 +157,11 @@ def crawl(
             if order == "callback":  # the burst comes from the first page's callback, not from start()
                 yield scrapy.Request(f"{healthy}/first", callback=self.burst, dont_filter=True)
                 return
+            if order == "known":  # as `after`, but the denying origin's robots.txt has answered before it is read
+                yield scrapy.Request(f"{denying}/warm", callback=self.page, errback=self.failed, dont_filter=True)
+                await asyncio.sleep(delay + 1)
             yield scrapy.Request(f"{healthy}/first", callback=self.page, dont_filter=True)
-            every = max(1, denied // pages) if order != "after" else 0
+            every = max(1, denied // pages) if order not in ("after", "known") else 0
             page = 0
             for i in range(denied):
                 while order == "lazy" and self.crawler.engine.needs_backout():
@@ -239,7 +244,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--order", choices=("after", "interleaved", "lazy", "callback"), default="after")
+    parser.add_argument("--order", choices=("after", "interleaved", "lazy", "callback", "known"), default="after")
     parser.add_argument(
         "--gate-timers",
         action="store_true",
