@@ -8,6 +8,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
+from contextlib import suppress
 from functools import cache
 from urllib.parse import urlsplit
 
@@ -92,13 +93,9 @@ class AddressPolicy:
 def ip_literal(host: str) -> IPAddress | None:
     """``host`` as an IP address, also in the legacy IPv4 forms; None for a name."""
     host = host.strip("[]")
-    try:
+    with suppress(ValueError):
         return ipaddress.ip_address(host)
-    except ValueError:
-        pass
     if _legacy_ipv4().fullmatch(host):
-        try:
+        with suppress(OSError):
             return ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return None
     return None

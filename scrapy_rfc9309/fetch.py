@@ -184,8 +184,7 @@ class RobotsFetcher:
             access, name = classify_status(status := response.status)
             if access is Access.REDIRECT:
                 classes.append("3xx")
-                target = redirect_target(response.url, response.headers.get("Location"))
-                if target is None:
+                if (target := redirect_target(response.url, response.headers.get("Location"))) is None:
                     return unfollowable(NO_LOCATION)
                 if hop == limit:
                     return unfollowable(f"more than {limit} redirects", "too_many_redirects")
@@ -270,5 +269,4 @@ def _encoding_aside(response: Response, request: Request) -> Response:
 
 
 def _header(response: Response, name: str) -> str | None:
-    values = response.headers.getlist(name)
-    return ", ".join(v.decode("latin-1") for v in values) if values else None
+    return ", ".join(v.decode("latin-1") for v in values) if (values := response.headers.getlist(name)) else None

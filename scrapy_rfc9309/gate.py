@@ -400,7 +400,11 @@ class GateScheduler:
         return not (purposes := declared_purposes(request, self.settings)) or usage.denies(purposes) is None
 
     def _key(self, request: Request) -> str:
-        return str(self.crawler.engine.downloader.get_slot_key(request))
+        """Its download slot; a slot Scrapy copied onto a redirect to another host (with the meta) is that host's."""
+        of, meta, url = self.crawler.engine.downloader.get_slot_key, request.meta, request.url
+        if (was := meta.get("redirect_urls")) and meta.get("download_slot") == of(Request(was[-1])) != of(Request(url)):
+            del meta["download_slot"]  # (Scrapy's downloader sets it again, to this one)
+        return str(of(request))
 
     def _concurrency(self, key: str) -> int:
         return int(self._slot_settings.get(key, {}).get("concurrency", self._per_slot)) or 1
@@ -518,10 +522,9 @@ class GateScheduler:
                     self._go(key, slot, floor, time.monotonic(), origin)  # (or one of a higher priority that came)
                 else:  # the turn goes unused (closing, or another origin's came first): the next counts from now
                     compat.spawn(self.service.note_start(origin, floor))
-        except NotResolved:
-            return
-        except Exception as exc:  # the store failed otherwise: the slot's requests end, the crawl goes on
-            self._fail_slot(key, slot, f"its cluster-wide Crawl-delay turn failed ({type(exc).__name__}: {exc})", exc)
+        except compat.FAILURES as exc:  # the store failed (NotResolved: closing): its requests end, the crawl goes on
+            if not isinstance(exc, NotResolved) and not self._closed:
+                self._fail_slot(key, slot, f"its cluster-wide turn failed ({type(exc).__name__}: {exc})", exc)
             return
         finally:
             slot.waking = False
@@ -600,9 +603,8 @@ class GateScheduler:
 
     def _done(self, request_id: int, noted: bool) -> None:
         tracked = self._tracked.pop(request_id)
-        if tracked.origin is not None and noted:
-            # its response is in: the server saw it before now, however late a busy loop sent it
-            compat.spawn(self.service.note_start(tracked.origin, tracked.floor))
+        if tracked.origin is not None:  # its response is in (the server saw it before now), or it is gone: the
+            compat.spawn(self.service.note_start(tracked.origin, tracked.floor))  # next turn a floor from now
         if (slot := self._slots.get(tracked.key)) is not None:
             slot.out -= 1
             if tracked.floor and noted:  # a paced request is in: the next one a floor from now

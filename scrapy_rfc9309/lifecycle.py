@@ -183,17 +183,14 @@ def robots_service(crawler: Crawler) -> RobotsService:
 async def governing_robots(crawler: Crawler, url: str) -> RobotsTxt | None:
     """The :class:`~scrapy_rfc9309.RobotsTxt` governing ``url``'s origin, fetched once by the crawl's service; None
     when ``"obey": False``.  ``ValueError``: not http(s); ``RuntimeError``: the crawl not running, or not enabled."""
-    origin = origin_of(url)
-    if origin is None:
+    if (origin := origin_of(url)) is None:
         raise ValueError(f"{shorten(mask_url(url))!r} is not an http(s) URL")
     if not rfc9309_settings(crawler).enabled:
         raise RuntimeError("scrapy-rfc9309 is not enabled in this crawl (RFC9309_ENABLED is False)")
     if crawler.engine is None or not crawler.engine.running:
         raise RuntimeError("the crawl is not running yet: ask from start() or a callback, not from __init__")
     service = robots_service(crawler)
-    if not service.settings.for_origin(origin).obey:
-        return None
-    return (await service.resolve(origin)).robots
+    return (await service.resolve(origin)).robots if service.settings.for_origin(origin).obey else None
 
 
 def _announce(crawler: Crawler, origin: str, known: Known, trigger: Any) -> Awaitable[None] | None:

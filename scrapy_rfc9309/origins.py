@@ -32,8 +32,7 @@ def _slow_key(scheme: str, netloc: str, default: int) -> str | None:
         port = parts.port
     except ValueError:
         return None
-    host = parts.hostname
-    if not host:
+    if not (host := parts.hostname):
         return None
     if not host.isascii():
         with suppress(UnicodeError):  # not representable in IDNA 2003: the Unicode form, still one key per host

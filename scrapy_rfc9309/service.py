@@ -300,10 +300,10 @@ class RobotsService:
     async def _resolve(self, origin: str, trigger: Any, pending: _Pending) -> None:
         try:
             await self._obtain(origin, trigger, pending)  # (it finishes ``pending`` before storing)
-        except Exception as exc:
-            if not isinstance(exc, NotResolved):  # a bug, not a network problem: fail the waiters loudly
+        except compat.FAILURES as exc:
+            if not isinstance(exc, NotResolved) and not self.closed:  # a bug, not the network's: fail them loudly
                 logger.error("scrapy-rfc9309: could not resolve robots.txt of %s", origin, exc_info=True)
-            pending.finish(None, exc)
+            pending.finish(None, exc if isinstance(exc, Exception) else RuntimeError(f"{type(exc).__name__}: {exc}"))
         finally:
             if not pending.done:  # cancelled: nobody may hang
                 pending.finish(None, NotResolved(origin))
@@ -352,8 +352,10 @@ class RobotsService:
         copy = stale is not None and stale.access == Access.SUCCESS.value and stale.age() < STALE_MAX_SECONDS
         usable = copy and self.settings.stale_if_unreachable
         deadline, delay, internal = 0.0, WAIT_FIRST_DELAY, False
+        floor = previous.floor if previous is not None else 0.0  # a re-fetch takes its turn; a hop waits there
+        hop: Callable[[str], Awaitable[bool]] = lambda url: self.allows(url, origin, None, floor)  # noqa: E731
         while True:
-            result = await self._get(origin, trigger)
+            result = await self._get(origin, trigger, "/robots.txt", hop, floor=floor)
             self._count_fetch(origin, result, log_internal=result.internal and not internal)
             internal = result.internal  # an internal error is logged once per resolution
             for listener in self._fetched:
@@ -551,17 +553,20 @@ class RobotsService:
             if lease is not None:
                 await self.storage.release(lease)
 
-    async def allows(self, url: str, origin: str, robots: RobotsTxt, floor: float = 0.0) -> bool:
+    async def allows(self, url: str, origin: str, robots: RobotsTxt | None, floor: float = 0.0) -> bool:
         """Whether robots.txt allows a hop of ``origin``'s file (on ``origin``: then a wait of ``floor``).  Another
-        origin's is resolved alone (no files: no cycle of waits), or, while its files are, read there (else fetched)."""
+        origin's is resolved alone (no files: no cycle of waits), or, while its files are, read there (else fetched).
+        ``robots`` None: a hop of robots.txt, never checked (RFC 9309 2.3.1.2), waits for the floor known there."""
         if (hop := origin_of(url)) is None:
-            return False
-        if hop != origin:
+            return robots is None
+        if hop != origin and robots is None:
+            floor = known.floor if (known := self.known(hop)) is not None else 0.0
+        elif hop != origin:
             if (known := self.fresh(hop)) is None and not ((pending := self._pending.get(hop)) and pending.files):
                 known = await (pending or self._start(hop, None, alone=True)).wait()
             robots = known.robots if known is not None else (pending and pending.robots) or (await self.inspect(hop))[1]
             floor = self.floor_for(robots, self.settings.for_origin(hop).user_agents)[0]  # (its host's own)
-        allowed = all(robots.check(url, token).allowed for token in self.settings.for_origin(hop).user_agents)
+        allowed = robots is None or all(robots.check(url, t).allowed for t in self.settings.for_origin(hop).user_agents)
         if allowed and floor and hop == origin:
             await compat.sleep(floor)
         elif allowed and floor and self.pacer is not None:

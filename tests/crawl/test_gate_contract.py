@@ -22,6 +22,7 @@ In real crawls on loopback (Redis from tests/crawl/redisd.py where scrapy-redis 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import deque
@@ -469,31 +470,48 @@ async def test_jobdir_drops_a_held_request_it_cannot_serialize(servers, tmp_path
 
 
 class BrokenTurnStore(MemoryStorage):
-    """A store of one's own, shared (turns are cluster-wide), whose turn call fails."""
+    """A store of one's own, shared (turns are cluster-wide), whose turn call (or look-up) fails."""
 
     shared = True
     turns: ClassVar[int] = 0
+    error: ClassVar[type[BaseException]] = RuntimeError
+    call: ClassVar[str] = "take_turn"
 
     async def take_turn(self, origin: str, floor: float) -> float:
-        type(self).turns += 1
-        raise RuntimeError("the turn store broke")
+        self._broken("take_turn", origin)
+        return await super().take_turn(origin, floor)
+
+    async def lookup(self, origin: str, now: float) -> Any:
+        self._broken("lookup", origin)
+        return await super().lookup(origin, now)
+
+    def _broken(self, call: str, origin: str) -> None:
+        if call == self.call and "127.0.0.2" in origin:  # (the Crawl-delay origin's only)
+            type(self).turns += 1
+            raise self.error("the turn store broke")
 
 
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [("take_turn", RuntimeError), ("take_turn", asyncio.CancelledError), ("lookup", asyncio.CancelledError)],
+    ids=["take_turn-RuntimeError", "take_turn-CancelledError", "lookup-CancelledError"],
+)
 @pytest_twisted.ensureDeferred
-async def test_a_store_whose_turn_call_raises_ends_its_requests_and_the_crawl(servers, caplog):
-    """``RFC9309_STORAGE`` a shared store class whose ``take_turn`` raises
-    RuntimeError: the ``Crawl-delay`` origin's requests reach their errback with
-    IgnoreRequest naming the error, counted in ``requests/dropped/error``, with an
-    ERROR line; another origin's pages are downloaded; the crawl finishes
-    (``finished``) long before CLOSESPIDER_TIMEOUT (before: an unhandled error,
-    and the gate kept the spider open until the timeout)."""
+async def test_a_store_whose_turn_call_raises_ends_its_requests_and_the_crawl(servers, caplog, call, error):
+    """``RFC9309_STORAGE`` a shared store class whose ``take_turn`` (or ``lookup``) raises
+    for the ``Crawl-delay`` origin: its requests reach their errback with IgnoreRequest
+    naming the error, counted in ``requests/dropped/error``, with an ERROR line; another
+    origin's pages are downloaded; the crawl finishes (``finished``) long before
+    CLOSESPIDER_TIMEOUT (before: an unhandled error, and the gate kept the spider open
+    until the timeout; an outsider's check: a store's own ``asyncio.CancelledError`` was
+    taken for a cancel at the close, and the crawl never ended)."""
     floored = servers("127.0.0.2")
     floored.routes["/robots.txt"] = robots("User-agent: *\nCrawl-delay: 1\n")
     other = servers("127.0.0.3")
     other.routes["/robots.txt"] = robots(ALLOW_ALL)
     plan = [Req(floored.url(f"/d{i}")) for i in range(3)] + [Req(other.url(f"/o{i}")) for i in range(2)]
     settings = {"RFC9309_STORAGE": f"{__name__}.BrokenTurnStore", "CLOSESPIDER_TIMEOUT": 20}
-    BrokenTurnStore.turns = 0
+    BrokenTurnStore.turns, BrokenTurnStore.call, BrokenTurnStore.error = 0, call, error
 
     with caplog.at_level(logging.ERROR, logger="scrapy_rfc9309"):
         result, took = await crawl_within(40, plan, settings)
@@ -504,7 +522,7 @@ async def test_a_store_whose_turn_call_raises_ends_its_requests_and_the_crawl(se
     for spec in plan[:3]:
         outcome = result.outcome(spec.url)
         assert outcome.error == "IgnoreRequest", outcome
-        assert "RuntimeError" in outcome.message or "the turn store broke" in outcome.message, outcome
+        assert error.__name__ in outcome.message or "the turn store broke" in outcome.message, outcome
     assert [result.outcome(spec.url).status for spec in plan[3:]] == [200, 200]
     assert floored.page_hits() == []
     assert result.stat("requests/dropped/error") == 3, result.rfc()

@@ -148,6 +148,82 @@ async def test_redirects_of_several_files_to_a_floored_host_are_a_floor_apart_th
     check_accounting(result)
 
 
+@pytest.mark.parametrize("source", ["floored", "not_floored"])
+@pytest_twisted.ensureDeferred
+async def test_pages_redirected_to_a_floored_host_are_paced_there(servers, source):
+    """A page of one origin redirects to a page of another host whose robots.txt says
+    ``Crawl-delay: 1``, whose own pages are crawled too: the host sees every request at
+    least the floor after the one before. Scrapy copies the first request's meta, its
+    ``download_slot`` among them, onto the redirect: the redirect is paced on its own
+    host's slot, not on the slot it was copied from (an outsider's check, before: the
+    redirected page and one of the host's own within 1 ms, 19 to 28 ms when the first
+    origin had no floor)."""
+    first = floored(servers) if source == "floored" else servers("127.0.0.2")
+    if source == "not_floored":
+        first.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    host = floored(servers, "127.0.0.4")
+    plan = []
+    for i in range(3):
+        first.routes[f"/r{i}"] = Reply(302, b"", {"Location": host.url(f"/y{i}")})
+        host.routes[f"/y{i}"] = host.routes[f"/q{i}"] = PAGE
+        plan += [Req(first.url(f"/r{i}")), Req(host.url(f"/q{i}"))]
+
+    result, _ = await crawl_within(40, plan, {"CONCURRENT_REQUESTS_PER_DOMAIN": 4})
+
+    hits = sorted(host.hits, key=lambda hit: hit.at)
+    assert sorted(hit.path for hit in hits) == sorted(["/robots.txt"] + [f"/{p}{i}" for p in "qy" for i in range(3)])
+    measured = gaps([hit.at for hit in hits])
+    assert min(measured) >= MARGIN * FLOOR, list(zip([hit.path for hit in hits[1:]], measured))
+    assert sorted(o.status for o in result.outcomes) == [200] * 6, result.outcomes
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_txt_redirected_to_a_floored_host_is_paced_there(servers):
+    """Three origins' robots.txt redirect to one file on a host whose own robots.txt says
+    ``Crawl-delay: 1`` and is known (a page of it came first): the host sees each hop at
+    least the floor after the one before (an outsider's check, before: six hops within
+    14 ms; robots.txt's hops are not checked against the host's robots.txt, RFC 9309 2.3.1.2,
+    but they are paced like any request it sees)."""
+    host = floored(servers, "127.0.0.4")
+    host.routes["/q0"] = PAGE
+    host.routes["/shared.txt"] = robots("User-agent: *\nAllow: /\n")
+    origins = [servers(f"127.0.0.{n}") for n in (5, 6, 7)]
+    for server in origins:
+        server.routes["/robots.txt"] = Reply(301, b"", {"Location": host.url("/shared.txt")})
+    plan = [Req(host.url("/q0"), then=[Req(server.url("/p")) for server in origins])]
+
+    result, _ = await crawl_within(40, plan)
+
+    hits = sorted(host.hits, key=lambda hit: hit.at)
+    assert [hit.path for hit in hits] == ["/robots.txt", "/q0"] + ["/shared.txt"] * 3, [hit.path for hit in hits]
+    measured = gaps([hit.at for hit in hits])
+    assert min(measured) >= MARGIN * FLOOR, list(zip([hit.path for hit in hits[1:]], measured))
+    assert sorted(o.status for o in result.outcomes) == [200] * 4, result.outcomes
+
+
+@pytest.mark.parametrize("store", ["memory", "redis"])
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_fetched_again_waits_its_turn(servers, store, request):
+    """A ``Crawl-delay: 1`` robots.txt kept 1.5 s (``RFC9309_CACHE_SECONDS``): a page asked
+    for 0.7 s after the first page's response finds it expired and waits while it is fetched
+    again; the server sees that fetch, like every request, at least the floor after the page
+    before it (before: at once, about 0.75 s after it)."""
+    site = floored(servers)
+    plan = [Req(site.url("/p0"), then=[Req(site.url("/p1"), pause=0.7)])]
+
+    settings = {"RFC9309_CACHE_SECONDS": 1.5}
+    if store == "redis":  # (the fetch again takes a cluster-wide turn)
+        settings["RFC9309_STORAGE"] = request.getfixturevalue("redis_server").url
+    result, _ = await crawl_within(40, plan, settings)
+
+    hits = sorted(site.hits, key=lambda hit: hit.at)
+    assert site.count("/robots.txt") >= 2, site.paths()  # fetched again as it expired
+    measured = gaps([hit.at for hit in hits])
+    assert min(measured) >= MARGIN * FLOOR, list(zip([hit.path for hit in hits[1:]], measured))
+    assert sorted(o.status for o in result.outcomes) == [200] * 2, result.outcomes
+    check_accounting(result)
+
+
 #: the slow origin's page time: with Redis longer than a turn's hold in the store (TURN_HOLD_US, 5 s)
 SLOW_PAGES = {"memory": 2.0, "redis": 6.0}
 
@@ -399,6 +475,41 @@ async def test_a_page_a_later_middleware_drops_ends_its_cluster_turn_at_once(ser
     assert max(gaps(served)) < 4.0, gaps(served)  # a floor for the drop and a floor for the page, not 5 s more
     assert min(gaps(served)) >= MARGIN * FLOOR, gaps(served)
     check_accounting(result)
+
+
+class SwapSome:
+    """A project's downloader middleware, after the plugin's: replaces each page under /old by
+    a new request for /new (as a middleware may return a Request from ``process_request``)."""
+
+    @compat.request_method  # (the spider argument of Scrapy 2.13)
+    def process_request(self, request: Any) -> Any:
+        return request.replace(url=request.url.replace("/old", "/new")) if "/old" in request.url else None
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_a_later_middleware_replaces_ends_its_cluster_turn_soon(servers, redis_server):
+    """With Redis, a project's downloader middleware after the plugin's replaces two of a
+    ``Crawl-delay: 1`` origin's pages by new requests once they took their cluster turn:
+    neither the plugin's ``process_response`` nor its ``process_exception`` sees the old one,
+    which never reaches the downloader; its turn ends when the gate finds it gone, so the
+    next page waits about a floor, not the 5 s the store holds a turn (an outsider's check,
+    before: the replaced pages came 5.0 s apart)."""
+    site = floored(servers)
+    for i in (1, 3):
+        site.routes[f"/new{i}"] = PAGE
+    paths = ["/p0", "/old1", "/p2", "/old3", "/p4"]
+    settings = {
+        "RFC9309_STORAGE": redis_server.url,
+        "DOWNLOADER_MIDDLEWARES": {**MIDDLEWARES, SwapSome: 500},
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    }
+
+    result, _ = await crawl_within(60, [Req(site.url(path)) for path in paths], settings)
+
+    served = sorted(hit.at for hit in site.page_hits())
+    assert sorted(hit.path for hit in site.page_hits()) == ["/new1", "/new3", "/p0", "/p2", "/p4"], site.paths()
+    assert max(gaps(served)) < 4.0, gaps(served)  # a floor or two, not 5 s more
+    assert min(gaps(served)) >= MARGIN * FLOOR, gaps(served)
 
 
 # -- requests that do not obey robots.txt, on a floored slot ---------------------------------
