@@ -284,8 +284,7 @@ def offsite_filter(crawler: Crawler) -> Callable[[Request], bool] | None:
         return None
 
     def will_drop(request: Request) -> bool:
-        if request.dont_filter or request.meta.get("allow_offsite"):
-            return False
-        return crawler.spider is not None and not offsite.should_follow(request, crawler.spider)
+        kept = request.dont_filter or request.meta.get("allow_offsite")
+        return not kept and crawler.spider is not None and not offsite.should_follow(request, crawler.spider)
 
     return will_drop

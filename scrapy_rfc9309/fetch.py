@@ -139,11 +139,12 @@ class RobotsFetcher:
             return FetchResult(Access.UNAVAILABLE, status, url, classes, note=note)
 
         for hop in range(limit + 1):
+            if hop and guard is not None and await self._leads_inward(guard, url):  # (before allow: it may fetch there)
+                chain.append(url)
+                return unfollowable(INWARD_NOTE)
             if hop and allow is not None and not await allow(url):
                 return unfollowable("a redirect to a URL robots.txt disallows, not followed", DISALLOWED_HOP)
             chain.append(url)
-            if hop and guard is not None and await self._leads_inward(guard, url):
-                return unfollowable(INWARD_NOTE)
             try:
                 hop_meta = {**meta, FETCH_META_KEY: _Transfer(max_bytes)}
                 request = Request(url, callback=NO_CALLBACK, dont_filter=True, meta=hop_meta, headers=HEADERS)
@@ -215,8 +216,7 @@ class RobotsFetcher:
         """Whether a redirect target is internal, before connecting: a literal at once, a name as resolved (or not)."""
         if guard.internal_literal(url):
             return True
-        host = urlsplit(url).hostname
-        if not host or ip_literal(host) is not None:
+        if not (host := urlsplit(url).hostname) or ip_literal(host) is not None:
             return False
         address = await compat.resolve(host)
         return address is not None and guard.internal(address)

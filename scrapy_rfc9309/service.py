@@ -556,7 +556,7 @@ class RobotsService:
     async def allows(self, url: str, origin: str, robots: RobotsTxt | None, floor: float = 0.0) -> bool:
         """Whether robots.txt allows a hop of ``origin``'s file (on ``origin``: then a wait of ``floor``).  Another
         origin's is resolved alone (no files: no cycle of waits), or, while its files are, read there (else fetched).
-        ``robots`` None: a hop of robots.txt, never checked (RFC 9309 2.3.1.2), waits for the floor known there."""
+        ``robots`` None: robots.txt's hop, unchecked (RFC 9309 2.3.1.2), waits for the floor known there."""
         if (hop := origin_of(url)) is None:
             return robots is None
         if hop != origin and robots is None:

@@ -8,6 +8,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
 from functools import partial
 from types import MappingProxyType
@@ -250,11 +251,9 @@ def _bool(value: Any, name: str) -> bool:
 
 
 def _positive(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) and number > 0 else None
+    with suppress(TypeError, ValueError):
+        return number if math.isfinite(number := float(value)) and number > 0 else None
+    return None
 
 
 def _number(value: Any, name: str, kind: type, positive: bool = False) -> Any:

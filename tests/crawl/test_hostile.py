@@ -178,6 +178,23 @@ async def test_a_public_origins_robots_redirect_to_an_internal_address_is_not_as
     _nothing_kept(tmp_path)
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_public_origins_tdmrep_json_redirect_to_an_internal_address_is_not_asked(servers):
+    """A public origin's tdmrep.json (a purpose declared) redirects to an internal address:
+    nothing there is asked, not the file, and not that host's robots.txt, which the hop's
+    robots.txt check would otherwise fetch first (the address is refused before the check)."""
+    origin, internal = servers("127.0.0.1"), servers("127.0.0.2")
+    origin.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+    origin.routes["/.well-known/tdmrep.json"] = redirect(internal.url("/admin/tdm.json"))
+    internal.routes["/robots.txt"] = robots(INTERNAL_FILE)
+    internal.routes["/admin/tdm.json"] = Reply(200, "[]", {"Content-Type": "application/json"})
+    settings = {**ONLY_127_0_0_2, "RFC9309_USAGE": ["train-ai"]}
+    result = await crawl([origin.url("/page")], settings)
+    check_accounting(result)
+    assert internal.hits == []
+    assert result.outcome(origin.url("/page")).status == 200
+
+
 @contextmanager
 def _resolving(names: dict[str, str]) -> Iterator[None]:
     """The crawl's resolver (the reactor's) answers ``names`` with fixed addresses."""

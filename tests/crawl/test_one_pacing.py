@@ -201,6 +201,26 @@ async def test_robots_txt_redirected_to_a_floored_host_is_paced_there(servers):
     assert sorted(o.status for o in result.outcomes) == [200] * 4, result.outcomes
 
 
+@pytest_twisted.ensureDeferred
+async def test_two_robots_txt_redirected_to_each_other_end(servers):
+    """Two origins whose robots.txt redirect to each other's host, and on, in a loop: the
+    hops wait for no resolution (a floor is taken only where one is known), so both end
+    (more than 5 redirects: unavailable, RFC 9309 2.3.1.2) and the crawl finishes."""
+    one, two = servers("127.0.0.5"), servers("127.0.0.6")
+    one.routes["/robots.txt"] = Reply(301, b"", {"Location": two.url("/from-one.txt")})
+    two.routes["/robots.txt"] = Reply(301, b"", {"Location": one.url("/from-two.txt")})
+    one.routes["/from-two.txt"] = Reply(301, b"", {"Location": two.url("/robots.txt")})
+    two.routes["/from-one.txt"] = Reply(301, b"", {"Location": one.url("/robots.txt")})
+    plan = [Req(one.url("/p")), Req(two.url("/p"))]
+
+    result, took = await crawl_within(40, plan)
+
+    assert result.stats["finish_reason"] == "finished", result.stats["finish_reason"]
+    assert len(result.outcomes) == 2, result.outcomes  # each ended, as robots.txt's access result says
+    assert took < 20, took
+    check_accounting(result)
+
+
 @pytest.mark.parametrize("store", ["memory", "redis"])
 @pytest_twisted.ensureDeferred
 async def test_a_robots_txt_fetched_again_waits_its_turn(servers, store, request):
