@@ -64,7 +64,8 @@ PERCENT = "b_percent_encoding"
 OUTSIDE_URI = "i_characters_outside_uri_encoded"
 OTHER_LINES = "c_other_records_end_group"
 DOT_SEGMENTS = "l_dot_segments_removed"
-CLASSES = (ROBOTS_TXT, DOT_SEGMENTS, TRUNCATED, NON_UTF8, UTF16, WHITESPACE, KEYS, PERCENT, OUTSIDE_URI, OTHER_LINES)
+NUL = "m_nul_is_a_character"
+CLASSES = (ROBOTS_TXT, DOT_SEGMENTS, TRUNCATED, NON_UTF8, UTF16, WHITESPACE, NUL, KEYS, PERCENT, OUTSIDE_URI, OTHER_LINES)
 
 
 def _need_corpus(*parts: str) -> Path:
@@ -249,6 +250,9 @@ class Classifier:
             if "\x0b" in text or "\x0c" in text:  # (h) not whitespace for us
                 text = text.replace("\x0b", "\x01").replace("\x0c", "\x01")
                 steps.append((WHITESPACE, _utf8(text), 0))
+            if "\x00" in text:  # (m) a character for us; Google's parser reads a line only up to it
+                text = text.replace("\x00", "\x01")
+                steps.append((NUL, _utf8(text), 0))
             keyed = rewrite_keys(text)  # (j) keys by prefix alone
             if keyed != text:
                 text = keyed
@@ -414,6 +418,8 @@ DEVIATIONS = [
     (b"User-agent: *\nDisallow: /x\n" + b"#" * 512_000 + b"\nDisallow: /late\n", "/late", TRUNCATED),
     (b"User-agent: *\nDisallow:\x0c/x\n", "/x", WHITESPACE),
     (b"User-agent: *\x0bfoo\nDisallow: /x\n", "/x", WHITESPACE),
+    (b"User-agent: *\x00\nDisallow: /x\n", "/x", NUL),
+    (b"User-agent: *\nDisallow: /x\x00\n", "/x", NUL),
     (b"User-agent: *\nDisallow: /a<d.html\n", "/a%3Cd.html", OUTSIDE_URI),
     (b"User-agent: *\nDisallow: /sitecore modules/\n", "/sitecore%20modules/", OUTSIDE_URI),
     (b"User-agent: *\nDisallow: /a%7cb\n", "/a|b", OUTSIDE_URI),
