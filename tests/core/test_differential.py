@@ -65,7 +65,19 @@ OUTSIDE_URI = "i_characters_outside_uri_encoded"
 OTHER_LINES = "c_other_records_end_group"
 DOT_SEGMENTS = "l_dot_segments_removed"
 NUL = "m_nul_is_a_character"
-CLASSES = (ROBOTS_TXT, DOT_SEGMENTS, TRUNCATED, NON_UTF8, UTF16, WHITESPACE, NUL, KEYS, PERCENT, OUTSIDE_URI, OTHER_LINES)
+CLASSES = (
+    ROBOTS_TXT,
+    DOT_SEGMENTS,
+    TRUNCATED,
+    NON_UTF8,
+    UTF16,
+    WHITESPACE,
+    NUL,
+    KEYS,
+    PERCENT,
+    OUTSIDE_URI,
+    OTHER_LINES,
+)
 
 
 def _need_corpus(*parts: str) -> Path:

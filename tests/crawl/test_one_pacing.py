@@ -462,6 +462,24 @@ async def test_pages_served_from_the_http_cache_end_their_cluster_turn_at_once(s
     check_accounting(second)
 
 
+async def _one_by_one_beside(
+    servers: Any, redis_server: Any, middleware: type, odd: list[str]
+) -> tuple[Any, Any, list]:
+    """A Redis crawl of a ``Crawl-delay: 1`` origin's pages /p0, odd[0], /p2, odd[1], /p4, one at a time, with
+    ``middleware`` after the plugin's: the site, the result and when the server saw each page."""
+    site = floored(servers)
+    for path in odd:
+        site.routes[path.replace("/old", "/new")] = PAGE
+    settings = {
+        "RFC9309_STORAGE": redis_server.url,
+        "DOWNLOADER_MIDDLEWARES": {**MIDDLEWARES, middleware: 500},
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    }
+    paths = ["/p0", odd[0], "/p2", odd[1], "/p4"]
+    result, _ = await crawl_within(60, [Req(site.url(path)) for path in paths], settings)
+    return site, result, sorted(hit.at for hit in site.page_hits())
+
+
 class DropSome:
     """A project's downloader middleware, after the plugin's: drops the pages under /drop."""
 
@@ -478,17 +496,7 @@ async def test_a_page_a_later_middleware_drops_ends_its_cluster_turn_at_once(ser
     ``process_exception`` ends each turn at once, so the next page waits a floor after
     it, not the 5 s the store holds a turn whose request never reached the downloader
     (an outsider's check, before: each drop held the origin about 6 s for every worker)."""
-    site = floored(servers)
-    paths = ["/p0", "/drop1", "/p2", "/drop3", "/p4"]
-    settings = {
-        "RFC9309_STORAGE": redis_server.url,
-        "DOWNLOADER_MIDDLEWARES": {**MIDDLEWARES, DropSome: 500},
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-    }
-
-    result, _ = await crawl_within(60, [Req(site.url(path)) for path in paths], settings)
-
-    served = sorted(hit.at for hit in site.page_hits())
+    site, result, served = await _one_by_one_beside(servers, redis_server, DropSome, ["/drop1", "/drop3"])
     assert sorted(hit.path for hit in site.page_hits()) == ["/p0", "/p2", "/p4"], site.paths()
     for path in ("/drop1", "/drop3"):
         assert result.outcome(site.url(path)).error == "IgnoreRequest", result.outcome(site.url(path))
@@ -514,19 +522,7 @@ async def test_a_page_a_later_middleware_replaces_ends_its_cluster_turn_soon(ser
     which never reaches the downloader; its turn ends when the gate finds it gone, so the
     next page waits about a floor, not the 5 s the store holds a turn (an outsider's check,
     before: the replaced pages came 5.0 s apart)."""
-    site = floored(servers)
-    for i in (1, 3):
-        site.routes[f"/new{i}"] = PAGE
-    paths = ["/p0", "/old1", "/p2", "/old3", "/p4"]
-    settings = {
-        "RFC9309_STORAGE": redis_server.url,
-        "DOWNLOADER_MIDDLEWARES": {**MIDDLEWARES, SwapSome: 500},
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-    }
-
-    result, _ = await crawl_within(60, [Req(site.url(path)) for path in paths], settings)
-
-    served = sorted(hit.at for hit in site.page_hits())
+    site, _, served = await _one_by_one_beside(servers, redis_server, SwapSome, ["/old1", "/old3"])
     assert sorted(hit.path for hit in site.page_hits()) == ["/new1", "/new3", "/p0", "/p2", "/p4"], site.paths()
     assert max(gaps(served)) < 4.0, gaps(served)  # a floor or two, not 5 s more
     assert min(gaps(served)) >= MARGIN * FLOOR, gaps(served)
