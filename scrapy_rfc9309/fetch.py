@@ -145,17 +145,19 @@ class RobotsFetcher:
             if hop and allow is not None and not await allow(url):
                 return unfollowable("a redirect to a URL robots.txt disallows, not followed", DISALLOWED_HOP)
             chain.append(url)
+            # a place in the lane per hop, none held while a hop is checked (another host's robots.txt may need one);
+            # taken first: a thousand new origins' fetches waiting for one make nothing more (no loop held by them)
+            if not (acquired := self._lane.acquire()).called:  # (a free place is taken at once: nothing to wait for)
+                self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
+                await compat.wait_for(acquired)
             try:
                 hop_meta = {**meta, FETCH_META_KEY: _Transfer(max_bytes)}
                 request = Request(url, callback=NO_CALLBACK, dont_filter=True, meta=hop_meta, headers=HEADERS)
             except ValueError:
+                self._lane.release()
                 if not classes:
                     raise  # robots_url() of a canonical origin: a bug, not the server's doing
                 return unfollowable(NO_LOCATION)  # it passed redirect_target(), yet Scrapy cannot request it
-            # a place in the lane per hop, none held while a hop is checked: another host's robots.txt may need one
-            if not (acquired := self._lane.acquire()).called:  # (a free place is taken at once: nothing to wait for)
-                self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
-                await compat.wait_for(acquired)
             try:
                 response = await self._download(request)
             except CancelledError:
