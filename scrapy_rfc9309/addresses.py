@@ -82,8 +82,7 @@ class AddressPolicy:
     def private_origin(self, origin: str) -> bool:
         """Whether the canonical origin ``scheme://host:port`` is itself private."""
         host = origin.partition("://")[2].rpartition(":")[0].strip("[]").lower().rstrip(".")
-        address = ip_literal(host)
-        if address is not None:
+        if (address := ip_literal(host)) is not None:
             return self.internal(address)
         if "." not in host:
             return True  # localhost, a single-label intranet name

@@ -30,8 +30,7 @@ T = TypeVar("T")
 
 def version_tuple(version: str) -> tuple[int, int]:
     """``(major, minor)`` of a version string, pre-releases and dev builds included."""
-    found = re.match(r"\s*v?(\d+)(?:\.(\d+))?", version)
-    if found is None:
+    if (found := re.match(r"\s*v?(\d+)(?:\.(\d+))?", version)) is None:
         raise ValueError(f"not a version: {version!r}")
     return int(found.group(1)), int(found.group(2) or 0)
 

@@ -145,8 +145,7 @@ class RobotsFetcher:
             if hop and allow is not None and not await allow(url):
                 return unfollowable("a redirect to a URL robots.txt disallows, not followed", DISALLOWED_HOP)
             chain.append(url)
-            # a place in the lane per hop, none held while a hop is checked (another host's robots.txt may need one);
-            # taken first: a thousand new origins' fetches waiting for one make nothing more (no loop held by them)
+            # a place per hop, none held while a hop is checked (its host's robots.txt may need one), before building it
             if not (acquired := self._lane.acquire()).called:  # (a free place is taken at once: nothing to wait for)
                 self.crawler.stats.inc_value("rfc9309/fetch_lane/waited")
                 await compat.wait_for(acquired)
@@ -213,6 +212,11 @@ class RobotsFetcher:
                 result.content_type = _header(response, "Content-Type")
             return result
         raise AssertionError("unreachable: the loop returns on its last hop")  # pragma: no cover
+
+    async def inward(self, origin: str, url: str) -> bool:
+        """Whether ``url`` (a file ``origin`` names on another host) is internal while ``origin`` is public: unasked."""
+        private = self.settings.allow_private_redirects or self.addresses.private_origin(origin)
+        return not private and await self._leads_inward(self.addresses, url)
 
     async def _leads_inward(self, guard: AddressPolicy, url: str) -> bool:
         """Whether a redirect target is internal, before connecting: a literal at once, a name as resolved (or not)."""

@@ -65,8 +65,7 @@ def _invalid(crawler: Crawler, problem: object) -> _Crawl:
 def crawl_state(crawler: Crawler) -> _Crawl:
     """The crawl's registry entry, its settings checked on first use: off (an INFO line) by a switch (see
     :func:`scrapy_switches`); a bad setting is one ERROR line, and the crawl refused when it opens."""
-    state = _CRAWLS.get(crawler)
-    if state is not None:
+    if (state := _CRAWLS.get(crawler)) is not None:
         return state
     given = crawler.settings
     try:

@@ -249,8 +249,7 @@ class RobotsTxtMiddleware:
                 self.recorder.response_usage(request.url, origin, prov["usage"])
         elif self.settings.usage_unknown_denies and stated:
             usage = stated
-        denied = usage.denies(purposes, self.settings.usage_unknown_denies) if purposes else None
-        if denied is not None:
+        if (denied := usage.denies(purposes, self.settings.usage_unknown_denies) if purposes else None) is not None:
             self._usage_denied(request, denied, "marked" if self.settings.usage_header == "mark" else "dropped")
             prov["usage_denied"] = {"category": denied[0], "sources": [s.to_dict() for s in denied[1]]}
         return response
@@ -300,8 +299,7 @@ class RobotsTxtMiddleware:
 
 def declared_purposes(request: Request, settings: Rfc9309Settings, origin: str = "", strict: bool = False) -> Names:
     """What ``request`` declares: its ``rfc9309_usage``, else its origin's, else the crawl's (a bad one: ``strict``)."""
-    value = request.meta.get(META_USAGE)
-    if value is None:
+    if (value := request.meta.get(META_USAGE)) is None:
         origin = origin or origin_of(request.url) or ""
         return settings.for_origin(origin).usage if origin else settings.usage
     try:

@@ -47,8 +47,7 @@ _NORMALIZED: dict[type, dict[bytes, Any]] = {}
 
 def _header_values(headers: Any) -> Callable[[bytes], Sequence[bytes]]:
     """Field lines by lower-case name, each normalised once per Headers class (``getlist`` raises for each miss)."""
-    keys = _NORMALIZED.get(type(headers))
-    if keys is None:
+    if (keys := _NORMALIZED.get(type(headers))) is None:
         normkey = getattr(headers, "normkey", None)
         if not isinstance(headers, dict) or normkey is None:  # not Scrapy's: its own getlist
             return lambda name: headers.getlist(name)

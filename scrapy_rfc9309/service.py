@@ -274,8 +274,7 @@ class RobotsService:
         """The spider began to close: start nothing more, wake every waiter (the gate says what becomes of them)."""
         self.closed = True  # (a second call finds nothing left to stop)
         # (the resolutions already done are only storing their result: close waits for them)
-        pending = [(origin, entry) for origin, entry in self._pending.items() if not entry.done]
-        if pending:
+        if pending := [(origin, entry) for origin, entry in self._pending.items() if not entry.done]:
             logger.debug("scrapy-rfc9309: the spider is closing; %d resolution(s) stopped", len(pending))
         for origin, entry in pending:
             entry.finish(None, NotResolved(origin))
@@ -284,9 +283,13 @@ class RobotsService:
 
     async def close(self) -> None:
         self.shutdown()
-        for task in list(self._tasks):  # results still being stored: written before the store closes
+        # results still being stored: written before the store closes, within 5 s (a store that never answers: given up)
+        timer = compat.call_later(5.0, lambda: [*map(Deferred.cancel, list(self._tasks))])
+        for task in list(self._tasks):
             with contextlib.suppress(Exception):  # a failed store was counted and logged by the store
                 await compat.wait_for(task)
+        with contextlib.suppress(Exception):  # (called already)
+            timer.cancel()
         self.counts.flush()
         await self.storage.close()
 
@@ -330,7 +333,9 @@ class RobotsService:
             args = (origin, trigger, robots, entry.expires_at, floor, previous)
             files: dict[str, Any] = {kind.key: await self.origin_file(kind, *args) for kind in FILES if pending.files}
             sha256 = hashlib.sha256(entry.body).hexdigest() if entry.access == Access.SUCCESS.value else None
-            files["expires_at"] = min([entry.expires_at, *(file.expires_at for file in files.values() if file)])
+            # kept two floors at least: a page's turn finds it fresh (else each re-fetch's turn pushes the pages out)
+            expires = min([entry.expires_at, *(file.expires_at for file in files.values() if file)])
+            files["expires_at"] = max(expires, time.time() + 2 * floor)
             known = Known(entry, robots, policy.user_agent, floor, capped_from, policy.user_agents, sha256, **files)
             await self._publish(origin, known, trigger)
             pending.finish(known)  # the waiting requests go on first; the store's round trip is not on their way
@@ -559,6 +564,8 @@ class RobotsService:
         ``robots`` None: robots.txt's hop, unchecked (RFC 9309 2.3.1.2), waits for the floor known there."""
         if (hop := origin_of(url)) is None:
             return robots is None
+        if hop != origin and robots is not None and await self.fetcher.inward(origin, url):
+            return False  # a file a public origin names inside: not asked, as a redirect there is not
         if hop != origin and robots is None:
             floor = known.floor if (known := self.known(hop)) is not None else 0.0
         elif hop != origin:

@@ -149,8 +149,7 @@ class Rfc9309Settings:
             return _FALLBACKS.get(name) if value is None else value
 
         try:
-            problem = unreadable_scrapy_setting(settings)
-            if problem is not None:
+            if (problem := unreadable_scrapy_setting(settings)) is not None:
                 raise ValueError(problem)
             for name in sorted(n for n in settings if str(n).startswith("RFC9309_") and n not in DEFAULTS):
                 if settings.get(name) is not None:  # a typo or an old name would change nothing, silently
@@ -236,8 +235,7 @@ def unreadable_scrapy_setting(settings: Any, fix: bool = False) -> str | None:
 
 def project_scheduler(settings: Any) -> Any:
     """The scheduler the project chose: ``SCHEDULER``, or ``RFC9309_SCHEDULER`` where the gate took its place."""
-    scheduler = settings.get("SCHEDULER")
-    if not scheduler:
+    if not (scheduler := settings.get("SCHEDULER")):
         return scheduler
     name = scheduler if isinstance(scheduler, str) else f"{scheduler.__module__}.{scheduler.__qualname__}"
     return settings.get("RFC9309_SCHEDULER") or SCRAPY_SCHEDULER if name == GATE else scheduler
@@ -302,8 +300,7 @@ def _dict_form(value: Any) -> Mapping[Any, Any] | None:
 
 
 def _unknown_keys(value: Mapping[Any, Any], name: str, known: Iterable[str]) -> None:
-    unknown = sorted(str(key) for key in value if key not in known)
-    if unknown:
+    if unknown := sorted(str(key) for key in value if key not in known):
         raise ValueError(f"{name}: unknown key(s) {unknown}; known: {', '.join(known)}")
 
 
@@ -328,8 +325,7 @@ def unreachable_mode(value: Any, name: str) -> tuple[str, float]:
     mode = mode.strip()
     if mode not in UNREACHABLE_POLICIES or (colon and mode != "wait"):
         raise ValueError(f"{name}={_shown(value)}: {allowed}")
-    wait = _positive(seconds) if colon else UNREACHABLE_WAIT_SECONDS
-    if wait is None:
+    if (wait := _positive(seconds) if colon else UNREACHABLE_WAIT_SECONDS) is None:
         raise ValueError(f"{name}={_shown(value)}: the seconds of 'wait:<seconds>' must be a number above zero")
     return mode, wait
 
@@ -338,8 +334,7 @@ def _crawl_delay(value: Any, name: str) -> dict[str, Any]:
     """True (floors capped at :data:`MAX_CRAWL_DELAY_SECONDS`), False (none) or the cap in seconds."""
     if isinstance(value, (bool, str)) and str(value).strip().lower() in ("true", "false"):
         return {"crawl_delay": str(value).strip().lower() == "true", "max_crawl_delay": MAX_CRAWL_DELAY_SECONDS}
-    cap = _positive(value)
-    if cap is None:
+    if (cap := _positive(value)) is None:
         raise ValueError(
             f"{name}={_shown(value)}: use True (floors, capped at 60 s), False (no floors) or the longest floor in seconds, e.g. 30"
         )

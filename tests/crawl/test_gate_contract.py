@@ -32,6 +32,7 @@ import pytest
 import pytest_twisted
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
+from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309 import compat
 from scrapy_rfc9309.storage.memory import MemoryStorage
@@ -527,6 +528,30 @@ async def test_a_store_whose_turn_call_raises_ends_its_requests_and_the_crawl(se
     assert floored.page_hits() == []
     assert result.stat("requests/dropped/error") == 3, result.rfc()
     assert any(r.levelno == logging.ERROR for r in caplog.records), [r.getMessage() for r in caplog.records]
+    check_accounting(result)
+
+
+class HungStore(MemoryStorage):
+    """A store of one's own whose ``store`` (a result written after its requests went on) never answers."""
+
+    async def store(self, origin: str, entry: Any, lease: Any, floor: float = 0.0) -> None:
+        await compat.wait_for(Deferred())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_store_that_never_answers_a_write_does_not_hold_the_close(servers):
+    """A custom store whose ``store`` never answers: the pages go (a result is stored after
+    its requests went on), and the close gives the writes 5 s, then ends (an outsider's
+    check, before: the process never ended)."""
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = robots(ALLOW_ALL)
+    plan = [Req(site.url(f"/p{i}")) for i in range(2)]
+
+    result, took = await crawl_within(30, plan, {"RFC9309_STORAGE": f"{__name__}.HungStore"})
+
+    assert [o.status for o in result.outcomes] == [200, 200], result.outcomes
+    assert result.stats["finish_reason"] == "finished", result.stats["finish_reason"]
+    assert took < 15, took
     check_accounting(result)
 
 

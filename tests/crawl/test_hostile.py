@@ -18,7 +18,7 @@ from twisted.internet.interfaces import IHostnameResolver, IHostResolution
 from zope.interface import implementer
 
 from .command_runner import scrapy_crawl
-from .harness import check_accounting, crawl
+from .harness import Req, check_accounting, crawl
 from .servers import Reply, closed_port, redirect, robots
 
 
@@ -190,6 +190,33 @@ async def test_a_public_origins_tdmrep_json_redirect_to_an_internal_address_is_n
     internal.routes["/admin/tdm.json"] = Reply(200, "[]", {"Content-Type": "application/json"})
     settings = {**ONLY_127_0_0_2, "RFC9309_USAGE": ["train-ai"]}
     result = await crawl([origin.url("/page")], settings)
+    check_accounting(result)
+    assert internal.hits == []
+    assert result.outcome(origin.url("/page")).status == 200
+
+
+@pytest.mark.parametrize("named_by", ["robots_txt", "page"])
+@pytest_twisted.ensureDeferred
+async def test_a_license_a_public_origin_names_at_an_internal_address_is_not_asked(servers, named_by):
+    """A public origin names an RSL license at an internal address (robots.txt's ``License``
+    line, or a page's ``Link: rel="license"``; a purpose declared): nothing there is asked,
+    not the license and not that host's robots.txt (an outsider's check, before: both were
+    fetched, the license parsed: a public site could make the crawler ask inside)."""
+    origin, internal = servers("127.0.0.1"), servers("127.0.0.2")
+    license_url = internal.url("/license.xml")
+    if named_by == "robots_txt":
+        origin.routes["/robots.txt"] = robots(f"User-agent: *\nAllow: /\nLicense: {license_url}\n")
+    else:
+        origin.routes["/robots.txt"] = robots("User-agent: *\nAllow: /\n")
+        link = f'<{license_url}>; rel="license"; type="application/rsl+xml"'
+        origin.routes["/page"] = Reply(
+            200, "<html><body>page</body></html>", {"Content-Type": "text/html", "Link": link}
+        )
+    internal.routes["/robots.txt"] = robots(INTERNAL_FILE)
+    internal.routes["/license.xml"] = Reply(200, "<rsl></rsl>", {"Content-Type": "application/rsl+xml"})
+    plan = [Req(origin.url("/page"), then=[Req(origin.url("/next"))])]
+    origin.routes["/next"] = Reply(200, "<html><body>next</body></html>", {"Content-Type": "text/html"})
+    result = await crawl(plan, {**ONLY_127_0_0_2, "RFC9309_USAGE": ["train-ai"]})
     check_accounting(result)
     assert internal.hits == []
     assert result.outcome(origin.url("/page")).status == 200

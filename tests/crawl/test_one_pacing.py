@@ -244,6 +244,26 @@ async def test_a_robots_txt_fetched_again_waits_its_turn(servers, store, request
     check_accounting(result)
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_kept_less_than_the_floor_leaves_room_for_pages(servers):
+    """``Crawl-delay: 1`` and a robots.txt kept 1 s (``RFC9309_CACHE_SECONDS``): each page's
+    turn would find it expired and fetch it again, and that fetch's turn push the page a floor
+    further, when it is expired again. robots.txt is kept two floors at least, so the pages go,
+    each re-fetch with a floor before and after it (an outsider's check, before: robots.txt
+    every 2 floors and 1 page of 8 in 45 s)."""
+    site = floored(servers)
+    plan = [Req(site.url(f"/p{i}")) for i in range(4)]
+
+    result, took = await crawl_within(40, plan, {"RFC9309_CACHE_SECONDS": 1})
+
+    hits = sorted(site.hits, key=lambda hit: hit.at)
+    assert sorted(o.status for o in result.outcomes) == [200] * 4, result.outcomes
+    assert took < 20, (took, [hit.path for hit in hits])  # before: no end in sight
+    measured = gaps([hit.at for hit in hits])
+    assert min(measured) >= MARGIN * FLOOR, list(zip([hit.path for hit in hits[1:]], measured))
+    check_accounting(result)
+
+
 #: the slow origin's page time: with Redis longer than a turn's hold in the store (TURN_HOLD_US, 5 s)
 SLOW_PAGES = {"memory": 2.0, "redis": 6.0}
 
