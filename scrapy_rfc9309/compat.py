@@ -45,8 +45,7 @@ if SCRAPY_VERSION < OLDEST_SCRAPY:  # pragma: no cover - pip refuses this unless
         f"this is Scrapy {scrapy.__version__} (pip install -U 'scrapy>=2.13')"
     )
 
-#: what the plugin's own work catches as a failure: a store's own asyncio.CancelledError too (a close's is NotResolved)
-FAILURES = (Exception, asyncio.CancelledError)
+FAILURES = (Exception, asyncio.CancelledError)  #: the plugin's own work's failures (a close's cancel: NotResolved)
 #: Scrapy's ``robots_parsed`` signal (2.18+), or None where it does not exist
 ROBOTS_PARSED: object | None = getattr(signals, "robots_parsed", None)
 

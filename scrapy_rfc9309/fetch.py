@@ -128,9 +128,7 @@ class RobotsFetcher:
     ) -> FetchResult:
         url, status, limit = resource_url(origin, path), None, self.settings.max_redirects
         classes: list[str] = []
-        # a public origin's redirects are followed only to public addresses (scrapy_rfc9309.addresses): whether it is
-        # one is asked at its first redirect (most fetches have none: no address parsed, no network test)
-        guard: AddressPolicy | None = None
+        guard: AddressPolicy | None = None  # (_guard, asked at the first redirect: most fetches have none, no test)
         meta = HOP_META | {"download_timeout": self.settings.fetch_timeout}
         meta |= {key: trigger.meta[key] for key in PATH_META_KEYS if key in trigger.meta} if trigger else {}
 
@@ -172,8 +170,7 @@ class RobotsFetcher:
             # Whether the answer came from inside: the address connected to (a proxy's: not checked); Scrapy 2.13
             # gives an empty body (a redirect's) no ip_address: then the origin's name, as the resolver answers.
             if not hop and 300 <= response.status < 400:
-                private = self.settings.allow_private_redirects or self.addresses.private_origin(origin)
-                guard = None if private else self.addresses
+                guard = self._guard(origin)
             if guard is not None and not request.meta.get("proxy"):
                 if response.ip_address is not None:
                     inside = guard.internal(response.ip_address)
@@ -215,8 +212,12 @@ class RobotsFetcher:
 
     async def inward(self, origin: str, url: str) -> bool:
         """Whether ``url`` (a file ``origin`` names on another host) is internal while ``origin`` is public: unasked."""
-        private = self.settings.allow_private_redirects or self.addresses.private_origin(origin)
-        return not private and await self._leads_inward(self.addresses, url)
+        return (guard := self._guard(origin)) is not None and await self._leads_inward(guard, url)
+
+    def _guard(self, origin: str) -> AddressPolicy | None:
+        """A public origin's redirects and other hosts' files go only to public addresses (scrapy_rfc9309.addresses)."""
+        addresses = self.addresses
+        return None if self.settings.allow_private_redirects or addresses.private_origin(origin) else addresses
 
     async def _leads_inward(self, guard: AddressPolicy, url: str) -> bool:
         """Whether a redirect target is internal, before connecting: a literal at once, a name as resolved (or not)."""

@@ -401,9 +401,9 @@ class GateScheduler:
 
     def _key(self, request: Request) -> str:
         """Its download slot; a slot Scrapy copied onto a redirect to another host (with the meta) is that host's."""
-        of, meta, url = self.crawler.engine.downloader.get_slot_key, request.meta, request.url
-        if (was := meta.get("redirect_urls")) and meta.get("download_slot") == of(Request(was[-1])) != of(Request(url)):
-            del meta["download_slot"]  # (Scrapy's downloader sets it again, to this one)
+        of, slot, url = self.crawler.engine.downloader.get_slot_key, request.meta.get("download_slot"), request.url
+        if slot and (was := request.meta.get("redirect_urls")) and slot == of(Request(was[-1])) != of(Request(url)):
+            del request.meta["download_slot"]  # (Scrapy's downloader sets it again, to this one)
         return str(of(request))
 
     def _concurrency(self, key: str) -> int:

@@ -564,11 +564,11 @@ class RobotsService:
         ``robots`` None: robots.txt's hop, unchecked (RFC 9309 2.3.1.2), waits for the floor known there."""
         if (hop := origin_of(url)) is None:
             return robots is None
-        if hop != origin and robots is not None and await self.fetcher.inward(origin, url):
-            return False  # a file a public origin names inside: not asked, as a redirect there is not
         if hop != origin and robots is None:
             floor = known.floor if (known := self.known(hop)) is not None else 0.0
         elif hop != origin:
+            if await self.fetcher.inward(origin, url):
+                return False  # a file a public origin names inside: not asked, as a redirect there is not
             if (known := self.fresh(hop)) is None and not ((pending := self._pending.get(hop)) and pending.files):
                 known = await (pending or self._start(hop, None, alone=True)).wait()
             robots = known.robots if known is not None else (pending and pending.robots) or (await self.inspect(hop))[1]
