@@ -24,8 +24,11 @@ configuration:
 
 ``python benchmarks/instructions_bench.py``  (5 configurations x 3 crawls: about 25 minutes on 2 cores)
 
-``--only builtin --only memory`` for fewer; ``--save counts.json`` keeps every
-count, ``--load counts.json`` prints its table again; ``--keep DIR`` keeps
+``--only builtin --only memory`` for fewer; ``--rounds 3``: each count the median of 3 crawls
+(the configurations take turns in each round; the built-in's per-origin count moves by up to
+0.35 M between crawls, the plugin's by under 0.05 M); ``--save counts.json`` keeps every
+count, ``--load a.json b.json`` prints their table (runs side by side on two cores: their
+rounds merged, medians taken); ``--keep DIR`` keeps
 cachegrind's output files (``cg_annotate`` reads them: where the instructions
 go in the interpreter and its C libraries).
 """
@@ -33,9 +36,11 @@ go in the interpreter and its C libraries).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -129,9 +134,11 @@ def measure(
     baseline: Path | None = None,
     save: Path | None = None,
     fixed_at: int = 0,
+    rounds: int = 1,
 ) -> dict[str, Any]:
     """Every configuration's instruction count at each size (and at ``fixed_at`` origins, if not 0):
-    ``{"counts": {config: {size: Ir}}, ...}``.
+    ``{"counts": {config: {size: Ir}}, "samples": {config: {size: [Ir of each round]}}, ...}``, the count the
+    median of ``rounds`` crawls (the configurations take turns within a round).
     With ``baseline`` (another checkout with these benchmark files in its benchmarks/), its
     plugin configurations too, as ``<config>@base``."""
     if shutil.which("valgrind") is None:
@@ -147,7 +154,9 @@ def measure(
         described = f"{described.split(':')[0]}, {cut}"
     every = not_found_every(not_found_share)
     counts: dict[str, dict[str, int]] = {c: {} for c in configs}
-    result = {"counts": counts, "sizes": list(sizes), "pages": pages, "robots": described, "latency": latency}
+    samples: dict[str, dict[str, list[int]]] = {c: {} for c in configs}
+    result = {"counts": counts, "samples": samples, "sizes": list(sizes), "pages": pages, "robots": described}
+    result["latency"] = latency
     if fixed_at:
         result["fixed_at"] = fixed_at
     if keep is not None:
@@ -161,12 +170,14 @@ def measure(
     ):
         store = Redis(Path(tmp), cpus()[1]) if any(c.startswith("redis") for c in configs) else None
         try:
-            for config in configs:
+            for number, config in itertools.product(range(rounds), configs):
                 for size in (fixed_at, *sizes) if fixed_at else sizes:
-                    print(f"instructions: {config}, {size} origins ...", file=sys.stderr)
+                    print(f"instructions: {config}, {size} origins (round {number + 1}) ...", file=sys.stderr)
                     urls = broad_urls(ports["hosts"][:size], pages)
                     root = baseline if config.endswith("@base") and baseline is not None else ROOT
-                    counts[config][str(size)] = count(config, urls, ports["control"], Path(tmp), store, keep, root)
+                    got = samples[config].setdefault(str(size), [])
+                    got.append(count(config, urls, ports["control"], Path(tmp), store, keep, root))
+                    counts[config][str(size)] = int(statistics.median(got))
                     if save is not None:  # as each count ends: a long run stopped keeps what it counted
                         save.write_text(json.dumps(result, indent=1))
         finally:
@@ -237,6 +248,18 @@ def goals(per: dict[str, float], fixed: dict[str, float]) -> list[str]:
     return lines
 
 
+def merged(saved: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several ``--save`` files of one setup (runs side by side) as one: every round's count, their medians."""
+    out = dict(saved[0], samples={}, counts={})
+    for one in saved:  # (a file of one round each: its counts)
+        kept = one.get("samples") or {c: {k: [v] for k, v in s.items()} for c, s in one["counts"].items()}
+        for config, sizes in kept.items():
+            for size, values in sizes.items():
+                out["samples"].setdefault(config, {}).setdefault(size, []).extend(values)
+    out["counts"] = {c: {k: int(statistics.median(v)) for k, v in s.items()} for c, s in out["samples"].items()}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs=2, default=SIZES, metavar=("SMALL", "LARGE"))
@@ -253,10 +276,16 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another checkout: its plugin configurations too")
     ap.add_argument("--keep", type=Path, help="keep cachegrind's output files in this directory")
     ap.add_argument("--save", type=Path, help="write every count to this JSON file")
-    ap.add_argument("--load", type=Path, help="print the table of a file --save wrote, counting nothing")
+    ap.add_argument("--rounds", type=int, default=1, help="crawls per configuration and size: their median counts")
+    ap.add_argument(
+        "--load",
+        type=Path,
+        nargs="+",
+        help="print the table of files --save wrote (their rounds merged), counting nothing",
+    )
     args = ap.parse_args()
     if args.load:
-        print("\n".join(table(json.loads(args.load.read_text()))))
+        print("\n".join(table(merged([json.loads(path.read_text()) for path in args.load]))))
         return
     # the same hashes in every process: a set's or a dict's layout then does not move a count
     os.environ.setdefault("PYTHONHASHSEED", "0")
@@ -266,7 +295,7 @@ def main() -> None:
     configs = tuple(c for c in CONFIGS if c in (args.only or CONFIGS))
     measured = measure(
         configs, (small, large), args.pages, args.latency, args.robots_lines or None, args.not_found_share, args.keep,
-        args.baseline, args.save, args.fixed_at,
+        args.baseline, args.save, args.fixed_at, args.rounds,
     )  # fmt: skip
     print("\n".join(table(measured)))
 

@@ -250,9 +250,9 @@ class RobotsFetcher:
             if not self._in_flight:
                 crawler.signals.disconnect(self._bytes_received, signal=signals.bytes_received)
         # what the engine does for every download it makes (a line of our own: secrets masked, bounded)
-        spider = crawler.spider
-        shown = f"<{request.method} {shorten(mask_url(request.url))}>"
-        logger.debug("Crawled (%d) %s (robots.txt lane)", result.status, shown, extra={"spider": spider})
+        spider, shown = crawler.spider, f"<{request.method} {shorten(mask_url(request.url))}>"
+        logger.debug("Crawled (%d) %s (robots.txt lane, %d bytes)", result.status, shown, len(result.body),
+                     extra={"spider": spider})  # fmt: skip
         crawler.signals.send_catch_log(signals.response_received, response=result, request=request, spider=spider)
         return result
 

@@ -278,25 +278,25 @@ class GateScheduler:
 
     async def _resolve(self, origin: str, trigger: Request, files: bool) -> None:
         try:
-            await self.service.resolve(origin, trigger, files)
+            known = await self.service.resolve(origin, trigger, files)
         except NotResolved:
             return  # closing: close() ends what is held
         except Exception as exc:  # logged by the service: each request ends with it
-            waiting = self._held.pop(origin, [])
-            self._count -= len(waiting)
+            held = self._held.pop(origin, [])
+            self._count -= len(held)
             error = f"its origin could not be resolved ({type(exc).__name__}: {shorten(mask_text(str(exc)))})"
-            return self._fail(waiting, error)
-        waiting = self._held.pop(origin, [])
-        # 0: all in their slot's concurrency (nothing floored or queued there), on at once; 1: each in its slot's turn
-        # (concurrency, Crawl-delay); 2: more than a turn of the loop releases, back to the project's scheduler, which
-        # orders them among the rest (its priorities, turns between slots): no jump in its queue, no origin waiting
-        key = self._key(waiting[0]) if waiting and not self._floored else None
-        fits = key is not None and key not in self._slots and len(waiting) <= self._concurrency(key)
-        fits = fits and all(self._key(request) == key for request in waiting[1:])
-        mode = 0 if fits else 2 if len(waiting) > RELEASE_BATCH else 1
+            return self._fail(held, error)
+        held = self._held.pop(origin, [])
+        # 0: the allowed ones in their slot's concurrency (nothing floored or queued there), on at once, unfollowed; 1:
+        # each in its slot's turn (concurrency, Crawl-delay); 2: more than a turn of the loop releases, back to the
+        # project's scheduler, which orders them among the rest (its priorities, slots' turns): no jump in its queue
+        key = self._key(held[0]) if held and not self._floored else None
+        room = self._concurrency(key) if key is not None and key not in self._slots else 0  # (a denied one takes none)
+        room -= sum(self._allowed(r, known) for r in held) if room < len(held) <= 2 * room <= HOLD_BATCH else len(held)
+        mode = 0 if room >= 0 and all(self._key(r) == key for r in held) else 1 + (len(held) > RELEASE_BATCH)
         if mode == 1:  # the first may find its slot free: the highest priority first (stable: arrival kept)
-            waiting.sort(key=lambda request: -request.priority)
-        self._releases.extend(zip(waiting, itertools.repeat(mode)))
+            held.sort(key=lambda request: -request.priority)
+        self._releases.extend(zip(held, itertools.repeat(mode)))
         self._release_batch()
 
     def _release_batch(self) -> None:

@@ -171,7 +171,7 @@ class RobotsService:
 
     def __init__(self, settings: Rfc9309Settings, fetcher: RobotsFetcher, storage: FallbackStorage, stats: Any) -> None:
         self.settings, self.fetcher, self.storage = settings, fetcher, storage
-        self.counts, self._stats = Counts(stats), stats
+        self.counts, self._stats, self._reads = Counts(stats), stats, settings if settings.reads_pages else None
         self.closed = False  # the spider began to close: no fetch starts, waiters get NotResolved
         self.paces = storage.shared and settings.crawl_delay  # a store shared with other processes paces
         self._known: LruDict[str, Known] = LruDict(settings.cache_max_origins, on_evict=self._evicted)
@@ -201,8 +201,8 @@ class RobotsService:
         return known if fresh else None
 
     def reads(self, origin: str, meta: Any = ()) -> bool:
-        """Whether ``origin``'s usage statements are read, or a request's ``meta`` declares a purpose: files too."""
-        return META_USAGE in meta or self.settings.usage_report or bool(self.settings.for_origin(origin).usage)
+        """Whether ``origin``'s usage statements are read (a purpose, the report), or ``meta`` declares one: files too."""
+        return META_USAGE in meta or bool((s := self._reads) and (s.usage_report or s.for_origin(origin).usage))
 
     def adopt_license(self, origin: str, url: str) -> None:
         """A page names RSL license ``url``: adopted where usage is read and robots.txt names none (next ones wait)."""
@@ -611,7 +611,7 @@ class RobotsService:
         elif result.access is Access.UNREACHABLE and not result.internal:
             cause = f"{type(result.error).__name__}: {result.error}" if result.error else f"status {result.status}"
             logger.info("robots.txt of %s is unreachable (%s)", origin, shorten(mask_text(cause)))
-        else:
+        elif result.redirects or result.access is not Access.SUCCESS:  # (else the lane's Crawled line says it)
             logger.debug(
                 "robots.txt of %s: %s, status %s, %d bytes, %d redirect(s)",
                 origin, result.access.value, result.status, len(result.body), result.redirects,

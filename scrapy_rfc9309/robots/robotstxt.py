@@ -516,8 +516,9 @@ def _folding(entries: list[Any]) -> list[Any]:
     run: list[Any] = []  # wildcard rules
     plain: list[Any] = []  # plain prefix rules
     for entry in entries:
-        wild = _needle(entry)
-        prefix = not wild and entry[0] == _PREFIX
+        kind = entry[0]  # (_needle, inline: a call less per rule)
+        wild = entry[2] if kind == _SUB or kind == _SUB_END or kind >= _WILD else ""
+        prefix = not wild and kind == _PREFIX
         if plain and not prefix:
             _flush_prefixes(plain, out)
         if run and not wild:

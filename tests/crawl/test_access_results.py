@@ -289,3 +289,26 @@ async def test_unreachable_allow_is_an_explicit_opt_in(servers):
     assert result.outcome(site.url("/a")).status == 200
     assert result.stat("requests/allowed/allowed_unreachable_opt_in") == 1
     check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_fetch_logs_its_download_once_and_its_access_result_when_the_download_line_does_not_say_it(
+    servers, caplog
+):
+    """Each download of the lane has its Crawled line, with its size; a robots.txt that succeeded at once has no
+    second line (one LogRecord less per origin of a broad crawl); a redirected or unavailable one has its result."""
+    plain, moved, missing = servers(), servers(), servers()
+    plain.routes["/robots.txt"] = robots(DISALLOW_PRIVATE)
+    moved.routes["/robots.txt"] = redirect(plain.url("/robots.txt"))
+    missing.routes["/robots.txt"] = Reply(404, "gone")
+    with caplog.at_level(logging.DEBUG, logger="scrapy_rfc9309"):
+        await crawl([site.url("/page") for site in (plain, moved, missing)])
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("scrapy_rfc9309")]
+    crawled = [line for line in lines if line.startswith("Crawled (") and "(robots.txt lane, " in line]
+    assert any(f"<GET {plain.url('/robots.txt')}> (robots.txt lane, {len(DISALLOW_PRIVATE)} bytes)" in line
+               for line in crawled), crawled  # fmt: skip
+    assert len(crawled) == 4, crawled  # plain's, moved's two hops, missing's
+    results = [line for line in lines if line.startswith("robots.txt of ")]
+    assert not [line for line in results if line.startswith(f"robots.txt of {plain.origin}:")], results
+    assert f"robots.txt of {moved.origin}: success, status 200, {len(DISALLOW_PRIVATE)} bytes, 1 redirect(s)" in results
+    assert f"robots.txt of {missing.origin}: unavailable, status 404, 0 bytes, 0 redirect(s)" in results
