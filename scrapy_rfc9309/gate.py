@@ -12,6 +12,7 @@ import sys
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, NamedTuple
 from weakref import WeakKeyDictionary
 
@@ -401,9 +402,11 @@ class GateScheduler:
 
     def _key(self, request: Request) -> str:
         """Its download slot; a slot Scrapy copied onto a redirect to another host (with the meta) is that host's."""
-        of, slot, url = self.crawler.engine.downloader.get_slot_key, request.meta.get("download_slot"), request.url
-        if slot and (was := request.meta.get("redirect_urls")) and slot == of(Request(was[-1])) != of(Request(url)):
-            del request.meta["download_slot"]  # (Scrapy's downloader sets it again, to this one)
+        of, meta = self.crawler.engine.downloader.get_slot_key, request.meta
+        if (slot := meta.get("download_slot")) and (was := meta.get("redirect_urls")):
+            with suppress(ValueError, TypeError, IndexError):  # (a redirect_urls of the user's, holding no URL: kept)
+                if slot == of(Request(was[-1])) != of(Request(request.url)):
+                    del meta["download_slot"]  # (Scrapy's downloader sets it again, to this one)
         return str(of(request))
 
     def _concurrency(self, key: str) -> int:

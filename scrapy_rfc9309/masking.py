@@ -20,9 +20,7 @@ def _secret_name() -> re.Pattern[str]:
 
 def mask_url(url: str) -> str:
     """``url`` with its password (``user:***@``; no password: ``***@``) and secret-named parameters masked."""
-    if "@" not in url and "?" not in url and "#" not in url:
-        return url
-    return _mask(url)
+    return url if "@" not in url and "?" not in url and "#" not in url else _mask(url)
 
 
 @lru_cache(maxsize=1024)
@@ -51,9 +49,7 @@ def _url_in_text() -> re.Pattern[str]:
 
 def mask_text(text: str) -> str:
     """``text`` (an error message, say) with every URL in it masked."""
-    if "://" not in text:
-        return text
-    return _url_in_text().sub(lambda found: mask_url(found.group(0)), text)
+    return text if "://" not in text else _url_in_text().sub(lambda found: mask_url(found.group(0)), text)
 
 
 def _mask_pair(pair: str) -> str:

@@ -573,3 +573,16 @@ async def test_a_request_waiting_for_its_turn_lets_a_higher_priority_one_go_firs
     order = [hit.path for hit in sorted(site.page_hits(), key=lambda hit: hit.at)]
     assert order == ["/p0", "/urgent", "/p1", "/p2"], order
     check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_held_request_whose_redirect_urls_hold_no_url_is_released_and_the_crawl_ends(servers):
+    """A ``redirect_urls`` of the user's whose last entry is no URL, beside a ``download_slot`` of theirs, on a
+    request held for its origin: the gate's slot look-up keeps the slot, releases it, and the crawl ends."""
+    site = servers()
+    site.routes["/robots.txt"] = robots("User-agent: *\nDisallow: /private\n")
+    meta = {"download_slot": "mine", "redirect_urls": ["not a URL"]}
+    result, _ = await crawl_within(20, [Req(site.url("/page"), meta=meta), Req(site.url("/private"), meta=meta)])
+    assert result.outcome(site.url("/page")).status == 200
+    assert result.outcome(site.url("/private")).error == "IgnoreRequest"
+    check_accounting(result)
