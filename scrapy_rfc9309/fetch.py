@@ -267,8 +267,7 @@ class RobotsFetcher:
 
 def _encoding_aside(response: Response, request: Request) -> Response:
     """Move the hop's ``Content-Encoding`` aside before HttpCompressionMiddleware sees it."""
-    transfer = request.meta.get(FETCH_META_KEY)
-    encodings = response.headers.getlist("Content-Encoding")
+    transfer, encodings = request.meta.get(FETCH_META_KEY), response.headers.getlist("Content-Encoding")
     if isinstance(transfer, _Transfer) and encodings:
         transfer.encodings = list(encodings)
         del response.headers["Content-Encoding"]

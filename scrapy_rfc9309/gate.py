@@ -103,13 +103,12 @@ class GateScheduler:
 
     def __init__(self, crawler: Crawler, inner: Any) -> None:
         self.crawler, self.inner = crawler, inner
-        self.settings = rfc9309_settings(crawler)
-        self.service = robots_service(crawler)
+        self.settings, self.service = rfc9309_settings(crawler), robots_service(crawler)
         self._counts = self.service.counts
         self._held: defaultdict[str, list[Request]] = defaultdict(list)  # origin -> waiting for its resolution
         self._slots: dict[str, _Slot] = {}
-        self._count = self._turns = 0  # held: in _held, _releases and the slots' queues (_turns: there, for a turn)
-        self._releases: deque[tuple[Request, int]] = deque()  # resolved: (request, _resolve's mode)
+        self._count = self._turns = self._handed = 0  # held: in _held, _releases, slot queues (_turns: for a turn)
+        self._releases: deque[tuple[Request, int]] = deque()  # resolved: (request, _resolved's mode)
         self._ready: list[tuple[int, int, Request]] = []  # released: a heap in the scheduler's order
         self._order = itertools.count()
         self._peek: Request | None = None  # the scheduler's next request, taken out to compare priorities
@@ -122,10 +121,10 @@ class GateScheduler:
         self._offsite: Any = None
         self._feed: Any = None  # scrapy-redis's RedisSpider takes more work: schedule_next_requests
         self._full = self._closed = self._waking = self._releasing_batch = self._ties = self._woken = False
-        self._handed = 0  # released requests handed out in this turn of the loop
         self._last_check: Any = None  # (request, Known, Decision) of the last request _allowed let go
         get = crawler.settings.getint
         self._per_slot = get("CONCURRENT_REQUESTS_PER_IP") or get("CONCURRENT_REQUESTS_PER_DOMAIN")
+        self._bound, self._bound_all = self.settings.max_held, max(self.settings.max_held, HELD_IN_ALL)
         self._slot_settings = crawler.settings.getdict("DOWNLOAD_SLOTS")
         redis = uses_scrapy_redis(project_scheduler(crawler.settings))  # (keeps its queue across the close)
         self._keeps = bool(crawler.settings.get("JOBDIR")) or (redis and crawler.settings.getbool("SCHEDULER_PERSIST"))
@@ -181,10 +180,9 @@ class GateScheduler:
                 if gap == 0:
                     self._ties = not self._ties  # equal priorities: released and queued in turn
                 if gap < 0 or (gap == 0 and self._ties) or self._is_full():
-                    self._handed += 1
-                    if self._handed == 1:
-                        compat.call_later(0, self._next_turn)
-                    elif self._handed > RELEASE_BATCH:
+                    self._handed += 1  # (handed out since the engine last waited a turn: no timer per turn)
+                    if self._handed > RELEASE_BATCH:
+                        self._wake_next_turn()
                         return None  # the loop's turn first: _next_turn wakes the engine
                     if (tracked := self._tracked.get(id(released := heapq.heappop(self._ready)[2]))) is not None:
                         tracked.since, tracked.ready = time.monotonic(), False  # unseen from when the engine takes it
@@ -244,7 +242,7 @@ class GateScheduler:
         return self.inner.close(reason) if hasattr(self.inner, "close") else None
 
     def _is_full(self) -> bool:  # a floored origin's waiting requests do not stop the others: only memory's bound
-        return self._count - self._turns >= (held := self.settings.max_held) or self._count >= max(held, HELD_IN_ALL)
+        return self._count - self._turns >= self._bound or self._count >= self._bound_all
 
     def _take(self) -> Request | None:
         request, self._peek = self._peek, None
@@ -265,7 +263,7 @@ class GateScheduler:
         self._count += 1
         self._counts.inc("gate/held")
         if len(held) == 1:
-            compat.spawn(self._resolve(origin, request, files))
+            self.service.resolving(origin, request, files).addBoth(self._resolved, origin)  # (no task of its own)
         return False
 
     def _checked(self, request: Request) -> tuple[str | None, bool]:
@@ -277,24 +275,23 @@ class GateScheduler:
             return None, False
         return origin, self.service.reads(origin, meta)
 
-    async def _resolve(self, origin: str, trigger: Request, files: bool) -> None:
-        try:
-            known = await self.service.resolve(origin, trigger, files)
-        except NotResolved:
-            return  # closing: close() ends what is held
-        except Exception as exc:  # logged by the service: each request ends with it
-            held = self._held.pop(origin, [])
-            self._count -= len(held)
-            error = f"its origin could not be resolved ({type(exc).__name__}: {shorten(mask_text(str(exc)))})"
-            return self._fail(held, error)
+    def _resolved(self, known: Known | Failure | None, origin: str) -> None:
+        if known is None or isinstance(known, Failure) and known.check(NotResolved):
+            return  # closing (or cancelled with the loop): close() ends what is held
         held = self._held.pop(origin, [])
-        # 0: the allowed ones in their slot's concurrency (nothing floored or queued there), on at once, unfollowed; 1:
+        if isinstance(known, Failure):  # logged by the service: each request ends with it
+            self._count -= len(held)
+            error = f"its origin could not be resolved ({known.type.__name__}: {shorten(mask_text(str(known.value)))})"
+            return self._fail(held, error)
+        # 0: the allowed ones in their slot's concurrency (nothing floored or queued there), on at once, unfollowed (-1:
+        # no floor either, so not looked at again: one no longer fresh, or reading more files, the middleware returns); 1:
         # each in its slot's turn (concurrency, Crawl-delay); 2: more than a turn of the loop releases, back to the
         # project's scheduler, which orders them among the rest (its priorities, slots' turns): no jump in its queue
         key = self._key(held[0]) if held and not self._floored else None
         room = self._concurrency(key) if key is not None and key not in self._slots else 0  # (a denied one takes none)
         room -= sum(self._allowed(r, known) for r in held) if room < len(held) <= 2 * room <= HOLD_BATCH else len(held)
-        mode = 0 if room >= 0 and all(self._key(r) == key for r in held) else 1 + (len(held) > RELEASE_BATCH)
+        one = room >= 0 and (not any("download_slot" in r.meta for r in held) or all(self._key(r) == key for r in held))
+        mode = -(not known.floor) if one else 1 + (len(held) > RELEASE_BATCH)  # (one slot: an origin's, none its own)
         if mode == 1:  # the first may find its slot free: the highest priority first (stable: arrival kept)
             held.sort(key=lambda request: -request.priority)
         self._releases.extend(zip(held, itertools.repeat(mode)))
@@ -302,15 +299,14 @@ class GateScheduler:
 
     def _release_batch(self) -> None:
         """Route the resolved requests, :data:`RELEASE_BATCH` (or :data:`RELEASE_SECONDS`) a turn of the loop."""
-        self._releasing_batch = False  # (close() empties _releases)
-        until = time.monotonic() + RELEASE_SECONDS
+        self._releasing_batch, until = False, time.monotonic() + RELEASE_SECONDS  # (close() empties _releases)
         for _ in range(min(RELEASE_BATCH, len(self._releases))):
             request, mode = self._releases.popleft()
             self._count -= 1
             try:  # (expired meanwhile, or no longer checked: looked at again)
                 if mode == 2 and self._requeue(request):
                     self._wake_next_turn()  # the engine takes it from the scheduler
-                elif self._admit(request, mode > 0):
+                elif mode < 0 or self._admit(request, mode > 0):
                     self._release(request, self._held_for_robots(request))
             except Exception as exc:
                 self._fail([request], f"the gate could not release it ({type(exc).__name__}: {exc})", exc)
@@ -335,10 +331,9 @@ class GateScheduler:
         return False
 
     def _held_for_robots(self, request: Request) -> Held:
-        """What the middleware is told of a request released after its origin's resolution (paced: it took its turn)."""
+        """What the middleware is told of a request released after its resolution (paced: its turn, a floored slot's)."""
         checked = last[1:] if (last := self._last_check) is not None and last[0] is request else None
-        paced = bool(self._floored) and request in self.released  # (_queue paces only on floored slots)
-        return Held(for_robots=True, paced=paced, checked=checked)
+        return Held(for_robots=True, paced=bool(self._floored) and request in self.released, checked=checked)
 
     def _route(self, request: Request, origin: str, known: Known, for_robots: bool) -> bool:
         """A request of a known origin: on now (True), or queued for its slot's turn (or room: ``for_robots``)."""
@@ -396,9 +391,8 @@ class GateScheduler:
         if not all((decision := robots.check(url, token)).allowed for token in reversed(tokens)):
             return False
         self._last_check = (request, known, decision) if tokens else None  # (the first token's: Held.checked)
-        if not (usage := usage_for(robots, url, tokens, allowed=True)):
-            return True
-        return not (purposes := declared_purposes(request, self.settings)) or usage.denies(purposes) is None
+        usage = usage_for(robots, url, tokens, allowed=True)
+        return not usage or not (wanted := declared_purposes(request, self.settings)) or usage.denies(wanted) is None
 
     def _key(self, request: Request) -> str:
         """Its download slot; a slot Scrapy copied onto a redirect to another host (with the meta) is that host's."""

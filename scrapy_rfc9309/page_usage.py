@@ -72,8 +72,7 @@ def read_response(response: Response, url: str, tokens: Sequence[str], tdmrep: T
     content_usage, content_signal = values(b"content-usage"), values(b"content-signal")
     robots_tag, reservation, policy = values(b"x-robots-tag"), values(b"tdm-reservation"), values(b"tdm-policy")
     content_type = (values(b"content-type") or (None,))[-1]
-    tokens = tuple(tokens)
-    head_read = is_html(content_type)
+    tokens, head_read = tuple(tokens), is_html(content_type)
     head = read_head(response.body, content_type, meta_names(tokens), url=response.url) if head_read else EMPTY_HEAD
     metas = head.metas
     tdm_metas = tuple(m for m in metas if m.name in _TDM_NAMES)

@@ -232,6 +232,15 @@ class RobotsService:
             return await self.resolve(origin, trigger, files)
         return await (pending or self._start(origin, trigger, files)).wait()
 
+    def resolving(self, origin: str, trigger: Any = None, files: bool = False) -> Deferred:
+        """:meth:`resolve` as a Deferred: a waiter of the resolution in flight, no task of its own (the gate's hold)."""
+        if (pending := self._pending.get(origin)) is None and not self.closed and self.fresh(origin, files) is None:
+            pending = self._start(origin, trigger, files)
+        if pending is None or pending.done or files and not pending.files:
+            return compat.spawn(self.resolve(origin, trigger, files))
+        pending.waiters.append(waiter := Deferred[Known]())
+        return waiter
+
     async def inspect(self, origin: str, unreachable: str | None = None) -> tuple[FetchResult, RobotsTxt]:
         """Fetch ``origin``'s robots.txt once, now (no cache, store, retries), and its policy: ``scrapy robots``."""
         result = await self.fetcher.fetch(origin)

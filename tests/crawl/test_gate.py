@@ -246,6 +246,28 @@ async def test_requests_released_together_keep_the_per_domain_limit_by_hand_too(
 
 
 @pytest_twisted.ensureDeferred
+async def test_held_requests_of_one_origin_on_two_slots_keep_each_slots_concurrency(servers):
+    """Three pages of one origin wait for its robots.txt; two of them carry a ``download_slot`` of
+    their own whose ``DOWNLOAD_SLOTS`` concurrency is 1.  The origin's slot has room for all three, but
+    the release follows each slot: the two of the small slot never download at once (the server sees
+    at most two pages in flight).  On Scrapy 2.14 and later, whose download slot lets requests that
+    reach it together start together, a release that looked only at the first page's slot sent
+    three at once."""
+    site = servers("127.0.0.2")
+    site.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", {"Content-Type": "text/plain"}, delay=0.5)
+    slow = Reply(200, "<html>page</html>", {"Content-Type": "text/html"}, delay=0.5)
+    site.routes["/a"] = site.routes["/b"] = site.routes["/c"] = slow
+    own = {"download_slot": "small"}
+    plan = [Req(site.url("/a")), Req(site.url("/b"), meta=dict(own)), Req(site.url("/c"), meta=dict(own))]
+    settings = {"DOWNLOAD_SLOTS": {"small": {"concurrency": 1}}, "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
+    result = await crawl(plan, {"DOWNLOADER_MIDDLEWARES": MIDDLEWARES, **settings})
+    assert all(result.outcome(r.url).status == 200 for r in plan)
+    assert site.count("/robots.txt") == 1
+    assert site.max_in_flight == 2, site.max_in_flight
+    check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
 async def test_requests_released_beside_denied_ones_on_one_slot_all_end(servers):
     """Two origins on one host (one download slot, one request at a time): the
     first's robots.txt answers 503 (its 30 requests denied, never downloaded),

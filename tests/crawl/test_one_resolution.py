@@ -324,3 +324,31 @@ async def test_an_origin_whose_usage_is_not_read_waits_for_no_tdmrep_json(server
     assert result.stat("gate/returned") in (None, 0), result.rfc()
     assert took < 8.0, took  # no page waited out the 10 s fetch timeout
     check_accounting(result)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_held_page_that_alone_declares_a_purpose_is_not_let_through_on_robots_txt_alone(servers):
+    """Two pages of an origin wait for its slow robots.txt: one declares no purpose (the crawl reads no usage
+    statement, so its origin is resolved for robots.txt alone), the other declares ``train-ai`` in its meta,
+    sent while the first waits.  Both are released together, not looked at again in the gate; the second
+    still waits for the origin's tdmrep.json (fetched once, after robots.txt) and its reservation applies."""
+    slow = site(servers, "127.0.0.2", file=tdm_file(RESERVING))
+    slow.routes["/robots.txt"] = Reply(200, ALLOW_ALL, {"Content-Type": "text/plain"}, delay=1.0)
+    slow.routes["/open"] = slow.routes["/reserved/p"] = PAGE
+    fast = site(servers, "127.0.0.3")
+    fast.routes["/x"] = PAGE
+    declaring = Req(slow.url("/reserved/p"), meta={"rfc9309_usage": ["train-ai"]})
+    plan = [Req(slow.url("/open")), Req(fast.url("/x"), then=[declaring])]
+
+    result, _ = await crawl_within(30, plan, {})
+
+    assert result.outcome(slow.url("/open")).status == 200
+    assert result.outcome(fast.url("/x")).status == 200
+    # the second was held beside the first (it came while robots.txt was on its way)
+    assert slow.answered["/robots.txt"][0] > result.outcome(fast.url("/x")).at
+    outcome = result.outcome(slow.url("/reserved/p"))
+    assert outcome.error == "IgnoreRequest" and "train-ai" in outcome.message, outcome
+    assert slow.count(TDM) == 1 and slow.count("/robots.txt") == 1, slow.paths()
+    assert slow.paths().index(TDM) > slow.paths().index("/robots.txt")
+    print("sent back to the gate by the middleware:", result.stat("gate/returned"))
+    check_accounting(result)
