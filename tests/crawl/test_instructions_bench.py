@@ -89,3 +89,16 @@ def test_a_bare_crawl_runs_and_counts_nothing_of_its_own(bench):
     assert numbers["robots_fetches"] == 2 and numbers["downloaded"] + numbers["dropped"] == 6
     assert "gc" not in result  # no collector callback
     assert numbers["signal_calls_total"] == 0 and numbers["store_calls"] == {}  # no counting wrapper
+
+
+def test_a_verdict_of_one_crawl_per_count_says_so_and_medians_say_how_many(bench):
+    """One crawl per count: the goals' lines end with a warning (a garbage collection more or less moves a
+    per-origin count by about 0.25 M); counts that are medians of rounds say of how many, and need none."""
+    one = bench.table({"counts": COUNTS, "sizes": [100, 300], "pages": 3, "robots": "a file"})
+    assert any("one crawl per configuration and size" in line for line in one)
+    assert one[-1].startswith("One crawl per count: a full garbage collection more or less")
+    samples = {config: {size: [ir, ir + 1, ir - 1] for size, ir in sizes.items()} for config, sizes in COUNTS.items()}
+    three = bench.table({"counts": COUNTS, "samples": samples, "sizes": [100, 300], "pages": 3, "robots": "a file"})
+    assert any("the median of up to 3 crawls per configuration and size" in line for line in three)
+    assert not any(line.startswith("One crawl per count") for line in three)
+    assert three[-1].startswith("Fixed cost, memory store:")
