@@ -270,10 +270,11 @@ def lic_link(url: str) -> str:
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_license_a_page_names_governs_the_next_requests_of_its_origin(servers):
+async def test_a_license_a_page_names_governs_the_next_requests_of_its_origin(servers, monkeypatch):
     """robots.txt names no license; the first page's Link header does: the origin adopts it, its next
     requests wait in the gate while it is fetched once, and its terms deny them before the download.
     The page's HTML link comes after the header: not the one adopted."""
+    waited = record_middleware_waits(monkeypatch)
     s = site(servers, "127.0.0.2", None)
     s.routes["/p1"] = page(lic_link("/license.xml"), '<link rel="license" type="application/rsl+xml" href="/o.xml">')
     s.routes["/license.xml"] = license_reply(PROHIBITS)
@@ -292,7 +293,9 @@ async def test_a_license_a_page_names_governs_the_next_requests_of_its_origin(se
     assert pages(s) == ["/about", "/p1"]  # the reserved pages were never downloaded
     assert s.count("/license.xml") == 1 and s.count("/o.xml") == 0 and s.count("/robots.txt") == 1
     assert result.stat("license/page_named") == 1 and result.stat("license/fetch/count") == 1
-    assert result.stat("gate/held") == 4  # /p1 for robots.txt, the next three for the license: none in the downloader
+    # /p1 held for robots.txt, the next three for the license, unless it was known before the last of them reached
+    # the gate (Scrapy 2.13 schedules a callback's requests over turns of the loop): none waited in the downloader
+    assert 2 <= result.stat("gate/held") <= 4 and waited == [], (result.stat("gate/held"), waited)
 
 
 @pytest_twisted.ensureDeferred
