@@ -291,7 +291,7 @@ class GateScheduler:
         room = self._concurrency(key) if key is not None and key not in self._slots else 0  # (a denied one takes none)
         room -= sum(self._allowed(r, known) for r in held) if room < len(held) <= 2 * room <= HOLD_BATCH else len(held)
         one = room >= 0 and (not any("download_slot" in r.meta for r in held) or all(self._key(r) == key for r in held))
-        mode = -(not known.floor) if one else 1 + (len(held) > RELEASE_BATCH)  # (one slot: an origin's, none its own)
+        mode = (0 if known.floor else -1) if one else 1 + (len(held) > RELEASE_BATCH)  # (one slot: none its own)
         if mode == 1:  # the first may find its slot free: the highest priority first (stable: arrival kept)
             held.sort(key=lambda request: -request.priority)
         self._releases.extend(zip(held, itertools.repeat(mode)))
