@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Generator, Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from . import dots, index, patterns
@@ -70,6 +71,9 @@ _MAX_BUCKETS = 512
 #: RobotsTxt.prepare compiles the buckets of at least this many rules (a smaller one compiles on
 #: its first check): the time and memory of a preparation against the cost of a first check
 PREPARE_LEAST = 64
+#: the characters a rule "/" + character + ... is filed under (the others only compiling can place)
+_FILED = frozenset(map(chr, range(128))) - frozenset("$%*")
+_LITERAL, _NUMBER = itemgetter(1), itemgetter(4)  # of a rule (kind, a, b, n, number)
 _path_of = patterns.path_of
 _wild_match = patterns.wild_match
 
@@ -238,14 +242,10 @@ class _Matcher:
         for i in numbers:
             raw = texts[i]
             char = raw[1:2]
-            if raw[0] != "/" or not char or char >= "\x80" or char in "$%*":
+            if raw[0] != "/" or char not in _FILED:
                 unsure.append(i)
                 continue
-            filed = own.get(char)
-            if filed is None:
-                own[char] = [i]
-            else:
-                filed.append(i)
+            own.setdefault(char, []).append(i)
             if char == "i" and marks[i] & 1 and raw.startswith("/index.htm"):
                 index_htm.append(i)
 
@@ -453,7 +453,7 @@ class _Matcher:
 def _work(texts: list[str], numbers: list[int], plain: bool) -> int:
     """The work of compiling the rules ``numbers`` (see :meth:`_Matcher._compiling`)."""
     if plain:
-        return _RULE_WORK * len(numbers) + (sum(len(texts[i]) for i in numbers) >> 1)
+        return _RULE_WORK * len(numbers) + (sum(map(len, map(texts.__getitem__, numbers))) >> 1)
     return sum(_rule_work(texts[i]) for i in numbers)
 
 
@@ -471,7 +471,7 @@ def _rule_work(raw: str) -> int:
 
 def _first_prefix(path: str, prefixes: tuple[str, ...]) -> int:
     """The index of the first of ``prefixes`` that ``path`` starts with (one does)."""
-    return next(k for k, prefix in enumerate(prefixes) if path.startswith(prefix))
+    return prefixes.index(next(filter(path.startswith, prefixes)))  # (the first of equal prefixes: the same answer)
 
 
 def _first_in_run(path: str, rules: tuple[tuple[str, str, tuple[Any, Any, Any, Any, int]], ...]) -> int | None:
@@ -537,7 +537,7 @@ def _folding(entries: list[Any]) -> list[Any]:
 def _flush_prefixes(plain: list[Any], out: list[Any]) -> None:
     """Add the waiting plain prefix rules to ``out``: as one run entry, or one."""
     if len(plain) > 1:
-        out.append((_PREFIXES, tuple([e[1] for e in plain]), tuple([e[4] for e in plain]), 0, None))
+        out.append((_PREFIXES, tuple(map(_LITERAL, plain)), tuple(map(_NUMBER, plain)), 0, None))
     else:
         out.extend(plain)
     plain.clear()
