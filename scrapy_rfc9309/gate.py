@@ -283,10 +283,9 @@ class GateScheduler:
             self._count -= len(held)
             error = f"its origin could not be resolved ({known.type.__name__}: {shorten(mask_text(str(known.value)))})"
             return self._fail(held, error)
-        # 0: the allowed ones in their slot's concurrency (nothing floored or queued there), on at once, unfollowed (-1:
-        # no floor either, so not looked at again: one no longer fresh, or reading more files, the middleware returns); 1:
-        # each in its slot's turn (concurrency, Crawl-delay); 2: more than a turn of the loop releases, back to the
-        # project's scheduler, which orders them among the rest (its priorities, slots' turns): no jump in its queue
+        # 0: the allowed ones fit their slot's concurrency (nothing floored or queued there): on at once, unfollowed; -1:
+        # the same, no floor: not looked at again (the middleware returns one not fresh); 1: each in its slot's turn; 2:
+        # more than a turn of the loop releases: back to the project's scheduler, which orders them (no jump in its queue)
         key = self._key(held[0]) if held and not self._floored else None
         room = self._concurrency(key) if key is not None and key not in self._slots else 0  # (a denied one takes none)
         room -= sum(self._allowed(r, known) for r in held) if room < len(held) <= 2 * room <= HOLD_BATCH else len(held)

@@ -87,8 +87,7 @@ class RobotsTxtMiddleware:
             counts.inc("cache/misses")
             counts.inc("requests/dropped/error")  # the gate's or the service's own work failed for it
             self._drop(request, f"Dropped: {held.error}")
-        policy = self.settings.for_origin(origin)
-        tokens = policy.user_agents
+        tokens = (policy := self.settings.for_origin(origin)).user_agents
         files = self.service.reads(origin, meta)  # (as the gate asked: an origin whose usage is not read, none)
         if meta.get("dont_obey_robotstxt") or not policy.obey:  # access rules off; usage preferences kept
             known, usage = self.service.known(origin) if files else None, UNKNOWN

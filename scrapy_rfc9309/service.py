@@ -156,8 +156,11 @@ class _Pending:
             if self.error is not None:
                 raise self.error
             return self.known  # type: ignore[return-value]  # set whenever no error is
+        return await compat.wait_for(self.waiter())
+
+    def waiter(self) -> Deferred:  # fired by finish() (the resolution not done yet)
         self.waiters.append(waiter := Deferred[Known]())
-        return await compat.wait_for(waiter)
+        return waiter
 
     def finish(self, known: Known | None, error: BaseException | None = None) -> None:
         if not self.done:
@@ -238,8 +241,7 @@ class RobotsService:
             pending = self._start(origin, trigger, files)
         if pending is None or pending.done or files and not pending.files:
             return compat.spawn(self.resolve(origin, trigger, files))
-        pending.waiters.append(waiter := Deferred[Known]())
-        return waiter
+        return pending.waiter()
 
     async def inspect(self, origin: str, unreachable: str | None = None) -> tuple[FetchResult, RobotsTxt]:
         """Fetch ``origin``'s robots.txt once, now (no cache, store, retries), and its policy: ``scrapy robots``."""
