@@ -167,14 +167,12 @@ class RobotsFetcher:
                 return FetchResult(Access.UNREACHABLE, None, url, classes, error=exc, internal=True)
             finally:
                 self._lane.release()
-            # Whether the answer came from inside: the address connected to (a proxy's: not checked); Scrapy 2.13
-            # gives an empty body (a redirect's) no ip_address: then the origin's name, as the resolver answers.
-            if not hop and 300 <= response.status < 400:
+            if not hop and 300 <= response.status < 400:  # whether the answer came from inside:
                 guard = self._guard(origin)
-            if guard is not None and not request.meta.get("proxy"):
+            if guard is not None and not request.meta.get("proxy"):  # the address connected to (a proxy's: not checked)
                 if response.ip_address is not None:
                     inside = guard.internal(response.ip_address)
-                else:
+                else:  # Scrapy 2.13 gives an empty body (a redirect's) none: the origin's name, as the resolver answers
                     inside = not hop and 300 <= response.status < 400 and await self._leads_inward(guard, url)
                 if inside and hop:
                     return unfollowable(INWARD_NOTE)  # a redirect target that answered from inside: nothing kept

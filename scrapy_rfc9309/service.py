@@ -274,20 +274,21 @@ class RobotsService:
             self.counts.inc("crawl_delay/cluster/requests_held")
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
-    async def note_start(self, origin: str, floor: float, keep: bool = False) -> None:
-        """A cluster turn's request is done (or starting, no gate): the next counts from now (``keep``: held on)."""
+    async def note_start(self, origin: str, floor: float, held: Any = None) -> None:
+        """A cluster turn's request is done (or starting, no gate): the next counts from now.  Or, ``held`` (the gate's),
+        it still waits: held on, and ``held.turn`` zeroed (lapsed) if the store cannot, another worker's turn under way."""
         try:
-            await (self.storage.keep_turn if keep else self.storage.note_start)(origin, floor)
+            if await (self.storage.keep_turn if held else self.storage.note_start)(origin, floor) is False:
+                held.turn = 0.0  # (keep_turn's answer)
         except Exception:  # noqa: BLE001 - a store problem is counted by the store; the hold ends the turn
             logger.debug("could not note the start of a request of %s", origin, exc_info=True)
 
     def shutdown(self) -> None:
         """The spider began to close: start nothing more, wake every waiter (the gate says what becomes of them)."""
         self.closed = True  # (a second call finds nothing left to stop)
-        # (the resolutions already done are only storing their result: close waits for them)
         if pending := [(origin, entry) for origin, entry in self._pending.items() if not entry.done]:
             logger.debug("scrapy-rfc9309: the spider is closing; %d resolution(s) stopped", len(pending))
-        for origin, entry in pending:
+        for origin, entry in pending:  # (the resolutions done are only storing their result: close waits for them)
             entry.finish(None, NotResolved(origin))
             entry.task.cancel()  # type: ignore[union-attr]  # set as the entry is made (_start), before any await
         self._turns.clear()

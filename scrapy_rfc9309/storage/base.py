@@ -217,11 +217,12 @@ class RobotsStorage(ABC):
         """Record that a request to ``origin`` (its robots.txt) started now,
         so the next turn is ``floor`` seconds later."""
 
-    async def keep_turn(self, origin: str, floor: float) -> None:  # noqa: B027 - optional
+    async def keep_turn(self, origin: str, floor: float) -> bool | None:  # noqa: B027 - optional
         """The request of a turn this process took still waits to start (a
         full downloader): a store that holds a taken turn only for a while
         holds it on from now, so that no other process starts a request of
-        ``origin`` before this one has."""
+        ``origin`` before this one has.  False: the store cannot hold it
+        (another process's turn is under way); the request takes a new turn."""
 
     # -- the two steps of a resolution -------------------------------------------------
     async def lookup(self, origin: str, now: float) -> tuple[RobotsEntry | None, Lease | None]:

@@ -7,7 +7,8 @@ backend is tried again after ``retry_after`` seconds (by default the
 backend's own, ``settings.STORAGE_RETRY_SECONDS``); when it answers again, it
 is used again.  While it is down the cluster guarantees lapse: each worker
 fetches robots.txt for itself and keeps Crawl-delay on its own download slot
-only.
+only; a turn a worker gave itself then is made the backend's, or given up, once
+the backend answers (:meth:`FallbackStorage.keep_turn`).
 
 Only :meth:`open` lets :class:`~.base.StorageUnavailable` through: a store
 that cannot be reached at start-up is a configuration error.  A store that is
@@ -154,10 +155,30 @@ class FallbackStorage(RobotsStorage):
         return 0.0
 
     async def note_start(self, origin: str, floor: float) -> None:
+        if origin in self._local_turns:  # this worker's own turn: its next counts from now
+            self._local_turns[origin] = time.monotonic()
         await self._ask(lambda: self.primary.note_start(origin, floor))  # (while down: no turn of the backend's)
 
-    async def keep_turn(self, origin: str, floor: float) -> None:
-        await self._ask(lambda: self.primary.keep_turn(origin, floor))
+    async def keep_turn(self, origin: str, floor: float) -> bool | None:
+        """Hold on to the turn of a request still waiting for the downloader.
+
+        A turn this worker granted itself while the backend was down is
+        unknown to the backend: held on past its return, another worker would
+        be given the origin at once, beside it.  So, once the backend answers,
+        it is taken there (the next renewal holds it on there); if another
+        worker's turn is under way, it cannot be held: False, and the gate
+        sends its request back for a new turn."""
+        if origin not in self._local_turns:
+            kept = await self._ask(lambda: self.primary.keep_turn(origin, floor))
+            return None if isinstance(kept, _Down) else kept
+        wait = await self._ask(lambda: self.primary.take_turn(origin, floor))
+        if isinstance(wait, _Down):
+            self._local_turns[origin] = time.monotonic()  # still this worker's own, held on: counts from now
+            return None
+        if wait:
+            return False
+        self._local_turns.pop(origin, None)  # the backend's now, on its way
+        return None
 
     async def release(self, lease: Lease) -> None:
         """Release a lease from :meth:`claim`, whatever state the store is in."""

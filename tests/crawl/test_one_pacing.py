@@ -16,6 +16,7 @@ floor is asked of every gap at 0.95.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from typing import Any
@@ -333,6 +334,72 @@ async def test_a_turn_waiting_for_a_full_downloader_is_held_against_another_work
 
     ours = sorted(hit.at for hit in site.page_hits())
     assert len(ours) == 3 and theirs, (ours, theirs)
+    nearest = min(abs(mine - other_start) for mine in ours for other_start in theirs)
+    assert nearest >= MARGIN * FLOOR, (nearest, [round(t - ours[0], 3) for t in sorted(ours + theirs)])
+    assert min(gaps(ours)) >= MARGIN * FLOOR, gaps(ours)
+    check_accounting(result)
+
+
+@pytest.mark.parametrize("theirs_from", [0.0, 1.5], ids=["theirs_first", "ours_first"])
+@pytest_twisted.ensureDeferred
+async def test_a_turn_taken_while_redis_was_down_and_held_past_its_return_is_not_shared(
+    servers, redis_server, monkeypatch, theirs_from
+):
+    """Redis is killed as the floored origin's robots.txt is fetched, so its first page's
+    turn is the worker's own (Redis down); the page then waits for a full downloader (6.5 s
+    pages of a slow origin) while Redis comes back and another worker takes every turn
+    Redis gives it (asking every 10 ms from Redis's return, or 1.5 s later).  Redis never
+    saw the page's turn: held on, it becomes Redis's (the page's renewal, every second,
+    came first), or, the other worker's turn under way, the page goes back to the gate for
+    a new one (theirs came first: ``gate/returned``).  Either way no page starts within
+    the floor of the other worker's requests.  Before, the page left on its own turn beside
+    theirs: CI saw two workers 0.036 s apart under ``Crawl-delay: 1``, their engines
+    waiting on scrapy-redis (whose queue shared the Redis) with such pages ready."""
+    from scrapy_rfc9309 import settings as settings_module
+    from scrapy_rfc9309.storage import StorageUnavailable
+    from scrapy_rfc9309.storage.redis import RedisStorage
+
+    from .test_storage_redis import in_task
+
+    monkeypatch.setattr(settings_module, "STORAGE_RETRY_SECONDS", 0.3)  # the store tried again soon
+    site, back = floored(servers), threading.Event()
+
+    def robots_then_redis_down(hit: Any) -> Reply:
+        redis_server.kill()
+        threading.Timer(2.5, redis_server.start).start()  # (the page's turn, 1 s after robots.txt, is held on from 2 s)
+        threading.Timer(2.5 + theirs_from, back.set).start()
+        return Reply(200, f"User-agent: *\nCrawl-delay: {FLOOR:g}\n", {"Content-Type": "text/plain"})
+
+    site.routes["/robots.txt"] = robots_then_redis_down
+    _, plan = slow_origin(servers, 4, 6.5)
+    plan += [Req(site.url(f"/p{i}")) for i in range(3)]
+    settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "DOWNLOAD_TIMEOUT": 20}
+    other, theirs, ended = RedisStorage(redis_server.url), [], []
+
+    async def other_worker() -> None:  # once Redis is back: starts at once whenever it gives it a turn,
+        await other.open()  # until it has started once after the crawl (whose pages may take every turn till then)
+        try:
+            while not ended or (max(theirs, default=0) < ended[0] and time.monotonic() < ended[0] + 3 * FLOOR):
+                await asyncio.sleep(0.01)
+                with contextlib.suppress(StorageUnavailable):
+                    if back.is_set() and await other.take_turn(site.origin, FLOOR) == 0:
+                        theirs.append(time.monotonic())
+                        await other.note_start(site.origin, FLOOR)
+        finally:
+            await other.close()
+
+    working = in_task(other_worker())
+    try:
+        result, _ = await crawl_within(60, plan, {**settings, "RFC9309_STORAGE": redis_server.url})
+    finally:
+        ended.append(time.monotonic())
+        await working
+
+    ours = sorted(hit.at for hit in site.page_hits())
+    assert len(ours) == 3 and theirs, (ours, theirs)
+    assert result.stats.get("rfc9309/storage/outages") == 1, result.stats
+    if not theirs_from:  # their turn came first: the page's could not be Redis's, and it took a new one
+        assert result.stats.get("rfc9309/gate/returned", 0) >= 1, result.stats
     nearest = min(abs(mine - other_start) for mine in ours for other_start in theirs)
     assert nearest >= MARGIN * FLOOR, (nearest, [round(t - ours[0], 3) for t in sorted(ours + theirs)])
     assert min(gaps(ours)) >= MARGIN * FLOOR, gaps(ours)

@@ -151,6 +151,45 @@ async def test_a_turn_taken_while_the_store_was_down_is_kept_once_it_answers_aga
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_turn_taken_while_the_store_was_down_and_held_on_past_its_return_holds_the_other_workers(redis_server):
+    """A worker paces an origin itself while Redis is down, and the request of
+    the turn it took then still waits for a place in its downloader (or for
+    its engine) when Redis answers again: the gate holds that turn on
+    (``keep_turn``).  Redis never saw the turn, so another worker asking it
+    would be given the origin at once and the two requests would reach the
+    server together (seen in CI: 0.036 s apart under ``Crawl-delay: 1``).
+    Held on once Redis answers, the turn becomes Redis's: the other worker
+    waits until its request is done and a floor more."""
+
+    async def scenario() -> None:
+        mine = FallbackStorage(RedisStorage(redis_server.url, prefix="h:"), retry_after=0.01)
+        other = FallbackStorage(RedisStorage(redis_server.url, prefix="h:"), retry_after=0.01)
+        await mine.open()
+        await other.open()
+        origin, gap = "http://example.com:80", 0.5
+        try:
+            redis_server.kill()
+            assert await mine.take_turn(origin, gap) == 0  # down: this worker's own turn
+            redis_server.start()
+            await asyncio.sleep(gap + 0.05)  # Redis back, and the floor past: the turn is held on
+            await mine.keep_turn(origin, gap)  # (the gate's renewal of a turn waiting for the downloader)
+            assert not mine.down
+            for _ in range(3):  # however often the other worker asks while the request waits
+                assert 0 < await other.take_turn(origin, gap), "another worker was given the held turn's origin"
+                await mine.keep_turn(origin, gap)
+            await mine.note_start(origin, gap)  # the held request is done: the next a floor from now
+            wait = await other.take_turn(origin, gap)
+            assert gap - 0.1 < wait <= gap, wait
+            await asyncio.sleep(wait)
+            assert await other.take_turn(origin, gap) == 0
+        finally:
+            await mine.close()
+            await other.close()
+
+    await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
 async def test_turns_are_atomic_across_clients(redis_server):
     async def scenario() -> None:
         one = RedisStorage(redis_server.url, prefix="r:")
