@@ -296,6 +296,47 @@ async def test_the_floor_holds_while_a_slow_origin_fills_the_downloader(servers,
     check_accounting(result)
 
 
+async def crawl_beside_a_greedy_worker(
+    plan: list, settings: dict, url: str, origin: str, asking: Any = lambda: True, one_after: bool = False
+) -> tuple[Any, list[float]]:
+    """Crawl ``plan`` with the Redis store at ``url`` while another worker of the cluster (a
+    client of its own, in this loop) starts a request of ``origin`` whenever Redis gives it a
+    turn, as a busy worker would (while ``asking()``; a store error is a turn not given).
+    ``one_after``: it goes on until it has started once after the crawl (whose pages may take
+    every turn till then), 3 floors at most.  Returns the crawl's result and its starts."""
+    from scrapy_rfc9309.storage import StorageUnavailable
+    from scrapy_rfc9309.storage.redis import RedisStorage
+
+    from .test_storage_redis import in_task
+
+    other, theirs, ended = RedisStorage(url), [], []
+
+    def going() -> bool:
+        if not ended:
+            return True
+        return one_after and max(theirs, default=0) < ended[0] and time.monotonic() < ended[0] + 3 * FLOOR
+
+    async def work() -> None:
+        await other.open()
+        try:
+            while going():
+                with contextlib.suppress(StorageUnavailable):
+                    if asking() and await other.take_turn(origin, FLOOR) == 0:
+                        theirs.append(time.monotonic())
+                        await other.note_start(origin, FLOOR)
+                await asyncio.sleep(0.01)
+        finally:
+            await other.close()
+
+    working = in_task(work())
+    try:
+        result, _ = await crawl_within(60, plan, {**settings, "RFC9309_STORAGE": url})
+    finally:
+        ended.append(time.monotonic())
+        await working
+    return result, theirs
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_turn_waiting_for_a_full_downloader_is_held_against_another_worker(servers, redis_server):
     """With Redis, a page whose cluster turn is taken waits for a full downloader (6.5 s
@@ -304,33 +345,11 @@ async def test_a_turn_waiting_for_a_full_downloader_is_held_against_another_work
     would) never starts a request of the origin within the floor of one of the crawl's
     pages (before: the hold ran out while the page waited, the other worker took its turns,
     and the page followed one of them by less than the floor)."""
-    from scrapy_rfc9309.storage.redis import RedisStorage
-
-    from .test_storage_redis import in_task
-
     site = floored(servers)
     _, plan = slow_origin(servers, 8, 6.5)
     plan += [Req(site.url(f"/p{i}")) for i in range(3)]
     settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "DOWNLOAD_TIMEOUT": 20}
-    other, theirs, crawling = RedisStorage(redis_server.url), [], [True]
-
-    async def other_worker() -> None:  # starts at once whenever the store gives it a turn
-        await other.open()
-        try:
-            while crawling[0]:
-                if await other.take_turn(site.origin, FLOOR) == 0:
-                    theirs.append(time.monotonic())
-                    await other.note_start(site.origin, FLOOR)
-                await asyncio.sleep(0.01)
-        finally:
-            await other.close()
-
-    working = in_task(other_worker())
-    try:
-        result, _ = await crawl_within(60, plan, {**settings, "RFC9309_STORAGE": redis_server.url})
-    finally:
-        crawling[0] = False
-        await working
+    result, theirs = await crawl_beside_a_greedy_worker(plan, settings, redis_server.url, site.origin)
 
     ours = sorted(hit.at for hit in site.page_hits())
     assert len(ours) == 3 and theirs, (ours, theirs)
@@ -356,10 +375,6 @@ async def test_a_turn_taken_while_redis_was_down_and_held_past_its_return_is_not
     theirs: CI saw two workers 0.036 s apart under ``Crawl-delay: 1``, their engines
     waiting on scrapy-redis (whose queue shared the Redis) with such pages ready."""
     from scrapy_rfc9309 import settings as settings_module
-    from scrapy_rfc9309.storage import StorageUnavailable
-    from scrapy_rfc9309.storage.redis import RedisStorage
-
-    from .test_storage_redis import in_task
 
     monkeypatch.setattr(settings_module, "STORAGE_RETRY_SECONDS", 0.3)  # the store tried again soon
     site, back = floored(servers), threading.Event()
@@ -374,26 +389,9 @@ async def test_a_turn_taken_while_redis_was_down_and_held_past_its_return_is_not
     _, plan = slow_origin(servers, 4, 6.5)
     plan += [Req(site.url(f"/p{i}")) for i in range(3)]
     settings = {"CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "DOWNLOAD_TIMEOUT": 20}
-    other, theirs, ended = RedisStorage(redis_server.url), [], []
-
-    async def other_worker() -> None:  # once Redis is back: starts at once whenever it gives it a turn,
-        await other.open()  # until it has started once after the crawl (whose pages may take every turn till then)
-        try:
-            while not ended or (max(theirs, default=0) < ended[0] and time.monotonic() < ended[0] + 3 * FLOOR):
-                await asyncio.sleep(0.01)
-                with contextlib.suppress(StorageUnavailable):
-                    if back.is_set() and await other.take_turn(site.origin, FLOOR) == 0:
-                        theirs.append(time.monotonic())
-                        await other.note_start(site.origin, FLOOR)
-        finally:
-            await other.close()
-
-    working = in_task(other_worker())
-    try:
-        result, _ = await crawl_within(60, plan, {**settings, "RFC9309_STORAGE": redis_server.url})
-    finally:
-        ended.append(time.monotonic())
-        await working
+    result, theirs = await crawl_beside_a_greedy_worker(
+        plan, settings, redis_server.url, site.origin, asking=back.is_set, one_after=True
+    )
 
     ours = sorted(hit.at for hit in site.page_hits())
     assert len(ours) == 3 and theirs, (ours, theirs)
