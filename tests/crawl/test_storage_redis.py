@@ -190,6 +190,30 @@ async def test_a_turn_taken_while_the_store_was_down_and_held_on_past_its_return
 
 
 @pytest_twisted.ensureDeferred
+async def test_while_the_store_is_down_a_workers_next_turn_counts_from_its_requests_end(redis_server):
+    """While Redis is down a worker paces an origin itself as Redis would: its next turn
+    comes a floor after the request before it ended (noted), not after that request's turn
+    was given (a slow response would shorten the gap the server sees)."""
+
+    async def scenario() -> None:
+        store = FallbackStorage(RedisStorage(redis_server.url, prefix="e:"), retry_after=60)
+        await store.open()
+        origin, gap = "http://example.com:80", 0.5
+        try:
+            redis_server.kill()
+            assert await store.take_turn(origin, gap) == 0  # down: this worker's own turn
+            await asyncio.sleep(0.4)  # its request takes 0.4 s
+            await store.note_start(origin, gap)
+            wait = await store.take_turn(origin, gap)
+            assert gap - 0.1 < wait <= gap, wait  # counted from the turn: 0.1 s
+        finally:
+            redis_server.start()
+            await store.close()
+
+    await in_task(scenario())
+
+
+@pytest_twisted.ensureDeferred
 async def test_turns_are_atomic_across_clients(redis_server):
     async def scenario() -> None:
         one = RedisStorage(redis_server.url, prefix="r:")
