@@ -172,8 +172,7 @@ class FallbackStorage(RobotsStorage):
             kept = await self._ask(lambda: self.primary.keep_turn(origin, floor))
             return None if isinstance(kept, _Down) else kept
         wait = await self._ask(lambda: self.primary.take_turn(origin, floor))
-        if isinstance(wait, _Down):
-            self._local_turns[origin] = time.monotonic()  # still this worker's own, held on: counts from now
+        if isinstance(wait, _Down):  # still this worker's own (its next counts from its request's end: note_start)
             return None
         if wait:
             return False
