@@ -623,7 +623,7 @@ class GateScheduler:
         unseen, keep = now - UNSEEN_SECONDS, now - KEEP_SECONDS
         for request_id, tracked in list(self._tracked.items()):
             if tracked.ready and tracked.origin is not None and now - TURN_FRESH <= tracked.turn < keep:
-                tracked.turn = now  # (held on late, it may have lapsed: see lapsed; not held by the store, it has)
+                tracked.turn = now  # (held on late, it may have lapsed: see lapsed; not held by the store: lapses now)
                 compat.spawn(self.service.note_start(tracked.origin, tracked.floor, tracked))
             elif not (tracked.seen or tracked.ready) and tracked.since < unseen and request_id in self._tracked:
                 self._done(request_id, noted=False)

@@ -275,8 +275,8 @@ class RobotsService:
             self._stats.max_value(STATS + "crawl_delay/cluster/max_wait", waited)
 
     async def note_start(self, origin: str, floor: float, held: Any = None) -> None:
-        """A cluster turn's request is done (or starting, no gate): the next counts from now.  Or, ``held`` (the gate's),
-        it still waits: held on, and ``held.turn`` zeroed (lapsed) if the store cannot, another worker's turn under way."""
+        """A cluster turn's request is done (or starting, no gate): the next counts from now.  With ``held`` (the gate's
+        tracked request, still waiting), its turn is held on instead, and lapsed (``held.turn`` zeroed) if the store cannot."""
         try:
             if await (self.storage.keep_turn if held else self.storage.note_start)(origin, floor) is False:
                 held.turn = 0.0  # (keep_turn's answer)
